@@ -22,6 +22,7 @@ export abstract class BaseEnv implements Env {
   private started = false;
   private ended = false;
   private lastObservation = "";
+  private instance = "";
 
   constructor(readonly maxTurns: number) {}
 
@@ -30,6 +31,8 @@ export abstract class BaseEnv implements Env {
     this.ended = false;
     this.turnIndex = 0;
     this.lastObservation = this.onReset(seed);
+    // Taken at reset: the state moves on during the episode, the instance does not.
+    this.instance = canonicalAnchorKey({ env: this.id, instance: this.instanceState() });
     return this.lastObservation;
   }
 
@@ -83,12 +86,19 @@ export abstract class BaseEnv implements Env {
     return canonicalAnchorKey({ env: this.id, state: this.anchorState() });
   }
 
+  instanceKey(): string {
+    if (!this.started) throw new Error(`${this.id}: call reset(seed) before instanceKey()`);
+    return this.instance;
+  }
+
   abstract admissibleActions(): string[] | null;
   abstract instructions(): string;
   abstract view(): EnvView;
 
   /** The agent-observable state as a JSON value; equal states must give equal values. */
   protected abstract anchorState(): AnchorValue;
+  /** What reset generated (the task instance) as a JSON value, read right after onReset. */
+  protected abstract instanceState(): AnchorValue;
   protected abstract onReset(seed: number): string;
   protected abstract onStep(actionText: string): TurnOutcome;
 }

@@ -207,6 +207,11 @@ export class CountdownEnv extends BaseEnv {
     return { kind: "fields", fields: { numbers: this.numbers.join(" "), target: this.target, start: this.start.join(" ") } };
   }
 
+  /** The puzzle: the multiset of starting numbers and the target (order of dealing ignored). */
+  protected instanceState(): AnchorValue {
+    return { numbers: this.start.slice().sort((a, b) => a - b), target: this.target };
+  }
+
   protected anchorState(): AnchorValue {
     return { numbers: this.numbers, target: this.target };
   }

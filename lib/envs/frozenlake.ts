@@ -112,6 +112,11 @@ export class FrozenLakeEnv extends BaseEnv {
     return { kind: "grid", cells: this.rows().map((r) => r.split("")), legend: FROZENLAKE_LEGEND };
   }
 
+  /** The map (the start is always the top-left corner). */
+  protected instanceState(): AnchorValue {
+    return this.map.join("\n");
+  }
+
   protected anchorState(): AnchorValue {
     return this.render();
   }

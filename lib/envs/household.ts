@@ -230,6 +230,11 @@ export class HouseholdEnv extends BaseEnv {
     return { kind: "text", text: lines.join("\n") };
   }
 
+  /** The generated house (rooms, receptacles, objects and their places) and the task. */
+  protected instanceState(): AnchorValue {
+    return JSON.parse(JSON.stringify(this.s)) as AnchorValue;
+  }
+
   protected anchorState(): AnchorValue {
     return {
       room: this.s.room,

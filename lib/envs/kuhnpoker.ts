@@ -29,6 +29,12 @@ export interface KuhnPokerState {
   first: number;
 }
 
+/** The two private cards of hand `hand` of the match dealt from `seed`. */
+function dealCards(seed: number, hand: number): [number, number] {
+  const deck = createRng(mixSeed("kuhnpoker", seed, hand)).shuffle([0, 1, 2]);
+  return [deck[0], deck[1]];
+}
+
 export class KuhnPokerEnv extends BaseEnv {
   readonly id = "kuhnpoker";
   override readonly numAgents = 2;
@@ -64,8 +70,7 @@ export class KuhnPokerEnv extends BaseEnv {
   private deal(hand: number): void {
     this.hand = hand;
     this.history = [];
-    const deck = createRng(mixSeed("kuhnpoker", this.seed, hand)).shuffle([0, 1, 2]);
-    this.cards = [deck[0], deck[1]];
+    this.cards = dealCards(this.seed, hand);
   }
 
   currentAgent(): number {
@@ -195,6 +200,11 @@ export class KuhnPokerEnv extends BaseEnv {
         "to act": this.finished ? null : this.currentAgent(),
       },
     };
+  }
+
+  /** The deal of every hand of the match (the cards alone decide a Kuhn poker instance). */
+  protected instanceState(): AnchorValue {
+    return Array.from({ length: this.config.hands }, (_, h) => dealCards(this.seed, h).join(""));
   }
 
   protected anchorState(): AnchorValue {

@@ -278,6 +278,11 @@ export class SearchQaEnv extends BaseEnv {
     return { kind: "text", text: lines.join("\n") };
   }
 
+  /** The questions with their answers and reasoning chains (the knowledge base is the config's). */
+  protected instanceState(): AnchorValue {
+    return this.objectives.map((o) => ({ question: o.question, answer: o.answer, chain: o.chain }));
+  }
+
   protected anchorState(): AnchorValue {
     // The information the agent holds: the set of passages it has read (order-free).
     return { retrieved: this.retrieved.slice().sort((a, b) => a - b) };

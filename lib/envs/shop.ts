@@ -279,6 +279,11 @@ export class ShopEnv extends BaseEnv {
     return { kind: "text", text: this.render() };
   }
 
+  /** The goal: the target product, requested attributes, options and price bound (the catalogue is the config's). */
+  protected instanceState(): AnchorValue {
+    return JSON.parse(JSON.stringify(this.goal)) as AnchorValue;
+  }
+
   protected anchorState(): AnchorValue {
     const p = this.page;
     return {

@@ -147,6 +147,11 @@ export class SokobanEnv extends BaseEnv {
     };
   }
 
+  /** The start grid: walls, targets, boxes and player (the whole level). */
+  protected instanceState(): AnchorValue {
+    return renderSokoban(this.level).join("\n");
+  }
+
   protected anchorState(): AnchorValue {
     return this.render();
   }

@@ -118,6 +118,11 @@ export class TicTacToeEnv extends BaseEnv {
     };
   }
 
+  /** The opening position (board after the random opening moves) and who moves first. */
+  protected instanceState(): AnchorValue {
+    return { board: this.board.join(""), toMove: this.toMove };
+  }
+
   protected anchorState(): AnchorValue {
     return { board: this.board.join(""), toMove: this.toMove };
   }

@@ -228,6 +228,11 @@ export class TwentyQEnv extends BaseEnv {
     };
   }
 
+  /** The secret and the candidate set. */
+  protected instanceState(): AnchorValue {
+    return { secret: this.secret, candidates: this.candidates.slice().sort() };
+  }
+
   protected anchorState(): AnchorValue {
     // What the agent knows: the answers it got and the guesses ruled out, order-free.
     return {

@@ -45,6 +45,12 @@ export interface Env {
   admissibleActions(): string[] | null;
   /** Canonical key of the current state (for GiGPO anchor groups): equal states, equal keys. */
   anchorKey(): string;
+  /**
+   * Canonical key of the task instance the last reset(seed) generated (map, level, puzzle,
+   * goal, deal...): two seeds that generate the same instance give the same key, different
+   * instances different keys. Held-out sets compare these, not seeds (lib/envs/heldout.ts).
+   */
+  instanceKey(): string;
   /** System prompt / instructions text for the agent. */
   instructions(): string;
   view(): EnvView;
