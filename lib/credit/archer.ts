@@ -1,7 +1,7 @@
 // ArCHer utterance-level advantage from a double critic (Zhou et al. 2024, "ArCHer: Training
 // Language Model Agents via Hierarchical Multi-Turn RL", https://arxiv.org/abs/2402.19446).
 import { z } from "zod";
-import { buildResult } from "./result";
+import { buildResult, zeroVarianceDiagnostic } from "./result";
 import { defineEstimator } from "./spec";
 import { maskedWhiten } from "./stats";
 
@@ -55,7 +55,7 @@ export const archer = defineEstimator({
       const b = flat.trajTurnStart[i + 1];
       for (let r = a; r < b; r++) target[r] = flat.reward[r] + params.gamma * (r + 1 < b ? v[r + 1] : 0); // y = r + gamma V(s')
     }
-    const out = params.whiten ? maskedWhiten(adv, flat.tokens).out : adv;
-    return buildResult(flat, "archer", out, { q, v, qTarget: target });
+    const wh = params.whiten ? maskedWhiten(adv, flat.tokens, "archer") : null;
+    return buildResult(flat, "archer", wh ? wh.out : adv, { q, v, qTarget: target }, zeroVarianceDiagnostic(wh ? wh.zeroed : 0));
   },
 });

@@ -3,7 +3,7 @@
 import { z } from "zod";
 import type { FlatBatch } from "./flat";
 import { bilevelGae } from "./gae-bilevel";
-import { buildResult } from "./result";
+import { buildResult, zeroVarianceDiagnostic } from "./result";
 import { defineEstimator } from "./spec";
 import { maskedWhiten } from "./stats";
 
@@ -84,7 +84,7 @@ export const gae = defineEstimator({
     const value = flat.numeric("value");
     const { adv, ret } =
       params.variant === "ragen_bilevel" ? bilevelGae(flat, value, params.highLevelGamma, params.lam) : turnGae(flat, value, params);
-    const out = params.whiten ? maskedWhiten(adv, flat.tokens).out : adv; // verl masked_whiten
-    return buildResult(flat, "gae", out, { gae: adv, returns: ret });
+    const wh = params.whiten ? maskedWhiten(adv, flat.tokens, "gae") : null; // verl masked_whiten
+    return buildResult(flat, "gae", wh ? wh.out : adv, { gae: adv, returns: ret }, zeroVarianceDiagnostic(wh ? wh.zeroed : 0));
   },
 });

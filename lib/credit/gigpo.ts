@@ -115,6 +115,8 @@ export interface GigpoOutput {
   /** Members of each row's anchor group. Shape (nTurns,). */
   anchorSize: Int32Array;
   diagnostics: AnchorGroupDiagnostics;
+  /** Rows set to 0 by a zero-variance episode statistic although their copy differed from it. */
+  zeroed: number;
 }
 
 /**
@@ -186,6 +188,7 @@ export function gigpoCompute(flat: FlatBatch, params: GigpoParams, keys = flat.a
   // 3. Episode advantage A_E per uid. Each step row holds its copy of R, minus the penalty on an
   //    invalid row (verl-agent penalises the row's token-level score).
   const episode = new Float64Array(n);
+  let zeroed = 0;
   for (let g = 0; g < flat.nGroups; g++) {
     const t0 = groupTrajStart[g];
     const t1 = groupTrajStart[g + 1];
@@ -232,11 +235,18 @@ export function gigpoCompute(flat: FlatBatch, params: GigpoParams, keys = flat.a
       }
       std = Math.sqrt(m2 / (count - 1)); // torch.std (unbiased)
     }
+    // zero variance: every row normalises to 0, also a penalised row outside the perTrajectory
+    // statistic, which the code would send to -penalty / eps (README "Degenerate statistics")
+    const degenerate = useStd && std === 0;
     const scale = useStd ? 1 / (std + eps) : 1;
     for (let i = t0; i < t1; i++) {
       const R = score[i];
       for (let r = trajTurnStart[i]; r < trajTurnStart[i + 1]; r++) {
         const copy = invalid[r] === 1 ? R - coef : R;
+        if (degenerate) {
+          if (copy !== mean) zeroed++;
+          continue;
+        }
         episode[r] = (copy - mean) * scale; // Eq. 3: A_E = (R - mean) / (std + eps)   (mean_norm: R - mean)
       }
     }
@@ -286,6 +296,7 @@ export function gigpoCompute(flat: FlatBatch, params: GigpoParams, keys = flat.a
     ret,
     anchor,
     anchorSize,
+    zeroed,
     diagnostics: {
       count: m,
       singletonRatio: m > 0 ? singletons / m : 0,
@@ -320,7 +331,7 @@ export const gigpo = defineEstimator({
         anchorGroup: out.anchor.groupOf,
         anchorGroupSize: out.anchorSize,
       },
-      { anchorGroups: out.diagnostics },
+      { anchorGroups: out.diagnostics, zeroVariance: { turns: out.zeroed } },
     );
   },
 });

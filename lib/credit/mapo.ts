@@ -39,11 +39,9 @@ export function mapoCompute(flat: FlatBatch, params: MapoParams) {
   const { trajTurnStart } = flat;
   const score = new Float64Array(n);
   const ret = new Float64Array(n);
-  let maxLen = 0;
   for (let i = 0; i < flat.nTraj; i++) {
     const a = trajTurnStart[i];
     const b = trajTurnStart[i + 1];
-    if (b - a > maxLen) maxLen = b - a;
     let s = 0;
     let c = 0;
     for (let r = a; r < b; r++) if (judge[r] === judge[r]) (s += judge[r]), c++;
@@ -56,13 +54,20 @@ export function mapoCompute(flat: FlatBatch, params: MapoParams) {
     }
   }
 
-  // Turn-level groups: key = group * maxLen + turn index.
+  // Turn-level groups: key = base of the uid + turn index, where a uid's keys span its own longest
+  // trajectory, so the number of keys is at most the number of turns (memory linear in turns).
   const keyOf = new Int32Array(n);
-  for (let i = 0; i < flat.nTraj; i++) {
-    const g = flat.trajGroup[i];
-    for (let r = trajTurnStart[i]; r < trajTurnStart[i + 1]; r++) keyOf[r] = g * maxLen + (r - trajTurnStart[i]);
+  let nKeys = 0;
+  for (let g = 0; g < flat.nGroups; g++) {
+    let longest = 0;
+    for (let i = flat.groupTrajStart[g]; i < flat.groupTrajStart[g + 1]; i++) {
+      const a = trajTurnStart[i];
+      const len = trajTurnStart[i + 1] - a;
+      if (len > longest) longest = len;
+      for (let t = 0; t < len; t++) keyOf[a + t] = nKeys + t;
+    }
+    nKeys += longest;
   }
-  const nKeys = flat.nGroups * maxLen;
   const cnt = new Int32Array(nKeys);
   const sum = new Float64Array(nKeys);
   const first = new Float64Array(nKeys);

@@ -2,7 +2,7 @@
 // (Yuan, Xu et al. 2025, https://arxiv.org/abs/2510.15414; code: thu-nics/MARS on ROLL).
 import { z } from "zod";
 import type { FlatBatch } from "./flat";
-import { buildResult } from "./result";
+import { buildResult, zeroVarianceDiagnostic } from "./result";
 import { defineEstimator } from "./spec";
 import { maskedWhiten } from "./stats";
 
@@ -93,7 +93,7 @@ export function marsCompute(flat: FlatBatch, params: MarsParams) {
       if (cnt[k] === 1) adv[r] = ret[r] / (1 + params.epsilon); // one member: mean 0, std 1
       else adv[r] = (ret[r] - mean[k]) / (Math.sqrt(m2[k] / (cnt[k] - 1)) + params.epsilon); // agent-specific normalisation
     }
-    return { advantage: adv, ret };
+    return { advantage: adv, ret, zeroed: 0 };
   }
   const cnt = new Int32Array(count);
   const sum = new Float64Array(count);
@@ -103,10 +103,10 @@ export function marsCompute(flat: FlatBatch, params: MarsParams) {
   }
   const centred = new Float64Array(n);
   for (let r = 0; r < n; r++) centred[r] = flat.reward[r] - sum[key[r]] / cnt[key[r]]; // r - mean of the player's turn rewards
-  const white = maskedWhiten(centred, flat.tokens).out; // whiten rewards
-  const ret = playerReturns(flat, white, params.gamma); // REINFORCE return
-  const adv = maskedWhiten(ret, flat.tokens).out; // whiten advantages over the batch
-  return { advantage: adv, ret };
+  const white = maskedWhiten(centred, flat.tokens, "mars"); // whiten rewards
+  const ret = playerReturns(flat, white.out, params.gamma); // REINFORCE return
+  const adv = maskedWhiten(ret, flat.tokens, "mars"); // whiten advantages over the batch
+  return { advantage: adv.out, ret, zeroed: white.zeroed + adv.zeroed };
 }
 
 export const mars = defineEstimator({
@@ -123,6 +123,6 @@ export const mars = defineEstimator({
   paramsSchema: marsParams,
   run(flat, params) {
     const o = marsCompute(flat, params);
-    return buildResult(flat, "mars", o.advantage, { return: o.ret });
+    return buildResult(flat, "mars", o.advantage, { return: o.ret }, zeroVarianceDiagnostic(o.zeroed));
   },
 });

@@ -2,9 +2,9 @@
 import { z } from "zod";
 import { broadcastToTurns } from "./outcome";
 import { trajectoryScores } from "./flat";
-import { buildResult } from "./result";
+import { buildResult, zeroVarianceDiagnostic } from "./result";
 import { defineEstimator } from "./spec";
-import { maskedWhitenMoments } from "./stats";
+import { maskedWhitenTurns } from "./stats";
 
 /** Both REINFORCE++ estimators come from this paper. */
 export const REINFORCEPP_PAPER = {
@@ -45,24 +45,30 @@ export const reinforcepp = defineEstimator({
     const R = broadcastToTurns(flat, trajectoryScores(flat));
     const n = flat.nTurns;
     const g = params.gamma;
-    const s1 = new Float64Array(n);
-    const s2 = new Float64Array(n);
+    const tokens = flat.tokens;
+    // Token j of a k-token turn holds gamma^(k-1-j) R (G_t = r_t + gamma G_{t+1}, reset after EOS):
+    // mean R a1/k and spread R^2 (a2 - a1^2/k) around it, with a1 = sum_j gamma^j, a2 = sum_j gamma^(2j).
+    const turnMean = new Float64Array(n);
+    const within = new Float64Array(n);
+    const spread = new Map<number, number>(); // a2 - a1^2/k per token count k
     for (let r = 0; r < n; r++) {
-      const k = flat.tokens[r];
-      // sum_j gamma^j and sum_j gamma^(2j) over the k tokens
-      const a1 = g === 1 ? k : (1 - Math.pow(g, k)) / (1 - g);
-      const a2 = g === 1 ? k : (1 - Math.pow(g * g, k)) / (1 - g * g);
-      s1[r] = R[r] * a1; // G_t = r_t + gamma G_{t+1}, reset after EOS
-      s2[r] = R[r] * R[r] * a2;
+      const k = tokens[r];
+      if (k <= 0 || g === 1) {
+        turnMean[r] = R[r];
+        continue;
+      }
+      const a1 = (1 - Math.pow(g, k)) / (1 - g);
+      turnMean[r] = (R[r] * a1) / k;
+      let w = spread.get(k);
+      if (w === undefined) {
+        const a2 = (1 - Math.pow(g * g, k)) / (1 - g * g);
+        w = Math.max(0, a2 - (a1 * a1) / k);
+        spread.set(k, w);
+      }
+      within[r] = R[r] * R[r] * w;
     }
-    const { mean, inv } = maskedWhitenMoments(s1, s2, flat.tokens);
-    const adv = new Float64Array(n);
-    const ret = new Float64Array(n);
-    for (let r = 0; r < n; r++) {
-      const k = flat.tokens[r];
-      ret[r] = k > 0 ? s1[r] / k : R[r];
-      adv[r] = (ret[r] - mean) * inv; // whitened: (G - m) / sqrt(var + 1e-8)
-    }
-    return buildResult(flat, "reinforcepp", adv, { return: ret });
+    const wh = maskedWhitenTurns(turnMean, g === 1 ? null : within, tokens, "reinforcepp");
+    // whitened: (G - m) / sqrt(var + 1e-8); a turn reports the mean over its tokens
+    return buildResult(flat, "reinforcepp", wh.out, { return: turnMean }, zeroVarianceDiagnostic(wh.zeroed));
   },
 });

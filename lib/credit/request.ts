@@ -2,22 +2,13 @@
 // one-line error every bad request produces (the API maps CreditRequestError to a 400).
 import { z } from "zod";
 import { canonicalAnchorKey } from "./anchor-key";
+import { CreditRequestError } from "./errors";
 import { ESTIMATOR_IDS, getEstimator, isEstimatorId } from "./registry";
 import { rewardTransformSchema } from "./reward-transform";
 import type { EstimatorSpec, TurnContext } from "./spec";
 import type { AnchorValue, Turn } from "./types";
 
-/** A bad request; `message` is one line naming the problem and the field path. */
-export class CreditRequestError extends Error {
-  constructor(
-    message: string,
-    /** Field path, e.g. "groups[0].trajectories[1].turns[2].reward" ("" for the whole request). */
-    readonly path: string = "",
-  ) {
-    super(message.replace(/\s*\n\s*/g, " "));
-    this.name = "CreditRequestError";
-  }
-}
+export { CreditRequestError };
 
 /** Marker the CLI's tolerant JSON reader puts where the text had a bare NaN / Infinity token. */
 export const NON_FINITE_MARKER = "$nonFinite";

@@ -53,6 +53,12 @@ export interface CreditDiagnostics {
   anchorGroups?: AnchorGroupDiagnostics;
   /** Turns dropped from the loss (MAPO `singleton: "mask"`): their advantage is reported as 0. */
   lossMask?: { maskedTurns: number };
+  /**
+   * Turns normalised by a statistic with zero variance (every member equal) whose own value
+   * differed from it: reported as 0 instead of +-x / epsilon (README "Degenerate statistics").
+   * Present only when there is at least one.
+   */
+  zeroVariance?: { turns: number };
   /** Present when the request carried a reward transform. */
   rewardTransform?: { kind: "gated"; tau: number; gateOpenShare: number };
 }
@@ -60,6 +66,14 @@ export interface CreditDiagnostics {
 export interface CreditResult {
   trajectories: TrajectoryCredit[];
   diagnostics: CreditDiagnostics;
+}
+
+/** Estimator-specific diagnostics passed to buildResult. */
+export type ExtraDiagnostics = Partial<Pick<CreditDiagnostics, "anchorGroups" | "lossMask" | "zeroVariance">>;
+
+/** `{ zeroVariance: { turns } }` for buildResult's extra diagnostics (dropped there when 0). */
+export function zeroVarianceDiagnostic(turns: number): ExtraDiagnostics {
+  return { zeroVariance: { turns } };
 }
 
 export type ComponentArray = Float64Array | Int32Array | ComponentValue[];
@@ -73,7 +87,7 @@ export function buildResult(
   estimator: string,
   advantages: Float64Array,
   components: Record<string, ComponentArray>,
-  extra: Partial<Pick<CreditDiagnostics, "anchorGroups" | "lossMask">> = {},
+  extra: ExtraDiagnostics = {},
 ): CreditResult {
   const start = flat.trajTurnStart;
   const nTraj = flat.nTraj;
@@ -144,7 +158,7 @@ function commonDiagnostics(
   flat: FlatBatch,
   estimator: string,
   advantages: Float64Array,
-  extra: Partial<Pick<CreditDiagnostics, "anchorGroups" | "lossMask">>,
+  extra: ExtraDiagnostics,
 ): CreditDiagnostics {
   const scores = trajectoryScores(flat);
   let singletonCount = 0;
@@ -170,5 +184,6 @@ function commonDiagnostics(
   };
   if (extra.anchorGroups) d.anchorGroups = extra.anchorGroups;
   if (extra.lossMask) d.lossMask = extra.lossMask;
+  if (extra.zeroVariance && extra.zeroVariance.turns > 0) d.zeroVariance = extra.zeroVariance;
   return d;
 }

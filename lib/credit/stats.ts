@@ -1,5 +1,7 @@
 // Shared statistics with the conventions of ../shared/credit-spec.md:
 // unbiased (N-1) std like torch.std, epsilon added to std, verl's masked_whiten for batch whitening.
+// Every variance is two-pass (mean first, then squared deviations): precise at any offset.
+import { CreditRequestError } from "./errors";
 
 /** Per-key statistics of `values` grouped by integer `keys` (two passes, like torch.mean / torch.std). */
 export interface KeyedStats {
@@ -70,60 +72,87 @@ export function meanStd(values: ArrayLike<number>): { mean: number; std: number;
   return { mean, std: Math.sqrt(m2 / (n - 1)), constant };
 }
 
+/** Result of a whitening: the whitened values and the statistics used. */
+export interface Whitened {
+  /** (n,) whitened values. */
+  out: Float64Array;
+  mean: number;
+  variance: number;
+  /**
+   * Turns whose value differed from the batch's single valid value when every valid token was
+   * equal (zero variance): whitened to 0 instead of (x - m) * 1e4. See README "Degenerate statistics".
+   */
+  zeroed: number;
+}
+
 /**
  * verl `masked_whiten` with token weights: `(x - m) * rsqrt(var + 1e-8)` where m is the
  * token-weighted mean `sum(w x) / (sum(w) + 1e-8)` and var the Bessel-corrected weighted variance
  * `masked_mean((x - m)^2) * N / (N - 1)` over the N = sum(w) valid tokens (verl torch_functional).
  * Rows with weight 0 (no valid token) do not enter the statistics but are still whitened.
- * With N <= 1 verl raises; here the variance is taken as 0.
+ * Degenerate cases (one convention for every estimator, README "Degenerate statistics"):
+ * N <= 1 raises a CreditRequestError like verl's ValueError; all valid tokens equal gives 0 on
+ * every row (`zeroed` counts rows that differed), never (x - m) / sqrt(1e-8).
  * Args:
  *   values: (n,) per-turn value, constant over the turn's tokens.
  *   weights: (n,) valid token count of each turn.
- * Returns: (n,) whitened values, plus the statistics used.
+ *   who: the estimator, named in the error.
  */
-export function maskedWhiten(
-  values: ArrayLike<number>,
-  weights: ArrayLike<number>,
-): { out: Float64Array; mean: number; variance: number } {
-  const n = values.length;
-  let wsum = 0;
-  let s = 0;
-  for (let i = 0; i < n; i++) {
-    wsum += weights[i];
-    s += weights[i] * values[i];
-  }
-  const mean = s / (wsum + 1e-8); // verl masked_mean: sum / (mask.sum() + 1e-8)
-  let m2 = 0;
-  for (let i = 0; i < n; i++) {
-    const d = values[i] - mean;
-    m2 += weights[i] * d * d;
-  }
-  let variance = m2 / (wsum + 1e-8);
-  variance = wsum > 1 ? (variance * wsum) / (wsum - 1) : 0; // Bessel: N / (N - 1)
-  const inv = 1 / Math.sqrt(variance + 1e-8);
-  const out = new Float64Array(n);
-  for (let i = 0; i < n; i++) out[i] = (values[i] - mean) * inv;
-  return { out, mean, variance };
+export function maskedWhiten(values: ArrayLike<number>, weights: ArrayLike<number>, who = "this estimator"): Whitened {
+  return maskedWhitenTurns(values, null, weights, who);
 }
 
-/** Sum-weighted whitening for values that vary inside a turn (token sums S1, S2 given per turn). */
-export function maskedWhitenMoments(
-  sum1: ArrayLike<number>,
-  sum2: ArrayLike<number>,
+/**
+ * Whitening for values that vary inside a turn: turn r has weights[r] tokens whose values have
+ * mean `turnMean[r]` and sum of squared deviations from it `within[r]` (null: 0, constant turns).
+ * Two passes (mean first, then squared deviations), so a large common offset keeps its precision:
+ * sum_j (x_j - m)^2 = within + w (turnMean - m)^2 for each turn.
+ * Returns the whitened turn means.
+ */
+export function maskedWhitenTurns(
+  turnMean: ArrayLike<number>,
+  within: ArrayLike<number> | null,
   weights: ArrayLike<number>,
-): { mean: number; variance: number; inv: number } {
+  who = "this estimator",
+): Whitened {
+  const n = turnMean.length;
   let wsum = 0;
   let s = 0;
-  let s2 = 0;
-  for (let i = 0; i < weights.length; i++) {
-    wsum += weights[i];
-    s += sum1[i];
-    s2 += sum2[i];
+  let common = NaN; // the value of every valid token, while they are all equal
+  let constant = true;
+  for (let i = 0; i < n; i++) {
+    const w = weights[i];
+    if (w <= 0) continue;
+    const v = turnMean[i];
+    wsum += w;
+    s += w * v;
+    if (!constant) continue;
+    if (within !== null && within[i] !== 0) constant = false;
+    else if (common !== common) common = v;
+    else if (v !== common) constant = false;
   }
-  const mean = s / (wsum + 1e-8);
-  // sum_j (x_j - m)^2 = S2 - 2 m S1 + N m^2
-  let variance = (s2 - 2 * mean * s + wsum * mean * mean) / (wsum + 1e-8);
-  if (variance < 0) variance = 0;
-  variance = wsum > 1 ? (variance * wsum) / (wsum - 1) : 0;
-  return { mean, variance, inv: 1 / Math.sqrt(variance + 1e-8) };
+  if (wsum <= 1) {
+    throw new CreditRequestError(
+      `groups: estimator "${who}" whitens over the batch's valid tokens (turn \`tokens\`, default 1) and needs at least 2, got ${wsum} (verl masked_whiten raises here too)`,
+      "groups",
+    );
+  }
+  const mean = s / (wsum + 1e-8); // verl masked_mean: sum / (mask.sum() + 1e-8)
+  const out = new Float64Array(n);
+  if (constant) {
+    let zeroed = 0;
+    for (let i = 0; i < n; i++) if (turnMean[i] !== common) zeroed++; // masked rows only
+    return { out, mean, variance: 0, zeroed };
+  }
+  let m2 = 0;
+  for (let i = 0; i < n; i++) {
+    const w = weights[i];
+    if (w <= 0) continue;
+    const d = turnMean[i] - mean;
+    m2 += w * d * d + (within === null ? 0 : within[i]);
+  }
+  const variance = ((m2 / (wsum + 1e-8)) * wsum) / (wsum - 1); // Bessel: N / (N - 1)
+  const inv = 1 / Math.sqrt(variance + 1e-8);
+  for (let i = 0; i < n; i++) out[i] = (turnMean[i] - mean) * inv;
+  return { out, mean, variance, zeroed: 0 };
 }

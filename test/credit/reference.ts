@@ -96,7 +96,10 @@ export function gigpoLoop(batch: Batch, p: GigpoLoopParams): Record<string, { ad
   }
   const out: Record<string, { adv: number[]; ep: number[]; step: number[] }> = {};
   for (const r of rows) {
-    const ep = removeStd ? r.score - epMean.get(r.uid)! : (r.score - epMean.get(r.uid)!) / (epStd.get(r.uid)! + p.epsilon);
+    // Degenerate-statistics convention (README): a zero-variance statistic normalises to 0; the code
+    // itself would give (score - mean) / eps to a penalised row outside the perTrajectory statistic.
+    const zeroStd = !removeStd && epStd.get(r.uid)! === 0;
+    const ep = removeStd ? r.score - epMean.get(r.uid)! : zeroStd ? 0 : (r.score - epMean.get(r.uid)!) / (epStd.get(r.uid)! + p.epsilon);
     const st = removeStd ? r.ret - stMean.get(r.anchor)! : (r.ret - stMean.get(r.anchor)!) / (stStd.get(r.anchor)! + p.epsilon);
     out[r.traj] ??= { adv: [], ep: [], step: [] };
     out[r.traj].adv.push(ep + p.omega * st);
