@@ -11,7 +11,7 @@ import { createRng, mixSeed, type Rng } from "./rng";
 import type { EnvSpec, EnvView } from "./types";
 
 export const frozenLakeConfigSchema = z.strictObject({
-  size: z.number().int().min(3).max(12).default(4).describe("The map is size x size cells."),
+  size: z.number().int().min(3).max(12).default(6).describe("The map is size x size cells."),
   holeProbability: z
     .number()
     .min(0)
@@ -22,7 +22,14 @@ export const frozenLakeConfigSchema = z.strictObject({
     .boolean()
     .default(false)
     .describe("Gymnasium's slippery ice: the move goes the intended way with probability 1/3, else to either side."),
-  maxTurns: z.number().int().min(1).max(500).default(10).describe("Turns before the episode is truncated (one move per turn)."),
+  minPathLength: z
+    .number()
+    .int()
+    .min(0)
+    .max(60)
+    .default(0)
+    .describe("Keep only maps whose shortest path to the goal takes at least this many moves (0: any; above 2 x (size - 1), every map needs a detour)."),
+  maxTurns: z.number().int().min(1).max(500).default(20).describe("Turns before the episode is truncated (one move per turn)."),
 });
 export type FrozenLakeConfig = z.infer<typeof frozenLakeConfigSchema>;
 
@@ -62,7 +69,7 @@ export class FrozenLakeEnv extends BaseEnv {
   }
 
   protected onReset(seed: number): string {
-    this.map = generateFrozenLakeMap(this.config.size, this.config.holeProbability, seed);
+    this.map = generateFrozenLakeMap(this.config.size, this.config.holeProbability, seed, this.config.minPathLength);
     this.row = 0;
     this.col = 0;
     // Its own stream: the slips of an episode depend on the seed and the moves only.
@@ -130,8 +137,8 @@ export class FrozenLakeEnv extends BaseEnv {
   }
 }
 
-/** Random map with the start top-left and the goal bottom-right, resampled until a path exists. */
-export function generateFrozenLakeMap(size: number, holeProbability: number, seed: number): string[] {
+/** Random map with the start top-left and the goal bottom-right, resampled until a path (of at least minPathLength moves) exists. */
+export function generateFrozenLakeMap(size: number, holeProbability: number, seed: number, minPathLength = 0): string[] {
   for (let attempt = 0; ; attempt++) {
     const rng = createRng(mixSeed("frozenlake", seed, attempt));
     const map: string[] = [];
@@ -144,9 +151,10 @@ export function generateFrozenLakeMap(size: number, holeProbability: number, see
       }
       map.push(line);
     }
-    if (shortestPathLength(map) !== null) return map;
-    // With holeProbability <= 0.5 a path appears within a few attempts; this bounds a bug.
-    if (attempt > 10_000) throw new Error("frozenlake: no solvable map found");
+    const length = shortestPathLength(map);
+    if (length !== null && length >= minPathLength) return map;
+    // With holeProbability <= 0.5 a path appears within a few attempts; this bounds a bug or an unreachable minPathLength.
+    if (attempt > 100_000) throw new Error(`frozenlake: no solvable ${size}x${size} map${minPathLength ? ` with a shortest path of at least ${minPathLength} moves` : ""} found (lower minPathLength or raise holeProbability)`);
   }
 }
 

@@ -7,6 +7,7 @@ import type { AnchorValue } from "../credit/types";
 import { BaseEnv, invalidInfo, type TurnOutcome } from "./base-env";
 import { matchAction } from "./parse-action";
 import { createRng, mixSeed, type Rng } from "./rng";
+import { searchSokoban } from "./sokoban-solver";
 import type { EnvSpec, EnvView } from "./types";
 
 export const sokobanConfigSchema = z
@@ -21,6 +22,13 @@ export const sokobanConfigSchema = z
       .max(500)
       .default(100)
       .describe("Length of each reverse-play walk that scatters the boxes; longer walks give harder puzzles."),
+    minSolutionMoves: z
+      .number()
+      .int()
+      .min(0)
+      .max(60)
+      .default(4)
+      .describe("Keep only levels whose optimal solution (BFS) takes at least this many moves (0: any)."),
     maxTurns: z.number().int().min(1).max(500).default(30).describe("Turns before the episode is truncated (one move per turn)."),
   })
   .superRefine((c, ctx) => {
@@ -193,14 +201,23 @@ export function renderSokoban(level: SokobanLevel): string[] {
 // ---------------------------------------------------------------------------------------
 // Generation (gym-sokoban's room_utils: random-walk topology, then reverse play).
 
-/** Generates a solvable level; retries with derived seeds when a room is too cramped. */
-export function generateSokoban(config: Pick<SokobanConfig, "width" | "height" | "numBoxes" | "reverseSteps">, seed: number): SokobanLevel {
-  for (let attempt = 0; attempt < 200; attempt++) {
+type GenConfig = Pick<SokobanConfig, "width" | "height" | "numBoxes" | "reverseSteps"> & { minSolutionMoves?: number };
+
+/** BFS budget per candidate level: beyond it the level counts as long enough (its optimum is at least the depth reached). */
+const SOLVER_STATES = 200_000;
+
+/**
+ * Generates a solvable level; retries with derived seeds when a room is too cramped or its
+ * optimal solution is shorter than minSolutionMoves (one-move levels teach nothing).
+ */
+export function generateSokoban(config: GenConfig, seed: number): SokobanLevel {
+  const minMoves = config.minSolutionMoves ?? 0;
+  for (let attempt = 0; attempt < 2000; attempt++) {
     const rng = createRng(mixSeed("sokoban", seed, attempt));
     const level = tryGenerate(config, rng);
-    if (level) return level;
+    if (level && (minMoves === 0 || searchSokoban(level, SOLVER_STATES).minMoves >= minMoves)) return level;
   }
-  throw new Error(`sokoban: could not generate a ${config.width}x${config.height} level with ${config.numBoxes} boxes`);
+  throw new Error(`sokoban: could not generate a ${config.width}x${config.height} level with ${config.numBoxes} boxes${minMoves ? ` and an optimal solution of at least ${minMoves} moves (lower minSolutionMoves or raise reverseSteps)` : ""}`);
 }
 
 // gym-sokoban's carving masks: each walk step opens one of these 3x3 patterns.
@@ -212,7 +229,7 @@ const MASKS: number[][][] = [
   [[0, 0, 0], [0, 1, 1], [0, 1, 0]],
 ];
 
-function tryGenerate(config: Pick<SokobanConfig, "width" | "height" | "numBoxes" | "reverseSteps">, rng: Rng): SokobanLevel | null {
+function tryGenerate(config: GenConfig, rng: Rng): SokobanLevel | null {
   const { width, height, numBoxes } = config;
   const walls = carveRoom(width, height, rng);
   const floor: number[] = [];

@@ -15,6 +15,8 @@ describe("sokoban", () => {
   for (const { n, ...size } of sizes) {
     it(`${size.width}x${size.height} with ${size.numBoxes} box(es): ${n} levels are all solvable and the BFS plan succeeds`, () => {
       const env = new SokobanEnv(sokobanConfigSchema.parse({ ...size, maxTurns: 500 }));
+      const minMoves = env.config.minSolutionMoves;
+      expect(minMoves).toBeGreaterThanOrEqual(2);
       for (let seed = 0; seed < n; seed++) {
         env.reset(seed);
         const level = env.state;
@@ -22,6 +24,8 @@ describe("sokoban", () => {
         expect(level.boxes.every((b) => level.targets.includes(b))).toBe(false);
         const plan = solveSokobanBfs(level);
         expect(plan, `seed ${seed} unsolvable`).not.toBeNull();
+        // The default keeps no short levels (one-move levels were a third of them).
+        expect(plan!.length, `seed ${seed}`).toBeGreaterThanOrEqual(minMoves);
         let total = 0;
         let last = null;
         for (const move of plan!) {
@@ -36,8 +40,22 @@ describe("sokoban", () => {
     });
   }
 
+  it("minSolutionMoves 0 keeps short levels (a third solve in one move), larger minima raise the optimum", () => {
+    const optimum = (minSolutionMoves: number) => {
+      const env = new SokobanEnv(sokobanConfigSchema.parse({ minSolutionMoves }));
+      return Array.from({ length: 300 }, (_, seed) => {
+        env.reset(seed);
+        return solveSokobanBfs(env.state)!.length;
+      });
+    };
+    const any = optimum(0);
+    expect(any.filter((m) => m === 1).length).toBeGreaterThan(50);
+    const hard = optimum(6);
+    expect(Math.min(...hard)).toBeGreaterThanOrEqual(6);
+  });
+
   it("walls block, boxes push, and rewards follow RAGEN's shaping", () => {
-    const env = new SokobanEnv(sokobanConfigSchema.parse({}));
+    const env = new SokobanEnv(sokobanConfigSchema.parse({ minSolutionMoves: 0 }));
     // Find a seed where the first BFS move is a push onto a target.
     for (let seed = 0; seed < 500; seed++) {
       env.reset(seed);
@@ -78,12 +96,24 @@ describe("frozenlake", () => {
     }
   });
 
-  it("shows a compact ASCII grid: size rows of size single characters", () => {
+  it("minPathLength keeps only maps that need a detour", () => {
+    const env = new FrozenLakeEnv(frozenLakeConfigSchema.parse({ size: 6, holeProbability: 0.3, minPathLength: 12, maxTurns: 100 }));
+    for (let seed = 0; seed < 200; seed++) {
+      env.reset(seed);
+      const plan = solveFrozenLakeBfs(env.state.map)!;
+      expect(plan.length, `seed ${seed}`).toBeGreaterThanOrEqual(12);
+      let last = null;
+      for (const move of plan) last = env.step(move);
+      expect(last).toMatchObject({ reward: 1, done: true });
+    }
+  });
+
+  it("shows a compact ASCII grid: size rows of size single characters (default 6x6)", () => {
     const env = new FrozenLakeEnv(frozenLakeConfigSchema.parse({}));
     const obs = env.reset(7);
     const rows = obs.split("\n");
-    expect(rows).toHaveLength(4);
-    for (const r of rows) expect(r).toMatch(/^[PFHG]{4}$/);
+    expect(rows).toHaveLength(6);
+    for (const r of rows) expect(r).toMatch(/^[PFHG]{6}$/);
     expect(obs[0]).toBe("P");
     expect(obs.endsWith("G")).toBe(true);
   });

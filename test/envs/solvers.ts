@@ -1,53 +1,12 @@
 // Scripted solvers used by the tests: independent of the environments' own generators,
 // they read the state (or the observations) and pick actions by the rules of each game.
-import type { SokobanLevel } from "../../lib/envs/sokoban";
 import type { HouseholdEnv } from "../../lib/envs/household";
 import type { ShopEnv } from "../../lib/envs/shop";
 import type { TwentyQEnv } from "../../lib/envs/twentyq";
 import { TWENTYQ_QUESTIONS, twentyQAnswer } from "../../lib/envs/twentyq";
 
-/** BFS over (player, boxes): a move-optimal Sokoban plan, null if unsolvable. */
-export function solveSokobanBfs(level: SokobanLevel, maxStates = 2_000_000): string[] | null {
-  const { width, walls } = level;
-  const targets = new Set(level.targets);
-  const moves: [string, number][] = [["up", -width], ["down", width], ["left", -1], ["right", 1]];
-  const key = (player: number, boxes: number[]) => `${player}|${boxes.join(",")}`;
-  const start = { player: level.player, boxes: level.boxes.slice().sort((a, b) => a - b) };
-  const parent = new Map<string, { prev: string | null; move: string | null }>([[key(start.player, start.boxes), { prev: null, move: null }]]);
-  const queue = [start];
-  for (let qi = 0; qi < queue.length; qi++) {
-    const cur = queue[qi];
-    const curKey = key(cur.player, cur.boxes);
-    if (cur.boxes.every((b) => targets.has(b))) {
-      const plan: string[] = [];
-      for (let k: string | null = curKey; k !== null; ) {
-        const p: { prev: string | null; move: string | null } = parent.get(k)!;
-        if (p.move) plan.push(p.move);
-        k = p.prev;
-      }
-      return plan.reverse();
-    }
-    if (parent.size > maxStates) return null;
-    for (const [name, d] of moves) {
-      const to = cur.player + d;
-      if (walls[to]) continue;
-      let boxes = cur.boxes;
-      const bi = boxes.indexOf(to);
-      if (bi >= 0) {
-        const beyond = to + d;
-        if (walls[beyond] || boxes.includes(beyond)) continue;
-        boxes = boxes.slice();
-        boxes[bi] = beyond;
-        boxes.sort((a, b) => a - b);
-      }
-      const k = key(to, boxes);
-      if (parent.has(k)) continue;
-      parent.set(k, { prev: curKey, move: name });
-      queue.push({ player: to, boxes });
-    }
-  }
-  return null;
-}
+/** BFS over (player, boxes): a move-optimal Sokoban plan, null if unsolvable (lib/envs/sokoban-solver.ts). */
+export { solveSokobanBfs } from "../../lib/envs/sokoban-solver";
 
 /** BFS path on a FrozenLake map (rows of F/H/G, start top-left) as moves; null if none. */
 export function solveFrozenLakeBfs(map: string[]): string[] | null {

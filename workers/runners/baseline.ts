@@ -7,13 +7,19 @@ import { createEnv } from "../../lib/envs/registry";
 import { playEpisode } from "../../lib/envs/play";
 import { randomAction } from "../../lib/envs/random-policy";
 import { createRng, mixSeed } from "../../lib/envs/rng";
+import { evalTasks, heldOutSet } from "../../lib/envs/heldout";
 import { stepExists } from "../../lib/db/rollouts";
 import { storedTotals, storeEvalBatch, summary } from "./eval-batches";
 import type { GroupInput } from "../../lib/schemas/rollouts";
 import type { JobRunner } from "./types";
 
-/** Task seed of group g: the G episodes of a group play the same task (GRPO's uid). */
-export const taskSeed = (seed: number, g: number) => mixSeed(seed, "task", g) & 0x7fffffff;
+/**
+ * Task of group g: the g-th instance of the held-out set (lib/envs/heldout.ts), the same
+ * distinct instances trained policies are evaluated on, so the random floor is measured where
+ * they are. The G episodes of a group play the same task (GRPO's uid); the config's seed drives
+ * the random policy.
+ */
+export const baselineTasks = (envId: string, envConfig: unknown, groups: number) => evalTasks(heldOutSet(envId, envConfig, groups), groups).map((t) => t.seed);
 
 export const baseline: JobRunner = async (ctx) => {
   const parsed = baselineConfigSchema.safeParse(ctx.job.payload);
@@ -27,6 +33,7 @@ export const baseline: JobRunner = async (ctx) => {
   const groupsPerBatch = Math.max(1, Math.round(cfg.episodesPerBatch / G));
   const batches = Math.ceil(groupsTotal / groupsPerBatch);
   const env = createEnv(cfg.envId, cfg.envConfig);
+  const tasks = baselineTasks(cfg.envId, cfg.envConfig, groupsTotal);
   ctx.log(`baseline: ${cfg.envId}, ${cfg.episodes} episodes in ${groupsTotal} groups of ${G}, ${batches} batches (attempt ${ctx.job.attempts})`);
 
   // Cumulative totals: on a resumed attempt, start from what earlier attempts stored.
@@ -39,7 +46,8 @@ export const baseline: JobRunner = async (ctx) => {
     const t0 = performance.now();
     const groups: GroupInput[] = [];
     for (let g = b * groupsPerBatch; g < Math.min(groupsTotal, (b + 1) * groupsPerBatch); g++) {
-      const task = taskSeed(cfg.seed, g);
+      // A small instance space has fewer held-out instances than groups: they repeat.
+      const task = tasks[g % tasks.length];
       const trajectories: GroupInput["trajectories"] = [];
       for (let j = 0; j < G && g * G + j < cfg.episodes; j++) {
         const rng = createRng(mixSeed(cfg.seed, "policy", g, j));

@@ -21,8 +21,8 @@ export function storedTotals(runId: string): EvalTotals {
   return { episodes: r.n, successes: r.s, reward: r.r, turns: r.l };
 }
 
-/** Stores one batch (as rollout step `step`) with its curves; updates `totals`; returns the batch's values. */
-export function storeEvalBatch(ctx: JobContext, runId: string, step: number, groups: GroupInput[], seconds: number, totals: EvalTotals): Record<string, number> {
+/** Stores one batch (as rollout step `step`) with its curves (and `extra` values, e.g. the train overlap); updates `totals`; returns the batch's values. */
+export function storeEvalBatch(ctx: JobContext, runId: string, step: number, groups: GroupInput[], seconds: number, totals: EvalTotals, extra: Record<string, number> = {}): Record<string, number> {
   const trajs = groups.flatMap((g) => g.trajectories);
   const episodes = trajs.length;
   const successes = trajs.filter((t) => t.success).length;
@@ -42,6 +42,7 @@ export function storeEvalBatch(ctx: JobContext, runId: string, step: number, gro
     "eval/return_mean_cum": totals.reward / totals.episodes,
     "eval/episodes": totals.episodes,
     "perf/env_steps_per_s": turns / Math.max(seconds, 1e-6),
+    ...extra,
   };
   const now = Date.now() / 1000;
   const points: MetricPoint[] = Object.entries(values).map(([key, value]) => ({ key, step, value, wallTime: now }));

@@ -9,7 +9,8 @@ import { OnnxPolicy } from "../../lib/policy/onnx-policy";
 import { getRun } from "../../lib/db/runs";
 import { listCheckpoints } from "../../lib/db/checkpoints";
 import { stepExists } from "../../lib/db/rollouts";
-import { parseTrainConfig, evalTaskSeed } from "./train";
+import { evalTasks, overlapCount, trainingInstances } from "../../lib/envs/heldout";
+import { heldOutFor, parseTrainConfig } from "./train";
 import { storedTotals, storeEvalBatch, summary } from "./eval-batches";
 import type { JobRunner } from "./types";
 
@@ -25,15 +26,21 @@ export const onnxEval: JobRunner = async (ctx) => {
   if (!ckpt) throw new Error(`run ${cfg.sourceRunId} has no exported ONNX policy${cfg.checkpointStep !== null ? ` at step ${cfg.checkpointStep}` : ""} (train with exportOnnx)`);
   const policy = await OnnxPolicy.load(path.join(path.dirname(ckpt.onnxPath!), "policy.json"));
   ctx.log(`ONNX policy of run ${source.name} (checkpoint step ${ckpt.step}) on ${train.envId}: ${cfg.episodes} held-out tasks, greedy, onnxruntime-node CPU`);
+  // The source run's held-out instances, and every instance its training could draw.
+  const heldOut = heldOutFor(train);
+  const evalSet = evalTasks(heldOut, cfg.episodes);
+  const trainKeys = trainingInstances(train.envId, train.envConfig, heldOut, train.seed, train.steps, train.groupsPerStep);
+  const overlap = overlapCount(evalSet.map((t) => t.key), trainKeys);
+  ctx.log(`held-out: ${evalSet.length} distinct instances; instances the source's training (${train.steps} steps x ${train.groupsPerStep} tasks) could draw among them: ${overlap}`, overlap ? "warn" : "info");
   const total = storedTotals(runId);
-  const batches = Math.ceil(cfg.episodes / cfg.episodesPerBatch);
+  const batches = Math.ceil(evalSet.length / cfg.episodesPerBatch);
   try {
     for (let b = 0; b < batches; b++) {
       if (ctx.signal.aborted) return { stoppedAt: b };
       if (stepExists(runId, b)) continue;
       const t0 = performance.now();
       const tasks = [];
-      for (let i = b * cfg.episodesPerBatch; i < Math.min(cfg.episodes, (b + 1) * cfg.episodesPerBatch); i++) tasks.push({ uid: `eval-${i}`, taskSeed: evalTaskSeed(i) });
+      for (let i = b * cfg.episodesPerBatch; i < Math.min(evalSet.length, (b + 1) * cfg.episodesPerBatch); i++) tasks.push({ uid: `eval-${i}`, taskSeed: evalSet[i].seed });
       const played = await rollout({
         makeEnv: () => createEnv(train.envId, train.envConfig),
         tasks,
@@ -46,13 +53,13 @@ export const onnxEval: JobRunner = async (ctx) => {
         signal: ctx.signal,
       });
       const groups = played.map((g) => toStoredGroup(g, train.envId));
-      storeEvalBatch(ctx, runId, b, groups, (performance.now() - t0) / 1000, total);
-      await ctx.progress((b + 1) / batches, `${total.episodes}/${cfg.episodes} episodes`);
+      storeEvalBatch(ctx, runId, b, groups, (performance.now() - t0) / 1000, total, { "eval/train_overlap": overlap });
+      await ctx.progress((b + 1) / batches, `${total.episodes}/${evalSet.length} episodes`);
     }
   } finally {
     await policy.close();
   }
-  const result = summary(total);
-  ctx.log(`done: greedy success rate ${result.successRate.toFixed(3)} on ${result.episodes} held-out tasks`);
+  const result = { ...summary(total), trainOverlap: overlap };
+  ctx.log(`done: greedy success rate ${result.successRate.toFixed(3)} on ${result.episodes} held-out tasks (training instances among them: ${overlap})`);
   return result;
 };

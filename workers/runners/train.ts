@@ -13,6 +13,7 @@ import { createEnv, getEnvSpec } from "../../lib/envs/registry";
 import { playEpisode } from "../../lib/envs/play";
 import { randomAction } from "../../lib/envs/random-policy";
 import { createRng, mixSeed } from "../../lib/envs/rng";
+import { evalTasks, heldOutSet, overlapCount, trainTask, type HeldOutSet } from "../../lib/envs/heldout";
 import type { Env } from "../../lib/envs/types";
 import { getEstimator, runCredit, type CreditResponse } from "../../lib/credit";
 import { buildPrompt, newContext, advanceContext } from "../../lib/rollout/context";
@@ -25,9 +26,14 @@ import { projectRoot } from "../../lib/db/url";
 import { EngineClient, EngineExitedError, EngineTimeoutError, type InitParams, type UpdateSample } from "../engine-client";
 import type { JobContext, JobRunner } from "./types";
 
-/** Training tasks and held-out evaluation tasks never share a seed: [0, 2^30) vs [2^30, 2^30 + N). */
-export const trainTaskSeed = (seed: number, step: number, g: number) => mixSeed(seed, "train", step, g) % 2 ** 30;
-export const evalTaskSeed = (i: number) => 2 ** 30 + i;
+/**
+ * Training and held-out evaluation never share an instance (not just a seed): evaluation plays
+ * the held-out set's distinct instances (seeds from 2^30 up), training redraws any seed whose
+ * instance is held out (lib/envs/heldout.ts). Each evaluation stores the overlap it measured.
+ */
+export function heldOutFor(cfg: TrainConfig): HeldOutSet {
+  return heldOutSet(cfg.envId, cfg.envConfig, cfg.evalEpisodes);
+}
 
 /** Parses and checks a train config against the environment and estimator registries. */
 export function parseTrainConfig(payload: unknown): TrainConfig {
@@ -72,6 +78,17 @@ async function trainAttempt(ctx: JobContext, runId: string, cfg: TrainConfig) {
   try {
     const makeEnv = () => createEnv(cfg.envId, cfg.envConfig);
     const probe = makeEnv();
+    const heldOut = heldOutFor(cfg);
+    const evalSet = evalTasks(heldOut, cfg.evalEpisodes);
+    const taskEnv = makeEnv();
+    /** Instances training has drawn so far (a resumed run replays the draws of the steps before it). */
+    const trained = new Set<string>();
+    const drawTasks = (step: number) =>
+      Array.from({ length: cfg.groupsPerStep }, (_, g) => {
+        const t = trainTask(taskEnv, heldOut, cfg.seed, step, g);
+        trained.add(t.key);
+        return { uid: `s${step}-g${g}`, taskSeed: t.seed };
+      });
     const state: TrainerState = { envSteps: 0, lr: cfg.lr, lrDecayed: false };
 
     // ---- start or resume
@@ -83,11 +100,26 @@ async function trainAttempt(ctx: JobContext, runId: string, cfg: TrainConfig) {
       const { steps } = truncateRunAfter(runId, ckpt.step, ctx.fence);
       start = ckpt.step + 1;
       ctx.log(`resumed from the checkpoint of step ${ckpt.step}${steps ? `; dropped ${steps} later step(s) stored before the interruption` : ""}`);
+      for (let s = 0; s < start; s++) drawTasks(s);
     } else {
       truncateRunAfter(runId, -1, ctx.fence); // a previous attempt that died before its first checkpoint
       const info = await engine.init(initParams(cfg, probe, makeEnv));
       ctx.log(`engine: ${info.model} on ${info.device}, ${(info.num_params ?? 0).toLocaleString()} parameters, torch ${info.torch_version}`);
     }
+    ctx.log(
+      heldOut.disjoint
+        ? `held-out set: ${evalSet.length} distinct instances evaluated, ${heldOut.reserved.size} reserved (never trained on)`
+        : `held-out set: this config has ${heldOut.distinctSeen} distinct instance(s), so nothing can be held out; evaluation plays training instances`,
+      heldOut.disjoint ? "info" : "warn",
+    );
+    /** Greedy success on the held-out instances, and how many of them training has drawn (0 unless nothing can be held out). */
+    const evaluateHeldOut = async (values: Record<string, number>): Promise<number> => {
+      const success = await evaluate(cfg, makeEnv, generate(true, 0), evalSet);
+      values["eval/greedy_success"] = success;
+      values["eval/train_overlap"] = overlapCount(evalSet.map((t) => t.key), trained);
+      values["eval/heldout_instances"] = evalSet.length;
+      return success;
+    };
 
     /** One generate call per turn; training rollouts (epsilon > 0) explore, evaluation is greedy. */
     const generate = (greedy: boolean, seed: number, epsilon = 0): Generate => {
@@ -130,8 +162,8 @@ async function trainAttempt(ctx: JobContext, runId: string, cfg: TrainConfig) {
 
       // ---- evaluation on held-out tasks (greedy), before this step's update
       if (step % cfg.evalInterval === 0) {
-        lastEval = await evaluate(cfg, makeEnv, generate(true, 0));
-        values["eval/greedy_success"] = lastEval;
+        lastEval = await evaluateHeldOut(values);
+        ctx.log(`step ${step}: greedy success ${lastEval.toFixed(3)} on ${evalSet.length} held-out instances; training instances among them: ${values["eval/train_overlap"]}`);
         if (!state.lrDecayed && cfg.lrDecayAfter > 0 && lastEval >= cfg.lrDecayAfter) {
           state.lr = cfg.lr / 2;
           state.lrDecayed = true;
@@ -146,7 +178,7 @@ async function trainAttempt(ctx: JobContext, runId: string, cfg: TrainConfig) {
       }
 
       // ---- rollouts
-      const tasks = Array.from({ length: cfg.groupsPerStep }, (_, g) => ({ uid: `s${step}-g${g}`, taskSeed: trainTaskSeed(cfg.seed, step, g) }));
+      const tasks = drawTasks(step);
       const tRoll = performance.now();
       const groups = await rollout({
         makeEnv,
@@ -243,10 +275,11 @@ async function trainAttempt(ctx: JobContext, runId: string, cfg: TrainConfig) {
         await saveCheckpoint(ctx, engine, runId, runDir, step, state, step === cfg.steps - 1 && cfg.exportOnnx && cfg.model.kind === "tiny");
       await ctx.progress((step + 1) / cfg.steps, `step ${step + 1}/${cfg.steps}` + (lastEval !== null ? ` · greedy success ${lastEval.toFixed(2)}` : ""));
     }
-    const final = await evaluate(cfg, makeEnv, generate(true, 0));
-    writeStepMetrics(ctx, runId, cfg.steps, { "eval/greedy_success": final });
-    ctx.log(`done: greedy success on ${cfg.evalEpisodes} held-out tasks ${final.toFixed(3)}`);
-    return { steps: cfg.steps, greedySuccess: final };
+    const finalValues: Record<string, number> = {};
+    const final = await evaluateHeldOut(finalValues);
+    writeStepMetrics(ctx, runId, cfg.steps, finalValues);
+    ctx.log(`done: greedy success on ${evalSet.length} held-out tasks ${final.toFixed(3)}; training instances among them: ${finalValues["eval/train_overlap"]}`);
+    return { steps: cfg.steps, greedySuccess: final, trainOverlap: finalValues["eval/train_overlap"] };
   } finally {
     ctx.signal.removeEventListener("abort", kill);
     await engine.close(5_000).catch(() => engine.kill());
@@ -282,9 +315,9 @@ function tokenizerCorpus(cfg: TrainConfig, probe: Env, makeEnv: () => Env): stri
   return [...corpus];
 }
 
-/** Greedy success on held-out tasks (seeds never used in training). */
-async function evaluate(cfg: TrainConfig, makeEnv: () => Env, generate: Generate): Promise<number> {
-  const tasks = Array.from({ length: cfg.evalEpisodes }, (_, i) => ({ uid: `eval-${i}`, taskSeed: evalTaskSeed(i) }));
+/** Greedy success on the held-out instances. */
+async function evaluate(cfg: TrainConfig, makeEnv: () => Env, generate: Generate, evalSet: { seed: number }[]): Promise<number> {
+  const tasks = evalSet.map((t, i) => ({ uid: `eval-${i}`, taskSeed: t.seed }));
   const groups = await rollout({ makeEnv, tasks, groupSize: 1, context: cfg.context, instructions: cfg.instructions, restrictToAdmissible: cfg.restrictToAdmissible, recordView: false, generate });
   return groups.filter((g) => g.trajectories[0].success).length / tasks.length;
 }
