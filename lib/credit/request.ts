@@ -1,7 +1,6 @@
 // The credit request: one zod schema shared by the CLI, the HTTP API and the worker, plus the
 // one-line error every bad request produces (the API maps CreditRequestError to a 400).
 import { z } from "zod";
-import { canonicalAnchorKey } from "./anchor-key";
 import { CreditRequestError } from "./errors";
 import { ESTIMATOR_IDS, getEstimator, isEstimatorId } from "./registry";
 import { rewardTransformSchema } from "./reward-transform";
@@ -78,6 +77,10 @@ export const creditRequestSchema = z
     estimator: z.enum(ESTIMATOR_IDS),
     params: z.record(z.string(), z.unknown()).optional(),
     rewardTransform: rewardTransformSchema.optional(),
+    output: z
+      .enum(["full", "advantages"])
+      .optional()
+      .describe('"advantages": trajectories carry only id and advantages (no components); default "full".'),
     groups: z.array(groupSchema).min(1, { error: "the request needs at least one group" }),
   })
   .strict();
@@ -140,9 +143,20 @@ function fail(message: string, path = ""): never {
   throw new CreditRequestError(message, path);
 }
 
+/** Largest magnitude of a number in a request: squares of sums of 10^7 such values stay finite. */
+export const MAX_ABS_NUMBER = 1e100;
+/** Deepest nesting of arrays / objects inside one JSON value of a request (an anchor, a parameter). */
+export const MAX_VALUE_DEPTH = 64;
+
+/** Top-level request fields other than `groups`, parsed with zod (they are small). */
+const headSchema = creditRequestSchema.omit({ groups: true });
+
 /**
- * Validate a request: shape, estimator id, params, unique ids, and the turn fields the estimator
- * needs. Returns the parsed request and the estimator's parsed params.
+ * Validate a request: shape, estimator id, params, unique ids, number bounds, value nesting, and
+ * the turn fields the estimator needs. Returns the request (its own objects, not a copy) and the
+ * estimator's parsed params. `groups` is checked by a hand-written walk (zod over 10^6 turn
+ * objects costs more than the estimator); it accepts exactly what `creditRequestSchema` accepts
+ * plus the bounds, and names the first bad field like the zod path does.
  */
 export function validateRequest(request: unknown): {
   request: CreditRequest;
@@ -152,43 +166,176 @@ export function validateRequest(request: unknown): {
   if (typeof request !== "object" || request === null || Array.isArray(request)) {
     fail(`request: expected a JSON object, got ${describeValue(request)}`);
   }
-  const est = (request as Record<string, unknown>).estimator;
+  const obj = request as Record<string, unknown>;
+  const est = obj.estimator;
   if (est === undefined) fail(`estimator: missing; known: ${ESTIMATOR_IDS.join(", ")}`, "estimator");
   if (typeof est !== "string") fail(`estimator: expected a string, got ${describeValue(est)}`, "estimator");
   if (!isEstimatorId(est)) fail(`estimator: unknown estimator "${est}"; known: ${ESTIMATOR_IDS.join(", ")}`, "estimator");
   const spec = getEstimator(est);
 
-  const r = creditRequestSchema.safeParse(request, { reportInput: true });
+  const { groups, ...head } = obj;
+  if (head.params !== undefined) {
+    checkValue(head.params, "params", false);
+    if (typeof head.params === "object" && head.params !== null) {
+      for (const [k, v] of Object.entries(head.params)) {
+        if (typeof v === "number" && Number.isFinite(v) && Math.abs(v) > MAX_ABS_NUMBER) badNumber(v, `params.${k}`);
+      }
+    }
+  }
+  const r = headSchema.safeParse(head, { reportInput: true });
   if (!r.success) throw formatIssue(r.error.issues[0]);
-  const req = r.data;
-  const params = parseParams(spec, req.params);
-
-  const uids = new Map<string, number>();
-  const ids = new Map<string, string>();
-  req.groups.forEach((g, gi) => {
-    const prev = uids.get(g.uid);
-    if (prev !== undefined) fail(`groups[${gi}].uid: duplicate group uid "${g.uid}" (first at groups[${prev}])`, `groups[${gi}].uid`);
-    uids.set(g.uid, gi);
-    g.trajectories.forEach((t, ti) => {
-      const here = `groups[${gi}].trajectories[${ti}]`;
-      const first = ids.get(t.id);
-      if (first !== undefined) fail(`${here}.id: duplicate trajectory id "${t.id}" (first at ${first})`, `${here}.id`);
-      ids.set(t.id, here);
-      checkNeeds(spec, t.turns, here);
-    });
-  });
-  return { request: req, spec, params };
+  if (groups === undefined) fail("groups: missing (expected array)", "groups");
+  checkGroups(groups, spec);
+  const params = parseParams(spec, r.data.params);
+  return { request: { ...r.data, groups } as CreditRequest, spec, params };
 }
 
-function checkNeeds(spec: EstimatorSpec, turns: Turn[], here: string): void {
+const TURN_NUMBERS = new Set(["reward", "value", "q1", "q2", "v2", "infoGain", "segment", "highValue"]);
+
+function typeName(v: unknown): string {
+  return v === null ? "null" : Array.isArray(v) ? "array" : typeof v;
+}
+
+function expectObject(v: unknown, p: string): Record<string, unknown> {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) {
+    fail(`${p}: ${v === undefined ? "missing (expected object)" : `expected object, got ${describeValue(v)}`}`, p);
+  }
+  return v as Record<string, unknown>;
+}
+
+function expectArray(v: unknown, p: string, what: string): unknown[] {
+  if (!Array.isArray(v)) fail(`${p}: ${v === undefined ? "missing (expected array)" : `expected array, got ${describeValue(v)}`}`, p);
+  if (v.length === 0) fail(`${p}: ${what}`, p);
+  return v;
+}
+
+function expectId(v: unknown, p: string): string {
+  if (typeof v !== "string" || v === "") {
+    fail(`${p}: ${v === undefined ? "missing (expected string)" : `expected a non-empty string, got ${describeValue(v)}`}`, p);
+  }
+  return v;
+}
+
+function unknownFields(o: Record<string, unknown>, known: ReadonlySet<string>, p: string): never {
+  const keys = Object.keys(o).filter((k) => !known.has(k));
+  const list = keys.map((k) => JSON.stringify(k)).join(", ");
+  return fail(`${p ? p + ": " : ""}unknown field${keys.length > 1 ? "s" : ""} ${list}`, p);
+}
+
+/** A finite number within the bound, else an error naming the field. */
+function badNumber(v: unknown, p: string, what = "a finite number"): never {
+  if (v === undefined) fail(`${p}: missing (expected number)`, p);
+  if (typeof v === "number" && Number.isFinite(v)) {
+    fail(`${p}: expected ${what} with magnitude at most 1e100, got ${v} (larger values overflow the squared deviations)`, p);
+  }
+  return fail(`${p}: expected ${what}, got ${describeValue(v)}`, p);
+}
+
+const GROUP_KEYS = new Set(["uid", "trajectories"]);
+const TRAJ_KEYS = new Set(["id", "turns", "truncated", "envTag"]);
+const TURN_KEYS = new Set([...TURN_NUMBERS, "anchor", "invalid", "agent", "judgeScore", "tokens", "toolResult"]);
+
+function checkGroups(groups: unknown, spec: EstimatorSpec): void {
+  const gs = expectArray(groups, "groups", "the request needs at least one group");
+  const uids = new Map<string, number>();
+  const ids = new Map<string, string>();
+  for (let gi = 0; gi < gs.length; gi++) {
+    const gp = () => `groups[${gi}]`;
+    const g = expectObject(gs[gi], gp());
+    let nKeys = 0;
+    for (const k in g) if (GROUP_KEYS.has(k)) nKeys++;
+    if (nKeys !== Object.keys(g).length) unknownFields(g, GROUP_KEYS, gp());
+    const uid = expectId(g.uid, `${gp()}.uid`);
+    const prev = uids.get(uid);
+    if (prev !== undefined) fail(`${gp()}.uid: duplicate group uid "${uid}" (first at groups[${prev}])`, `${gp()}.uid`);
+    uids.set(uid, gi);
+    const trajs = expectArray(g.trajectories, `${gp()}.trajectories`, "a group needs at least one trajectory");
+    for (let ti = 0; ti < trajs.length; ti++) {
+      const here = () => `groups[${gi}].trajectories[${ti}]`;
+      const t = expectObject(trajs[ti], here());
+      let n = 0;
+      for (const k in t) if (TRAJ_KEYS.has(k)) n++;
+      if (n !== Object.keys(t).length) unknownFields(t, TRAJ_KEYS, here());
+      const id = expectId(t.id, `${here()}.id`);
+      if (t.truncated !== undefined && typeof t.truncated !== "boolean") fail(`${here()}.truncated: expected boolean, got ${describeValue(t.truncated)}`, `${here()}.truncated`);
+      if (t.envTag !== undefined && typeof t.envTag !== "string") fail(`${here()}.envTag: expected string, got ${describeValue(t.envTag)}`, `${here()}.envTag`);
+      const turns = expectArray(t.turns, `${here()}.turns`, "a trajectory needs at least one turn");
+      for (let i = 0; i < turns.length; i++) checkTurn(turns[i], () => `${here()}.turns[${i}]`);
+      const first = ids.get(id);
+      if (first !== undefined) fail(`${here()}.id: duplicate trajectory id "${id}" (first at ${first})`, `${here()}.id`);
+      ids.set(id, here());
+      checkNeeds(spec, turns as Turn[], here);
+    }
+  }
+}
+
+/** One turn's fields: types, bounds, unknown fields, anchor nesting. */
+function checkTurn(v: unknown, at: () => string): void {
+  const turn = expectObject(v, at());
+  let known = 0;
+  for (const k in turn) {
+    const x = turn[k];
+    if (TURN_NUMBERS.has(k)) {
+      if (typeof x !== "number" || !(x <= MAX_ABS_NUMBER && x >= -MAX_ABS_NUMBER)) badNumber(x, `${at()}.${k}`);
+    } else if (k === "anchor") {
+      if (typeof x !== "string") checkValue(x, `${at()}.anchor`, true);
+    } else if (k === "invalid" || k === "toolResult") {
+      if (typeof x !== "boolean") fail(`${at()}.${k}: expected boolean, got ${describeValue(x)}`, `${at()}.${k}`);
+    } else if (k === "tokens") {
+      if (typeof x !== "number" || !Number.isInteger(x) || x < 0) fail(`${at()}.tokens: expected a non-negative integer, got ${describeValue(x)}`, `${at()}.tokens`);
+    } else if (k === "judgeScore") {
+      if (x !== null && (typeof x !== "number" || !(x <= MAX_ABS_NUMBER && x >= -MAX_ABS_NUMBER))) {
+        badNumber(x, `${at()}.judgeScore`, "a finite number or null (failed judgement)");
+      }
+    } else if (k === "agent") {
+      if (typeof x !== "string" && !(typeof x === "number" && Number.isFinite(x))) {
+        fail(`${at()}.agent: expected a string or a finite number, got ${describeValue(x)}`, `${at()}.agent`);
+      }
+    } else continue;
+    known++;
+  }
+  if (turn.reward === undefined) badNumber(undefined, `${at()}.reward`);
+  if (known !== Object.keys(turn).length) unknownFields(turn, TURN_KEYS, at());
+}
+
+/**
+ * A JSON value (anchor, parameter) walked with an explicit stack, so any nesting is reported
+ * instead of overflowing the call stack: at most MAX_VALUE_DEPTH levels of arrays / objects, and
+ * (`strict`, anchors) only JSON values with finite numbers.
+ */
+function checkValue(root: unknown, p: string, strict: boolean): void {
+  const stack: [unknown, number][] = [[root, 0]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v === "string" || typeof v === "boolean") continue;
+    if (typeof v === "number") {
+      if (strict && !Number.isFinite(v)) fail(`${p}: expected a JSON value, got ${describeValue(v)}`, p);
+      continue;
+    }
+    if (typeof v !== "object") {
+      if (strict) fail(`${p}: expected a JSON value, got ${typeName(v)}`, p);
+      continue;
+    }
+    if (!Array.isArray(v) && NON_FINITE_MARKER in v) {
+      if (strict) fail(`${p}: anchor contains a non-finite number: ${String((v as Record<string, unknown>)[NON_FINITE_MARKER])}`, p);
+      continue; // parameters: their schema names it
+    }
+    if (depth >= MAX_VALUE_DEPTH) fail(`${p}: nested deeper than ${MAX_VALUE_DEPTH} levels of arrays / objects`, p);
+    const children = Array.isArray(v) ? v : Object.values(v as object);
+    for (let i = children.length - 1; i >= 0; i--) stack.push([children[i], depth + 1]);
+  }
+}
+
+function checkNeeds(spec: EstimatorSpec, turns: Turn[], here: () => string): void {
   const needs = spec.needs;
   const n = turns.length;
   for (let i = 0; i < n; i++) {
     const turn = turns[i];
     let ctx: TurnContext | undefined;
-    for (const f of needs) {
-      if (turn[f] !== undefined) continue;
-      const when = spec.neededOn?.[f];
+    for (let f = 0; f < needs.length; f++) {
+      const field = needs[f];
+      if (turn[field] !== undefined) continue;
+      const when = spec.neededOn?.[field];
       if (when) {
         ctx ??= {
           turnIndex: i,
@@ -198,31 +345,10 @@ function checkNeeds(spec: EstimatorSpec, turns: Turn[], here: string): void {
         };
         if (!when(ctx)) continue;
       }
-      const p = `${here}.turns[${i}].${f}`;
-      fail(`${p}: missing; estimator "${spec.id}" needs ${f}${when ? "" : " on every turn"}`, p);
-    }
-    if (turn.anchor !== undefined && typeof turn.anchor !== "string") {
-      const p = `${here}.turns[${i}].anchor`;
-      const bad = findNonFinite(turn.anchor);
-      if (bad !== null) fail(`${p}: anchor contains a non-finite number: ${bad}`, p);
-      try {
-        canonicalAnchorKey(turn.anchor);
-      } catch (e) {
-        fail(`${p}: ${(e as Error).message}`, p);
-      }
+      const p = `${here()}.turns[${i}].${field}`;
+      fail(`${p}: missing; estimator "${spec.id}" needs ${field}${when ? "" : " on every turn"}`, p);
     }
   }
-}
-
-/** The first non-finite marker inside an anchor value, or null. */
-function findNonFinite(v: unknown): string | null {
-  if (v === null || typeof v !== "object") return null;
-  if (!Array.isArray(v) && NON_FINITE_MARKER in v) return String((v as Record<string, unknown>)[NON_FINITE_MARKER]);
-  for (const x of Array.isArray(v) ? v : Object.values(v)) {
-    const r = findNonFinite(x);
-    if (r !== null) return r;
-  }
-  return null;
 }
 
 /**
