@@ -31,6 +31,7 @@ export function parseOr400<S extends z.ZodType>(schema: S, input: unknown, root:
 
 // Library errors are matched by name so lib/ stays free of HTTP concerns.
 const STATUS_BY_NAME: Record<string, number> = {
+  ForbiddenError: 403,
   NotFoundError: 404,
   JobNotFoundError: 404,
   ConflictError: 409,
@@ -41,7 +42,8 @@ const STATUS_BY_NAME: Record<string, number> = {
 };
 
 export function toErrorResponse(err: unknown): Response {
-  if (err instanceof ApiError) return Response.json({ error: err.message, issues: err.issues }, { status: err.status });
+  if (err instanceof ApiError)
+    return Response.json({ error: err.message, issues: err.issues }, { status: err.status, headers: err.status === 429 ? { "retry-after": "1" } : {} });
   if (err instanceof ZodError) {
     const issues = zodIssues(err, "body");
     return Response.json({ error: "invalid input", issues }, { status: 400 });

@@ -1,100 +1,125 @@
-// The OpenAPI 3.1 document, generated from the same zod schemas the route handlers validate with.
-// OpenAPI 3.1 uses JSON Schema 2020-12, which is what z.toJSONSchema emits.
+// The OpenAPI 3.1 document, generated from the route declarations (lib/api/routes.ts), the same
+// ones the route handlers enforce. OpenAPI 3.1 uses JSON Schema 2020-12, which z.toJSONSchema
+// emits; named schemas (`.meta({id})`) move to components/schemas so every $ref resolves.
 import { z } from "zod";
-import { errorSchema, idSchema } from "../schemas/common";
-import { compareQuerySchema, importRunSchema, launchRunSchema, runListQuerySchema, runListSchema, runSchema } from "../schemas/runs";
-import { creditOverviewQuerySchema, creditSourceQuerySchema } from "../db/credit";
-import { logMetricsSchema, metricKeyInfoSchema, seriesQuerySchema, seriesSchema } from "../schemas/metrics";
-import { groupSchema, pageQuerySchema, rolloutStepInputSchema, rolloutStepSchema, trajectoryListQuerySchema, trajectorySchema, turnSchema } from "../schemas/rollouts";
-import { jobSchema, logLinesSchema, logQuerySchema } from "../schemas/jobs";
-import { finishRunSchema } from "../runs/actions";
+import { pathParamNames, pathParamSchema, statusesOf, type RouteContract } from "./contract";
+import { ROUTES } from "./routes";
+import { errorSchema } from "../schemas/common";
 
-interface Op {
-  method: "get" | "post" | "delete";
-  path: string;
-  summary: string;
-  tag: string;
-  query?: z.ZodObject;
-  body?: z.ZodType;
-  response?: z.ZodType;
-  write?: boolean;
+type Json = Record<string, unknown>;
+
+const REASONS: Record<number, string> = {
+  200: "OK",
+  201: "Created",
+  400: "Invalid input: a parameter, the body, or a JSON limit (depth, string or array length); `issues` names each field",
+  401: "Missing or wrong bearer token (the server has TURNLENS_API_TOKEN or TURNLENS_READ_TOKEN set)",
+  403: "Refused: a foreign Host or Origin, a cross-site request, or a wrong write key",
+  404: "No such run, job, step or trajectory",
+  409: "Conflicts with the stored state (a worker's run, a finished run, a step stored with other content)",
+  413: "Request body larger than the server's limit (TURNLENS_MAX_BODY_MB)",
+  415: "State-changing requests must be Content-Type: application/json",
+  429: "Too many ingest requests in flight; retry after the Retry-After header's seconds",
+};
+
+class SchemaSet {
+  readonly components: Record<string, Json> = {};
+
+  /** JSON Schema of `s`, its named parts registered as components (input schemas get an "Input" suffix). */
+  of(s: z.ZodType, io: "input" | "output"): Json {
+    const js = z.toJSONSchema(s, { io, unrepresentable: "any", target: "draft-2020-12", cycles: "ref", reused: "inline" }) as Json;
+    const suffix = io === "input" ? "Input" : "";
+    const defs = (js.$defs ?? {}) as Record<string, Json>;
+    delete js.$defs;
+    delete js.$schema;
+    const fix = (node: unknown): unknown => {
+      if (Array.isArray(node)) return node.map(fix);
+      if (node === null || typeof node !== "object") return node;
+      const out: Json = {};
+      for (const [k, v] of Object.entries(node as Json)) {
+        if (k === "$ref" && typeof v === "string" && v.startsWith("#/$defs/")) out[k] = `#/components/schemas/${v.slice(8)}${suffix}`;
+        else if (k === "id" && typeof v === "string") continue; // zod's registry id, not a JSON Schema keyword
+        else out[k] = fix(v);
+      }
+      return out;
+    };
+    for (const [name, def] of Object.entries(defs)) this.components[name + suffix] = fix(def) as Json;
+    const root = fix(js) as Json;
+    // a named root schema becomes a component too, referenced from the operation
+    const id = (s.meta() as { id?: string } | undefined)?.id;
+    if (id) {
+      const ref = `#/components/schemas/${id}${suffix}`;
+      if (root.$ref !== ref) this.components[id + suffix] = root; // zod may already have put it in $defs
+      return { $ref: ref };
+    }
+    return root;
+  }
 }
 
-const page = <T extends z.ZodType>(key: string, item: T) => z.object({ [key]: z.array(item), total: z.number(), page: z.number(), pageSize: z.number() });
-
-export const OPERATIONS: Op[] = [
-  { method: "get", path: "/projects", summary: "List projects", tag: "runs" },
-  { method: "get", path: "/envs", summary: "Environments with their config JSON Schemas", tag: "launch" },
-  { method: "get", path: "/runs", summary: "List runs (filter, sort, paginate)", tag: "runs", query: runListQuerySchema, response: runListSchema },
-  { method: "post", path: "/runs", summary: "Launch a run (creates the run and queues its job)", tag: "runs", body: launchRunSchema, response: runSchema, write: true },
-  { method: "post", path: "/runs/import", summary: "Create a run for an external trainer (ingest)", tag: "ingest", body: importRunSchema, response: runSchema, write: true },
-  { method: "get", path: "/runs/{id}", summary: "Get a run", tag: "runs", response: runSchema },
-  { method: "delete", path: "/runs/{id}", summary: "Delete a finished run and everything it stored", tag: "runs", write: true },
-  { method: "post", path: "/runs/{id}/cancel", summary: "Cancel a run's job (a running job stops within 5 s)", tag: "runs", response: runSchema, write: true },
-  { method: "post", path: "/runs/{id}/retry", summary: "Re-queue a failed or canceled run", tag: "runs", response: runSchema, write: true },
-  { method: "post", path: "/runs/{id}/finish", summary: "Mark an imported run finished", tag: "ingest", body: finishRunSchema, response: runSchema, write: true },
-  { method: "get", path: "/runs/{id}/metrics", summary: "Metric keys of a run with summaries", tag: "metrics", response: z.object({ keys: z.array(metricKeyInfoSchema) }) },
-  { method: "post", path: "/runs/{id}/metrics", summary: "Log metrics (W&B-shaped)", tag: "ingest", body: logMetricsSchema, response: z.object({ inserted: z.number(), replaced: z.number() }), write: true },
-  { method: "get", path: "/runs/{id}/metrics/series", summary: "Downsampled series with live cursor", tag: "metrics", query: seriesQuerySchema, response: seriesSchema },
-  { method: "get", path: "/runs/{id}/metrics/export", summary: "Full-resolution export (CSV or JSON; repeat `key` to select)", tag: "metrics" },
-  { method: "get", path: "/runs/{id}/steps", summary: "Rollout steps of a run", tag: "rollouts", response: page("steps", rolloutStepSchema) },
-  { method: "post", path: "/runs/{id}/steps", summary: "Ingest one step's rollouts (groups, trajectories, turns)", tag: "ingest", body: rolloutStepInputSchema, response: z.object({ stepId: z.string(), turns: z.number() }), write: true },
-  { method: "get", path: "/runs/{id}/steps/{step}/groups", summary: "Task groups of a step", tag: "rollouts", response: z.object({ groups: z.array(groupSchema) }) },
-  { method: "get", path: "/runs/{id}/trajectories", summary: "Trajectories of a run (filter by step, group, success)", tag: "rollouts", query: trajectoryListQuerySchema, response: page("trajectories", trajectorySchema) },
-  { method: "get", path: "/runs/{id}/turns", summary: "All turns of a run, by cursor", tag: "rollouts", query: pageQuerySchema, response: z.object({ turns: z.array(turnSchema), next: z.number().nullable() }) },
-  { method: "get", path: "/trajectories/{id}", summary: "A trajectory with every turn", tag: "rollouts", response: trajectorySchema },
-  { method: "get", path: "/runs/filters", summary: "What the runs table can filter and sort by (environments, estimators, tags, metric keys, config paths)", tag: "runs" },
-  { method: "get", path: "/compare", summary: "Runs to compare and the union of their metric keys", tag: "runs", query: compareQuerySchema },
-  { method: "get", path: "/runs/{id}/credit", summary: "Credit over training: step x turn-index advantage and per-step batch diagnostics", tag: "credit", query: creditOverviewQuerySchema },
-  {
-    method: "get",
-    path: "/runs/{id}/steps/{step}/groups/{groupId}/credit",
-    summary: "A task group's per-turn advantages (heatmap): as stored, or recomputed with any estimator over the step's batch",
-    tag: "credit",
-    query: creditSourceQuerySchema,
-  },
-  { method: "get", path: "/jobs/{id}", summary: "Job status and progress", tag: "jobs", response: jobSchema },
-  { method: "get", path: "/jobs/{id}/log", summary: "Tail a job's log", tag: "jobs", query: logQuerySchema, response: logLinesSchema },
-];
-
-const js = (s: z.ZodType, io: "input" | "output") => z.toJSONSchema(s, { io, unrepresentable: "any", target: "draft-2020-12" });
+function operation(c: RouteContract, set: SchemaSet, errorRef: Json): Json {
+  const parameters: Json[] = pathParamNames(c.path).map((name) => ({ name, in: "path", required: true, schema: set.of(pathParamSchema(name), "input") }));
+  if (c.query instanceof z.ZodObject) {
+    for (const [name, s] of Object.entries(c.query.shape as Record<string, z.ZodType>)) {
+      const schema = set.of(s, "input");
+      const array = JSON.stringify(schema).includes('"type":"array"');
+      parameters.push({
+        name,
+        in: "query",
+        required: !s.safeParse(undefined).success,
+        ...(schema.description ? { description: schema.description } : {}),
+        schema,
+        ...(array ? { style: "form", explode: true } : {}),
+      });
+    }
+  }
+  if (c.ingest) parameters.push({ name: "X-TurnLens-Write-Key", in: "header", required: false, description: "The run's write key from POST /runs/import (imported runs).", schema: { type: "string" } });
+  const success = c.status ?? (c.method === "POST" ? 201 : 200);
+  const okContent = c.produces
+    ? Object.fromEntries(Object.entries(c.produces).map(([type, s]) => [type, { schema: set.of(s, "output") }]))
+    : { "application/json": { schema: c.response ? set.of(c.response, "output") : { type: "object" } } };
+  const responses: Json = {};
+  for (const status of statusesOf(c)) {
+    if (status === success) responses[status] = { description: REASONS[status], content: okContent };
+    else if (status === 200 && c.idempotent) responses[status] = { description: "A repeat of a stored write with identical content: the stored answer", content: okContent };
+    else
+      responses[status] = {
+        description: REASONS[status] ?? "Error",
+        content: { "application/json": { schema: errorRef } },
+        ...(status === 429 ? { headers: { "Retry-After": { schema: { type: "integer" }, description: "Seconds to wait" } } } : {}),
+      };
+  }
+  // open when the server has no token set; bearer when it has
+  const security = [{}, { bearer: [] }];
+  return {
+    operationId: c.id,
+    summary: c.summary,
+    tags: [c.tag],
+    parameters,
+    ...(c.method === "POST"
+      ? { requestBody: c.body ? { required: true, content: { "application/json": { schema: set.of(c.body, "input") } } } : { required: false, content: { "application/json": { schema: { type: "object", maxProperties: 0 } } } } }
+      : {}),
+    security,
+    responses,
+  };
+}
 
 export function openApiDocument() {
-  const paths: Record<string, Record<string, unknown>> = {};
-  for (const op of OPERATIONS) {
-    const pathParams = [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => ({ name: m[1], in: "path", required: true, schema: js(m[1] === "step" ? z.number().int() : idSchema, "input") }));
-    const queryParams = op.query
-      ? Object.entries(op.query.shape).map(([name, s]) => {
-          const schema = js(s as z.ZodType, "input") as { description?: string };
-          return { name, in: "query", required: !(s as z.ZodType).safeParse(undefined).success, description: schema.description, schema };
-        })
-      : [];
-    const errorResponse = { description: "Invalid input or state", content: { "application/json": { schema: js(errorSchema, "output") } } };
-    paths[op.path] ??= {};
-    paths[op.path][op.method] = {
-      summary: op.summary,
-      tags: [op.tag],
-      parameters: [...pathParams, ...queryParams],
-      ...(op.body ? { requestBody: { required: true, content: { "application/json": { schema: js(op.body, "input") } } } } : {}),
-      ...(op.write ? { security: [{ bearer: [] }] } : {}),
-      responses: {
-        [op.method === "post" && op.write ? "201" : "200"]: { description: "OK", ...(op.response ? { content: { "application/json": { schema: js(op.response, "output") } } } : {}) },
-        "400": errorResponse,
-        "404": errorResponse,
-        "409": errorResponse,
-        ...(op.write ? { "401": errorResponse } : {}),
-      },
-    };
+  const set = new SchemaSet();
+  const errorRef = set.of(errorSchema, "output");
+  const paths: Record<string, Json> = {};
+  for (const c of ROUTES) {
+    paths[c.path] ??= {};
+    paths[c.path][c.method.toLowerCase()] = operation(c, set, errorRef);
   }
   return {
     openapi: "3.1.0",
     info: {
       title: "TurnLens API",
       version: "1",
-      description: "Runs, metrics, rollouts and jobs of TurnLens. Errors are `{error, issues}` with 4xx codes. Write endpoints need a bearer token when the server has TURNLENS_API_TOKEN set.",
+      description:
+        "Runs, metrics, rollouts and jobs of TurnLens. Errors are `{error, issues}` with 4xx codes. State-changing requests must be `Content-Type: application/json` and same-origin; the Host must be loopback or in TURNLENS_ALLOWED_HOSTS. With TURNLENS_API_TOKEN set, writes need `Authorization: Bearer <token>`; with TURNLENS_READ_TOKEN set, reads too. Writes to an imported run carry its write key (X-TurnLens-Write-Key).",
     },
     servers: [{ url: "/api/v1" }],
-    components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
+    components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } }, schemas: set.components },
     paths,
   };
 }

@@ -15,6 +15,7 @@ import { summarizeAdvantages } from "../credit/result";
 import { anchorGroupIds, renumber } from "../charts/prepare-heatmap";
 import { NotFoundError } from "./runs";
 import { getRawDb, type RawDb } from "./sqlite";
+import { queryInt } from "../schemas/common";
 
 /** A small least-recently-used map (steps are immutable once written, so entries never go stale). */
 class Lru<K, V> {
@@ -541,7 +542,7 @@ export const creditSourceQuerySchema = z
 
 export const creditOverviewQuerySchema = creditSourceQuerySchema
   .extend({
-    maxSteps: z.coerce.number().int().min(1).max(1000).default(50).describe("Show at most this many training steps (evenly sampled)."),
-    maxTurns: z.coerce.number().int().min(1).max(1000).default(200).describe("Turn-index columns."),
+    maxSteps: queryInt(1, 1000).default(50).describe("Show at most this many training steps (evenly sampled)."),
+    maxTurns: queryInt(1, 1000).default(200).describe("Turn-index columns."),
   })
   .strict();

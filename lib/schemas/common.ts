@@ -3,8 +3,16 @@ import { z } from "zod";
 
 export const idSchema = z.string().min(1).max(64).regex(/^[A-Za-z0-9_-]+$/, "must be an id (letters, digits, _ or -)");
 
-/** Query-string integers arrive as text. */
-export const queryInt = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+/**
+ * Query-string integers arrive as text: plain decimal only (an empty value, "0x10" or "1e3" is a
+ * 400, not a silent 0 or 16), then range-checked.
+ */
+export const queryInt = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^-?\d{1,15}$/, "must be a decimal integer")
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
 
 export const errorSchema = z
   .object({
@@ -20,5 +28,13 @@ export type RunStatus = z.infer<typeof runStatusSchema>;
 
 export const runKindSchema = z.enum(["train", "eval", "imported"]);
 export type RunKind = z.infer<typeof runKindSchema>;
+
+/** A client's batch id: a retried write with the same id and content is stored once. */
+export const batchIdSchema = z
+  .string()
+  .min(1)
+  .max(128)
+  .regex(/^[A-Za-z0-9_.:-]+$/, "batch ids use letters, digits, _ . : -")
+  .describe("Client batch id: a retry with the same id and the same content is answered with the stored result (200); other content is a 409.");
 
 export const tagsSchema = z.array(z.string().min(1).max(64)).max(32).default([]);

@@ -1,6 +1,6 @@
 // Metric logging (W&B-shaped: {key: value} at a step) and downsampled series.
 import { z } from "zod";
-import { queryInt } from "./common";
+import { batchIdSchema, queryInt } from "./common";
 
 export const metricKeySchema = z
   .string()
@@ -23,6 +23,7 @@ export const logMetricsSchema = z
       )
       .min(1)
       .max(100_000),
+    batchId: batchIdSchema.optional(),
   })
   .strict()
   .meta({ id: "LogMetrics" });

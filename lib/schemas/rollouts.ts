@@ -1,6 +1,6 @@
 // Rollouts: training steps -> task groups -> trajectories -> turns.
 import { z } from "zod";
-import { idSchema, queryInt } from "./common";
+import { batchIdSchema, idSchema, queryInt } from "./common";
 
 const finite = z.number().refine(Number.isFinite, "must be a finite number");
 
@@ -49,10 +49,23 @@ export const rolloutStepInputSchema = z
     estimator: z.string().max(100).nullable().optional(),
     params: z.record(z.string(), z.unknown()).nullable().optional(),
     diagnostics: z.record(z.string(), z.unknown()).nullable().optional(),
-    groups: z.array(groupInputSchema).min(1).max(10_000),
+    groups: z
+      .array(groupInputSchema)
+      .min(1)
+      .max(10_000)
+      .superRefine((groups, ctx) => {
+        // one step's group uids are unique (GRPO's `uid`): a repeat is the client's bug, named here
+        const seen = new Map<string, number>();
+        groups.forEach((g, i) => {
+          const first = seen.get(g.uid);
+          if (first !== undefined) ctx.addIssue({ code: "custom", path: [i, "uid"], message: `duplicate group uid "${g.uid}" (also groups[${first}].uid)` });
+          else seen.set(g.uid, i);
+        });
+      }),
+    batchId: batchIdSchema.optional(),
   })
   .strict()
-  .meta({ id: "RolloutStepInput" });
+  .meta({ id: "StepBatch" });
 export type RolloutStepInput = z.infer<typeof rolloutStepInputSchema>;
 
 export const pageQuerySchema = z

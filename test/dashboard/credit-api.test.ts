@@ -19,10 +19,15 @@ const runsRoute = await import("@/app/api/v1/runs/route");
 const { runCredit } = await import("@/lib/credit");
 
 type Handler<P> = (req: NextRequest, ctx: { params: Promise<P> }) => Promise<Response>;
+/** write keys of the runs this file imported, sent with every write to them */
+const writeKeys = new Map<string, string>();
 async function call<P = Record<string, never>>(h: Handler<P>, method: string, path: string, opts: { body?: unknown; params?: P } = {}) {
-  const init = { method, headers: { "content-type": "application/json" }, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) };
+  const key = writeKeys.get((opts.params as { id?: string } | undefined)?.id ?? "");
+  const init = { method, headers: { "content-type": "application/json", ...(key ? { "x-turnlens-write-key": key } : {}) }, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) };
   const res = await h(new NextRequest(new URL(path, "http://127.0.0.1:3000"), init), { params: Promise.resolve((opts.params ?? {}) as P) });
-  return { status: res.status, json: await res.json() };
+  const json = await res.json();
+  if (json?.writeKey) writeKeys.set(json.id, json.writeKey);
+  return { status: res.status, json };
 }
 
 const steps = [0, 1, 2].map((s) => gigpoStep(s, { groups: 3, G: 4, maxTurns: 6 }));

@@ -1,4 +1,5 @@
-import { handle } from "@/lib/api/handler";
+import { route } from "@/lib/api/route";
+import { routes } from "@/lib/api/routes";
 import { envCatalog } from "@/lib/runs/catalog";
 
-export const GET = handle(() => ({ envs: envCatalog() }));
+export const GET = route(routes.envs, () => ({ envs: envCatalog() }));

@@ -1,4 +1,5 @@
-import { handle } from "@/lib/api/handler";
+import { route } from "@/lib/api/route";
+import { routes } from "@/lib/api/routes";
 import { openApiDocument } from "@/lib/api/openapi";
 
-export const GET = handle(() => openApiDocument());
+export const GET = route(routes.openapi, () => openApiDocument());

@@ -1,4 +1,5 @@
-import { handle } from "@/lib/api/handler";
+import { route } from "@/lib/api/route";
+import { routes } from "@/lib/api/routes";
 import { listProjects } from "@/lib/db/runs";
 
-export const GET = handle(() => ({ projects: listProjects() }));
+export const GET = route(routes.projects, () => ({ projects: listProjects() }));

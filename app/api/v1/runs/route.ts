@@ -1,17 +1,8 @@
-import { handle, parseBody, parseQuery } from "@/lib/api/handler";
+import { route } from "@/lib/api/route";
+import { routes } from "@/lib/api/routes";
 import { getRun, listRuns } from "@/lib/db/runs";
 import { launchRun } from "@/lib/runs/launch";
-import { launchRunSchema, runListQuerySchema } from "@/lib/schemas/runs";
 
-export const GET = handle(({ req }) => {
-  const q = parseQuery(req, runListQuerySchema);
-  return { ...listRuns(q), page: q.page, pageSize: q.pageSize };
-});
+export const GET = route(routes.runsList, ({ query }) => ({ ...listRuns(query), page: query.page, pageSize: query.pageSize }));
 
-export const POST = handle(
-  async ({ req }) => {
-    const { runId } = await launchRun(await parseBody(req, launchRunSchema));
-    return getRun(runId);
-  },
-  { write: true },
-);
+export const POST = route(routes.runsLaunch, async ({ body }) => getRun((await launchRun(body)).runId));

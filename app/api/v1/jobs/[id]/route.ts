@@ -1,4 +1,5 @@
-import { handle } from "@/lib/api/handler";
+import { route } from "@/lib/api/route";
+import { routes } from "@/lib/api/routes";
 import { jobView } from "@/lib/runs/jobs-view";
 
-export const GET = handle<{ id: string }>(({ params }) => jobView(params.id));
+export const GET = route(routes.jobGet, ({ params }) => jobView(params.id));

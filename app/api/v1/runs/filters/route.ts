@@ -1,5 +1,6 @@
-import { handle } from "@/lib/api/handler";
+import { route } from "@/lib/api/route";
+import { routes } from "@/lib/api/routes";
 import { runFilters } from "@/lib/db/runs";
 
 /** What the runs table can filter and sort by: environments, estimators, tags, metric keys, config paths. */
-export const GET = handle(() => runFilters());
+export const GET = route(routes.runsFilters, () => runFilters());

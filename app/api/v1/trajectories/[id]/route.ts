@@ -1,8 +1,9 @@
-import { handle } from "@/lib/api/handler";
+import { route } from "@/lib/api/route";
+import { routes } from "@/lib/api/routes";
 import { NotFoundError } from "@/lib/db/runs";
 import { getTrajectory } from "@/lib/db/rollouts";
 
-export const GET = handle<{ id: string }>(({ params }) => {
+export const GET = route(routes.trajectoryGet, ({ params }) => {
   const t = getTrajectory(params.id);
   if (!t) throw new NotFoundError("trajectory", params.id);
   return t;

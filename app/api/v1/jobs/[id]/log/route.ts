@@ -1,9 +1,6 @@
-import { handle, parseQuery } from "@/lib/api/handler";
+import { route } from "@/lib/api/route";
+import { routes } from "@/lib/api/routes";
 import { jobLog } from "@/lib/runs/jobs-view";
-import { logQuerySchema } from "@/lib/schemas/jobs";
 
 /** Tail of the job's log: lines after `after` (pass back `next` to follow). */
-export const GET = handle<{ id: string }>(({ req, params }) => {
-  const q = parseQuery(req, logQuerySchema);
-  return jobLog(params.id, q.after, q.limit);
-});
+export const GET = route(routes.jobLog, ({ params, query }) => jobLog(params.id, query.after, query.limit));

@@ -1,10 +1,11 @@
-import { handle, parseQuery } from "@/lib/api/handler";
+import { route } from "@/lib/api/route";
+import { routes } from "@/lib/api/routes";
 import { assertRunExists } from "@/lib/db/runs";
-import { creditOverview, creditOverviewQuerySchema } from "@/lib/db/credit";
+import { creditOverview } from "@/lib/db/credit";
 
 /** Credit over training: step x turn-index mean (and mean |A|) advantage, and per-step batch diagnostics. */
-export const GET = handle<{ id: string }>(({ req, params }) => {
-  const { maxSteps, maxTurns, ...source } = parseQuery(req, creditOverviewQuerySchema);
+export const GET = route(routes.creditOverview, ({ params, query }) => {
+  const { maxSteps, maxTurns, ...source } = query;
   assertRunExists(params.id);
   return creditOverview(params.id, source, { maxSteps, maxTurns });
 });

@@ -1,4 +1,9 @@
-import { handle, parseBody } from "@/lib/api/handler";
-import { finishImportedRun, finishRunSchema } from "@/lib/runs/actions";
+import { route } from "@/lib/api/route";
+import { routes } from "@/lib/api/routes";
+import { assertExternalWrite } from "@/lib/ingest/write-access";
+import { finishImportedRun } from "@/lib/runs/actions";
 
-export const POST = handle<{ id: string }>(async ({ req, params }) => finishImportedRun(params.id, await parseBody(req, finishRunSchema)), { write: true });
+export const POST = route(routes.runFinish, ({ req, params, body }) => {
+  assertExternalWrite(params.id, req.headers);
+  return finishImportedRun(params.id, body);
+});

@@ -1,22 +1,23 @@
-import { handle, parseBody } from "@/lib/api/handler";
+import { route, Ok } from "@/lib/api/route";
+import { routes } from "@/lib/api/routes";
 import { assertRunExists } from "@/lib/db/runs";
-import { listSeries, writeMetrics } from "@/lib/db/metrics";
-import { logMetricsSchema } from "@/lib/schemas/metrics";
+import { listSeries } from "@/lib/db/metrics";
+import { runIngest } from "@/lib/ingest/pool";
+import { assertExternalWrite } from "@/lib/ingest/write-access";
 
 /** The run's metric keys with their summaries. */
-export const GET = handle<{ id: string }>(({ params }) => {
+export const GET = route(routes.metricsKeys, ({ params }) => {
   assertRunExists(params.id);
   return { keys: listSeries(params.id) };
 });
 
-/** W&B-shaped logging: `{points: [{step, values: {key: value}}]}`. */
-export const POST = handle<{ id: string }>(
-  async ({ req, params }) => {
-    const body = await parseBody(req, logMetricsSchema);
-    assertRunExists(params.id);
-    const now = Date.now() / 1000;
-    const points = body.points.flatMap((p) => Object.entries(p.values).map(([key, value]) => ({ key, step: p.step, value, wallTime: p.wallTime ?? now })));
-    return writeMetrics(params.id, points);
+/** W&B-shaped logging: `{points: [{step, values: {key: value}}], batchId?}`, parsed and stored by the ingest thread. */
+export const POST = route(
+  routes.metricsLog,
+  async ({ req, params, bodyText }) => {
+    assertExternalWrite(params.id, req.headers);
+    const r = await runIngest("metrics", params.id, bodyText);
+    return new Ok(r.body, r.status);
   },
-  { write: true },
+  { rawBody: true },
 );

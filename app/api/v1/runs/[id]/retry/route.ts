@@ -1,4 +1,5 @@
-import { handle } from "@/lib/api/handler";
+import { route } from "@/lib/api/route";
+import { routes } from "@/lib/api/routes";
 import { retryRun } from "@/lib/runs/actions";
 
-export const POST = handle<{ id: string }>(({ params }) => retryRun(params.id), { write: true });
+export const POST = route(routes.runRetry, ({ params }) => retryRun(params.id));

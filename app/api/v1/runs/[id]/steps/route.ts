@@ -1,24 +1,22 @@
-import { z } from "zod";
-import { handle, parseBody, parseQuery } from "@/lib/api/handler";
+import { route, Ok } from "@/lib/api/route";
+import { routes } from "@/lib/api/routes";
 import { assertRunExists } from "@/lib/db/runs";
-import { listSteps, writeRolloutStep } from "@/lib/db/rollouts";
-import { queryInt } from "@/lib/schemas/common";
-import { rolloutStepInputSchema } from "@/lib/schemas/rollouts";
+import { listSteps } from "@/lib/db/rollouts";
+import { runIngest } from "@/lib/ingest/pool";
+import { assertExternalWrite } from "@/lib/ingest/write-access";
 
-const stepsQuery = z.object({ page: queryInt(1, 1_000_000).default(1), pageSize: queryInt(1, 1000).default(100) }).strict();
-
-export const GET = handle<{ id: string }>(({ req, params }) => {
-  const q = parseQuery(req, stepsQuery);
+export const GET = route(routes.stepsList, ({ params, query }) => {
   assertRunExists(params.id);
-  return { ...listSteps(params.id, q.page, q.pageSize), page: q.page, pageSize: q.pageSize };
+  return { ...listSteps(params.id, query.page, query.pageSize), page: query.page, pageSize: query.pageSize };
 });
 
-/** Ingest one step's rollouts (external trainers). A step is written once: a repeat gets 409. */
-export const POST = handle<{ id: string }>(
-  async ({ req, params }) => {
-    const body = await parseBody(req, rolloutStepInputSchema);
-    assertRunExists(params.id);
-    return writeRolloutStep(params.id, body);
+/** Ingest one step's rollouts (external trainers), parsed and stored by the ingest thread: identical retry 200, other content 409. */
+export const POST = route(
+  routes.stepsWrite,
+  async ({ req, params, bodyText }) => {
+    assertExternalWrite(params.id, req.headers);
+    const r = await runIngest("steps", params.id, bodyText);
+    return new Ok(r.body, r.status);
   },
-  { write: true },
+  { rawBody: true },
 );

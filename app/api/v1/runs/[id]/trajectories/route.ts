@@ -1,11 +1,10 @@
-import { handle, parseQuery } from "@/lib/api/handler";
+import { route } from "@/lib/api/route";
+import { routes } from "@/lib/api/routes";
 import { assertRunExists } from "@/lib/db/runs";
 import { listTrajectories } from "@/lib/db/rollouts";
-import { trajectoryListQuerySchema } from "@/lib/schemas/rollouts";
 
-export const GET = handle<{ id: string }>(({ req, params }) => {
-  const q = parseQuery(req, trajectoryListQuerySchema);
+export const GET = route(routes.trajectoriesList, ({ params, query }) => {
   assertRunExists(params.id);
-  const success = q.success === undefined ? undefined : q.success === "true";
-  return { ...listTrajectories(params.id, { ...q, success }), page: q.page, pageSize: q.pageSize };
+  const success = query.success === undefined ? undefined : query.success === "true";
+  return { ...listTrajectories(params.id, { ...query, success }), page: query.page, pageSize: query.pageSize };
 });

@@ -1,11 +1,10 @@
-import { handle, parseQuery } from "@/lib/api/handler";
+import { route } from "@/lib/api/route";
+import { routes } from "@/lib/api/routes";
 import { assertRunExists } from "@/lib/db/runs";
 import { turnsPage } from "@/lib/db/rollouts";
-import { pageQuerySchema } from "@/lib/schemas/rollouts";
 
 /** All turns of a run in write order, one page per call (`after` = the previous page's `next`). */
-export const GET = handle<{ id: string }>(({ req, params }) => {
-  const q = parseQuery(req, pageQuerySchema);
+export const GET = route(routes.turnsPage, ({ params, query }) => {
   assertRunExists(params.id);
-  return turnsPage(params.id, q.after, q.limit);
+  return turnsPage(params.id, query.after, query.limit);
 });

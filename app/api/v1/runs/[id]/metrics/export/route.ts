@@ -1,19 +1,12 @@
-import { z } from "zod";
-import { handle, parseQuery } from "@/lib/api/handler";
+import { route } from "@/lib/api/route";
+import { routes } from "@/lib/api/routes";
 import { assertRunExists } from "@/lib/db/runs";
 import { iterateMetrics } from "@/lib/db/metrics";
-import { metricKeySchema } from "@/lib/schemas/metrics";
-
-const exportQuery = z
-  .object({ format: z.enum(["csv", "json"]).default("csv"), key: z.union([metricKeySchema, z.array(metricKeySchema)]).optional() })
-  .strict();
 
 /** Full-resolution export (no sampling), streamed: every stored point of the run, or of the given keys. */
-export const GET = handle<{ id: string }>(({ req, params }) => {
-  const all = req.nextUrl.searchParams.getAll("key");
-  const q = parseQuery(req, exportQuery);
+export const GET = route(routes.metricsExport, ({ params, query: q }) => {
   assertRunExists(params.id);
-  const keys = all.length ? all : null;
+  const keys = q.key === undefined ? null : Array.isArray(q.key) ? q.key : [q.key];
   const rows = iterateMetrics(params.id, keys);
   const enc = new TextEncoder();
   const csv = q.format === "csv";

@@ -1,11 +1,10 @@
-import { handle, parseQuery } from "@/lib/api/handler";
+import { route } from "@/lib/api/route";
+import { routes } from "@/lib/api/routes";
 import { assertRunExists } from "@/lib/db/runs";
 import { readSeries } from "@/lib/db/metrics";
-import { seriesQuerySchema } from "@/lib/schemas/metrics";
 
 /** Downsampled series (min/max buckets, stable power-of-two stride, `after` cursor for live polling). */
-export const GET = handle<{ id: string }>(({ req, params }) => {
-  const q = parseQuery(req, seriesQuerySchema);
+export const GET = route(routes.metricsSeries, ({ params, query }) => {
   assertRunExists(params.id);
-  return readSeries(params.id, q.key, q);
+  return readSeries(params.id, query.key, query);
 });

@@ -1,0 +1,73 @@
+// What a route declares once: method, path, parameters, body, responses and the status codes it can
+// answer. The route handler (lib/api/route.ts) enforces it and the OpenAPI document
+// (lib/api/openapi.ts) is generated from it, so the two cannot drift apart.
+import { z } from "zod";
+import { idSchema } from "../schemas/common";
+
+export type Method = "GET" | "POST" | "DELETE";
+
+/** Statuses a route may answer besides its success: each is documented in OpenAPI. */
+export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429;
+
+export interface RouteContract<Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType, R extends z.ZodType = z.ZodType> {
+  /** operationId */
+  id: string;
+  method: Method;
+  /** under /api/v1, with `{name}` parameters */
+  path: string;
+  summary: string;
+  tag: string;
+  query?: Q;
+  body?: B;
+  /** the success body (JSON) */
+  response?: R;
+  /** success status (POST: 201 when it creates, else 200) */
+  status?: 200 | 201;
+  /** a repeat of an idempotent write answers 200 with the stored response */
+  idempotent?: boolean;
+  /** route-specific error statuses (the generic ones are added from the declaration) */
+  errors?: ErrorStatus[];
+  /** largest body accepted (bytes); default: the server's body limit */
+  maxBodyBytes?: number;
+  /** writes by external trainers to one run: write key, ownership, the ingest concurrency limit (429) */
+  ingest?: boolean;
+  /** non-JSON success content types (exports) */
+  produces?: Record<string, z.ZodType>;
+}
+
+/** A path parameter's schema, by name: ids are ids, `step` a decimal step number. */
+export const pathParamSchema = (name: string): z.ZodType<string | number> =>
+  name === "step"
+    ? z
+        .string()
+        .regex(/^(0|[1-9]\d{0,9})$/, "must be a step number (a decimal integer >= 0)")
+        .transform(Number)
+        .pipe(z.number().int().max(2 ** 31 - 1))
+    : idSchema;
+
+export function pathParamNames(path: string): string[] {
+  return [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+}
+
+/** Every status a route can answer, derived from its declaration. */
+export function statusesOf(c: RouteContract): number[] {
+  const s = new Set<number>([c.status ?? (c.method === "POST" ? 201 : 200), 401, 403]);
+  if (c.idempotent) s.add(200);
+  if (c.query || c.body || pathParamNames(c.path).length) s.add(400);
+  if (pathParamNames(c.path).length) s.add(404);
+  if (c.method === "POST") {
+    s.add(415);
+    s.add(400); // the body is parsed even when a route declares none (it must be empty or JSON)
+    s.add(413);
+  }
+  if (c.ingest) {
+    s.add(409);
+    s.add(429);
+  }
+  for (const e of c.errors ?? []) s.add(e);
+  return [...s].sort();
+}
+
+export function defineRoute<Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType, R extends z.ZodType = z.ZodType>(c: RouteContract<Q, B, R>): RouteContract<Q, B, R> {
+  return c;
+}

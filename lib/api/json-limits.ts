@@ -1,0 +1,82 @@
+// Limits on any JSON value the API accepts (bodies and the free-form parts of them: config, info,
+// params, diagnostics). Checked iteratively, so a value nested 10^6 deep is an error naming the
+// field, never a stack overflow; and bounded before anything is stored, so one stored run cannot
+// later break a query (SQLite's JSON functions refuse depth > 1000).
+import { ApiError } from "./errors";
+
+export interface JsonLimits {
+  /** deepest nesting of arrays/objects (the top-level value is depth 1) */
+  maxDepth: number;
+  /** longest string (UTF-16 units) */
+  maxString: number;
+  /** longest array */
+  maxArray: number;
+  /** most keys in one object */
+  maxKeys: number;
+}
+
+export const DEFAULT_JSON_LIMITS: JsonLimits = {
+  maxDepth: Number(process.env.TURNLENS_MAX_JSON_DEPTH ?? 64),
+  maxString: 4 * 1024 * 1024,
+  maxArray: 1_000_000,
+  maxKeys: 10_000,
+};
+
+function fieldPath(root: string, path: (string | number)[]): string {
+  return [root, ...path.map(String)].join(".");
+}
+
+/** The first violation as `{path, message}`, or null. Never recurses. */
+export function findJsonViolation(value: unknown, limits: JsonLimits = DEFAULT_JSON_LIMITS): { path: (string | number)[]; message: string } | null {
+  // explicit stack of [value, depth, path]; paths are materialised only on a violation
+  const stack: [unknown, number, (string | number)[]][] = [[value, 1, []]];
+  while (stack.length) {
+    const [v, depth, path] = stack.pop()!;
+    if (typeof v === "string") {
+      if (v.length > limits.maxString) return { path, message: `string longer than ${limits.maxString} characters` };
+      continue;
+    }
+    if (v === null || typeof v !== "object") continue;
+    if (depth > limits.maxDepth) return { path, message: `nested deeper than ${limits.maxDepth} levels` };
+    if (Array.isArray(v)) {
+      if (v.length > limits.maxArray) return { path, message: `array longer than ${limits.maxArray} items` };
+      for (let i = v.length - 1; i >= 0; i--) {
+        const x = v[i];
+        if (x !== null && typeof x === "object") stack.push([x, depth + 1, [...path, i]]);
+        else if (typeof x === "string" && x.length > limits.maxString) return { path: [...path, i], message: `string longer than ${limits.maxString} characters` };
+      }
+    } else {
+      const keys = Object.keys(v);
+      if (keys.length > limits.maxKeys) return { path, message: `object with more than ${limits.maxKeys} keys` };
+      for (let i = keys.length - 1; i >= 0; i--) {
+        const x = (v as Record<string, unknown>)[keys[i]];
+        if (keys[i].length > limits.maxString) return { path, message: "key too long" };
+        if (x !== null && typeof x === "object") stack.push([x, depth + 1, [...path, keys[i]]]);
+        else if (typeof x === "string" && x.length > limits.maxString) return { path: [...path, keys[i]], message: `string longer than ${limits.maxString} characters` };
+      }
+    }
+  }
+  return null;
+}
+
+/** Throws a 400 naming the field (rooted at `root`, e.g. "body") when the value breaks a limit. */
+export function assertJsonLimits(value: unknown, root: string, limits: JsonLimits = DEFAULT_JSON_LIMITS): void {
+  const v = findJsonViolation(value, limits);
+  if (v) {
+    const path = fieldPath(root, v.path);
+    throw new ApiError(400, `invalid ${root}: ${path}: ${v.message}`, [{ path, message: v.message }]);
+  }
+}
+
+/** Parses request text as JSON within the limits; 400 naming the problem otherwise. */
+export function parseJsonText(text: string, root = "body", limits: JsonLimits = DEFAULT_JSON_LIMITS): unknown {
+  if (!text.trim()) throw new ApiError(400, `request ${root} is empty; expected JSON`, [{ path: root, message: "required" }]);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    throw new ApiError(400, `request ${root} is not valid JSON: ${(e as Error).message}`, [{ path: root, message: "invalid JSON" }]);
+  }
+  assertJsonLimits(value, root, limits);
+  return value;
+}

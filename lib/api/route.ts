@@ -1,0 +1,124 @@
+// One wrapper for every route handler: it enforces the route's declaration (lib/api/routes.ts):
+// Host, token, CSRF rules, body size and JSON limits, path/query/body schemas, and maps errors to
+// `{error, issues}` with a 4xx code. Handlers only call lib/ and return JSON.
+import type { NextRequest } from "next/server";
+import type { z } from "zod";
+import { pathParamNames, pathParamSchema, type RouteContract } from "./contract";
+import { ApiError, parseOr400, toErrorResponse } from "./errors";
+import { parseJsonText } from "./json-limits";
+import { checkRequest, securityConfig, type SecurityConfig } from "./security";
+
+/** Default request body limit (TURNLENS_MAX_BODY_MB, default 64 MB). */
+export function maxBodyBytes(): number {
+  const mb = Number(process.env.TURNLENS_MAX_BODY_MB ?? 64);
+  return Number.isFinite(mb) && mb > 0 ? Math.floor(mb * 1024 * 1024) : 64 * 1024 * 1024;
+}
+
+let cachedCfg: { env: string; cfg: SecurityConfig } | null = null;
+/** Settings are re-read when the environment changes (tests), else cached. */
+function security(): SecurityConfig {
+  const key = `${process.env.TURNLENS_API_TOKEN ?? ""}\0${process.env.TURNLENS_READ_TOKEN ?? ""}\0${process.env.TURNLENS_ALLOWED_HOSTS ?? ""}`;
+  if (cachedCfg?.env !== key) cachedCfg = { env: key, cfg: securityConfig() };
+  return cachedCfg.cfg;
+}
+
+/**
+ * Reads the body as text, refusing more than `limit` bytes: by Content-Length before reading
+ * anything, and while streaming when the length is not declared (nothing past the limit is buffered).
+ */
+export async function readBodyText(req: Request, limit: number): Promise<string> {
+  const tooLarge = () => new ApiError(413, `request body larger than ${limit} bytes (TURNLENS_MAX_BODY_MB)`, [{ path: "body", message: "too large" }]);
+  const declared = req.headers.get("content-length");
+  if (declared !== null && Number(declared) > limit) throw tooLarge();
+  if (!req.body) return "";
+  const reader = req.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks, size).toString("utf8");
+}
+
+export interface RouteInput<Q extends z.ZodType, B extends z.ZodType> {
+  req: NextRequest;
+  params: Record<string, string> & { step?: number };
+  query: z.infer<Q>;
+  body: z.infer<B>;
+  /** the raw body text, for routes that hand it to the ingest thread unparsed */
+  bodyText: string;
+}
+
+type Ctx = { params: Promise<Record<string, string | string[]>> };
+
+/** A returned `Ok` picks the status (e.g. 200 for an idempotent repeat) and headers. */
+export class Ok {
+  constructor(
+    readonly body: unknown,
+    readonly status: number,
+    readonly headers: Record<string, string> = {},
+  ) {}
+}
+
+export interface RouteOptions {
+  /** the handler parses the body itself (ingest thread): the wrapper only reads the text */
+  rawBody?: boolean;
+}
+
+export function route<Q extends z.ZodType, B extends z.ZodType, R extends z.ZodType>(contract: RouteContract<Q, B, R>, fn: (x: RouteInput<Q, B>) => unknown, opts: RouteOptions = {}) {
+  const names = pathParamNames(contract.path);
+  const success = contract.status ?? (contract.method === "POST" ? 201 : 200);
+  const check = process.env.TURNLENS_CHECK_RESPONSES === "1";
+  return async (req: NextRequest, ctx: Ctx): Promise<Response> => {
+    try {
+      checkRequest(req, security());
+      let raw: Record<string, string | string[]> = {};
+      try {
+        raw = ctx?.params ? await ctx.params : {};
+      } catch {
+        throw new ApiError(400, "malformed path: a segment is not valid percent-encoding", [{ path: "params", message: "invalid percent-encoding" }]);
+      }
+      const params: Record<string, unknown> = {};
+      for (const n of names) params[n] = parseOr400(pathParamSchema(n), raw[n], `params.${n}`);
+      const query = contract.query ? parseOr400(contract.query, queryObject(req, contract), "query") : {};
+      let bodyText = "";
+      let body: unknown = undefined;
+      if (contract.method !== "GET") {
+        bodyText = await readBodyText(req, contract.maxBodyBytes ?? maxBodyBytes());
+        if (!opts.rawBody) {
+          if (contract.body) body = parseOr400(contract.body, parseJsonText(bodyText), "body");
+          else if (bodyText.trim()) parseJsonText(bodyText); // no body expected: it must at least be JSON
+        }
+      }
+      const out = await fn({ req, params: params as RouteInput<Q, B>["params"], query: query as z.infer<Q>, body: body as z.infer<B>, bodyText });
+      if (out instanceof Response) return out;
+      const ok = out instanceof Ok ? out : new Ok(out, success);
+      if (check && contract.response) {
+        const r = contract.response.safeParse(ok.body);
+        if (!r.success) throw new Error(`response of ${contract.id} violates its schema: ${r.error.message}`);
+      }
+      return Response.json(ok.body, { status: ok.status, headers: ok.headers });
+    } catch (err) {
+      return toErrorResponse(err);
+    }
+  };
+}
+
+/** Query parameters as an object; a parameter the schema declares as an array keeps every value. */
+function queryObject(req: NextRequest, contract: RouteContract<z.ZodType, z.ZodType, z.ZodType>): Record<string, string | string[]> {
+  const sp = req.nextUrl.searchParams;
+  const out: Record<string, string | string[]> = {};
+  for (const k of new Set(sp.keys())) {
+    const all = sp.getAll(k);
+    out[k] = all.length > 1 ? all : all[0];
+  }
+  void contract;
+  return out;
+}

@@ -1,0 +1,70 @@
+// Idempotent ingest writes. A client that lost a response retries; the retry must be stored once.
+// Each write is recorded in IngestBatch with a hash of its content, in the same transaction as the
+// write itself: a repeat with the same content gets the stored answer (200), a repeat with other
+// content a 409 naming what clashes. Steps are keyed by their step number (a step is written once),
+// metric batches by the client's batchId.
+import { createHash } from "node:crypto";
+import { ApiError } from "../api/errors";
+import { writeMetrics } from "../db/metrics";
+import { writeRolloutStep } from "../db/rollouts";
+import { getRawDb, writeTransaction, type RawDb } from "../db/sqlite";
+import type { LogMetrics } from "../schemas/metrics";
+import type { RolloutStepInput } from "../schemas/rollouts";
+
+export interface IngestAnswer {
+  status: 200 | 201;
+  body: unknown;
+}
+
+/** Hash of the validated content (zod output, so defaults and key order are canonical), batchId excluded. */
+function contentHash(value: { batchId?: string }): string {
+  const { batchId: _omit, ...rest } = value;
+  void _omit;
+  return createHash("sha256").update(JSON.stringify(rest)).digest("hex");
+}
+
+function once(runId: string, key: string, kind: "metrics" | "steps", hash: string, clash: () => ApiError, write: (db: RawDb) => unknown, db: RawDb): IngestAnswer {
+  return writeTransaction(
+    null,
+    (db) => {
+      const prior = db.prepare(`SELECT "hash", "response" FROM "IngestBatch" WHERE "runId" = ? AND "batchId" = ?`).get(runId, key) as { hash: string; response: string } | undefined;
+      if (prior) {
+        if (prior.hash !== hash) throw clash();
+        return { status: 200 as const, body: JSON.parse(prior.response) };
+      }
+      const body = write(db);
+      db.prepare(`INSERT INTO "IngestBatch" ("runId","batchId","kind","hash","response","createdAt") VALUES (?,?,?,?,?,CURRENT_TIMESTAMP)`).run(runId, key, kind, hash, JSON.stringify(body));
+      return { status: 201 as const, body };
+    },
+    db,
+  );
+}
+
+/** One step's rollouts: identical content again -> 200 with the stored ids; other content -> 409. */
+export function ingestStep(runId: string, input: RolloutStepInput, db: RawDb = getRawDb()): IngestAnswer {
+  return once(
+    runId,
+    `step:${input.step}`,
+    "steps",
+    contentHash(input),
+    () => new ApiError(409, `step ${input.step} of run ${runId} is already stored with other content; a step is written once`, [{ path: "body.step", message: `step ${input.step} exists with other content` }]),
+    (db) => writeRolloutStep(runId, input, null, db),
+    db,
+  );
+}
+
+/** Metric points; with a batchId a retry is answered from the record instead of written again. */
+export function ingestMetrics(runId: string, input: LogMetrics, db: RawDb = getRawDb()): IngestAnswer {
+  const now = Date.now() / 1000;
+  const points = input.points.flatMap((p) => Object.entries(p.values).map(([key, value]) => ({ key, step: p.step, value, wallTime: p.wallTime ?? now })));
+  if (!input.batchId) return { status: 201, body: writeMetrics(runId, points, null, db) };
+  return once(
+    runId,
+    `metrics:${input.batchId}`,
+    "metrics",
+    contentHash(input),
+    () => new ApiError(409, `metric batch "${input.batchId}" of run ${runId} was already stored with other content`, [{ path: "body.batchId", message: "reused with other content" }]),
+    (db) => writeMetrics(runId, points, null, db),
+    db,
+  );
+}

@@ -1,0 +1,68 @@
+// The server side of the ingest thread: hands raw ingest bodies to one worker thread (SQLite has
+// one writer anyway) and answers 429 when too many are waiting, so a flood of writers slows down
+// instead of piling bodies up in memory.
+import path from "node:path";
+import { Worker } from "node:worker_threads";
+import { ApiError } from "../api/errors";
+import { databaseUrl, projectRoot } from "../db/url";
+import type { IngestReply, IngestRequest } from "./thread";
+
+/** Ingest requests in flight (running or waiting) before new ones get 429 (TURNLENS_INGEST_QUEUE). */
+const MAX_IN_FLIGHT = Number(process.env.TURNLENS_INGEST_QUEUE ?? 16);
+
+export class OverloadedError extends ApiError {
+  constructor() {
+    super(429, `the server is busy with ${MAX_IN_FLIGHT} ingest requests; retry after the Retry-After delay`, [{ path: "body", message: "server busy" }]);
+    this.name = "OverloadedError";
+  }
+}
+
+let worker: Worker | null = null;
+let nextId = 1;
+const pending = new Map<number, { resolve: (r: IngestReply) => void; reject: (e: Error) => void }>();
+
+function thread(): Worker {
+  if (worker) return worker;
+  const w = new Worker(path.join(projectRoot(), "lib", "ingest", "thread-boot.mjs"));
+  w.unref(); // an idle thread never keeps the process alive
+  w.on("message", (r: IngestReply) => {
+    pending.get(r.id)?.resolve(r);
+    pending.delete(r.id);
+  });
+  const fail = (e: Error) => {
+    worker = null;
+    for (const p of pending.values()) p.reject(e);
+    pending.clear();
+  };
+  w.on("error", fail);
+  w.on("exit", (code) => fail(new Error(`ingest thread exited (code ${code})`)));
+  worker = w;
+  return w;
+}
+
+export function inFlight(): number {
+  return pending.size;
+}
+
+/** Parses, validates and stores one ingest body off the event loop; resolves with status and body. */
+export async function runIngest(kind: IngestRequest["kind"], runId: string, text: string): Promise<{ status: number; body: unknown }> {
+  if (pending.size >= MAX_IN_FLIGHT) throw new OverloadedError();
+  const req: IngestRequest = { id: nextId++, kind, runId, text, databaseUrl: databaseUrl() };
+  let reply: IngestReply;
+  if (process.env.TURNLENS_INGEST_THREAD === "0") {
+    const { handleIngest } = await import("./thread");
+    reply = handleIngest(req);
+  } else {
+    reply = await new Promise<IngestReply>((resolve, reject) => {
+      pending.set(req.id, { resolve, reject });
+      thread().postMessage(req);
+    });
+  }
+  if (reply.ok) return { status: reply.status, body: reply.body };
+  if (reply.status) throw new ApiError(reply.status, reply.error, reply.issues);
+  // an unexpected error: keep its name so the API's error mapping (StepExistsError -> 409) applies
+  const e = new Error(reply.error) as Error & { issues?: unknown };
+  e.name = reply.name ?? "Error";
+  e.issues = reply.issues;
+  throw e;
+}

@@ -1,0 +1,54 @@
+// Who may write into a run through the ingest API. Runs that TurnLens's workers produce are theirs
+// alone; an imported run takes writes only with the write key it was created with, and only while it
+// is running (a finished run is reopened explicitly with POST /runs/{id}/resume).
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { ApiError } from "../api/errors";
+import { NotFoundError } from "../db/runs";
+import { getRawDb, sqliteDateTime, type RawDb } from "../db/sqlite";
+
+export const WRITE_KEY_HEADER = "x-turnlens-write-key";
+
+const hashKey = (key: string) => createHash("sha256").update(key).digest("hex");
+
+/** Creates the run's write key; only its hash is stored, the key is returned once. */
+export function issueWriteKey(runId: string, db: RawDb = getRawDb()): string {
+  const key = `tlw_${randomBytes(24).toString("base64url")}`;
+  db.prepare(`UPDATE "Run" SET "writeKeyHash" = ? WHERE "id" = ?`).run(hashKey(key), runId);
+  return key;
+}
+
+interface RunOwner {
+  kind: string;
+  status: string;
+  jobKind: string | null;
+  writeKeyHash: string | null;
+}
+
+/**
+ * Throws unless an external writer may write into the run now: 404 unknown run, 409 a worker's run
+ * or a finished one (unless `allowFinished`), 403 a missing or wrong write key.
+ */
+export function assertExternalWrite(runId: string, headers: Headers, opts: { allowFinished?: boolean } = {}, db: RawDb = getRawDb()): void {
+  const run = db.prepare(`SELECT "kind", "status", "jobKind", "writeKeyHash" FROM "Run" WHERE "id" = ?`).get(runId) as RunOwner | undefined;
+  if (!run) throw new NotFoundError("run", runId);
+  if (run.jobKind !== null || run.kind !== "imported")
+    throw new ApiError(409, `run ${runId} is produced by a TurnLens worker (job kind "${run.jobKind ?? run.kind}"); it takes no external writes: create your own run with POST /runs/import`, [
+      { path: "params.id", message: `owned by the ${run.jobKind ?? run.kind} job` },
+    ]);
+  if (run.writeKeyHash !== null) {
+    const got = headers.get(WRITE_KEY_HEADER) ?? "";
+    const a = Buffer.from(hashKey(got));
+    const b = Buffer.from(run.writeKeyHash);
+    if (!got || a.length !== b.length || !timingSafeEqual(a, b))
+      throw new ApiError(403, `writes to run ${runId} need its write key (the \`writeKey\` POST /runs/import returned) in the X-TurnLens-Write-Key header`, [
+        { path: "headers.x-turnlens-write-key", message: got ? "wrong write key" : "missing" },
+      ]);
+  }
+  if (!opts.allowFinished && run.status !== "running")
+    throw new ApiError(409, `run ${runId} is ${run.status}: it takes no more writes; reopen it with POST /runs/${runId}/resume`, [{ path: "params.id", message: `run is ${run.status}` }]);
+}
+
+/** Reopens a finished imported run for writes (the client's `resume`). */
+export function resumeImportedRun(runId: string, db: RawDb = getRawDb()): void {
+  db.prepare(`UPDATE "Run" SET "status" = 'running', "finishedAt" = NULL, "error" = NULL, "updatedAt" = ? WHERE "id" = ? AND "kind" = 'imported'`).run(sqliteDateTime(), runId);
+}
