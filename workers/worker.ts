@@ -7,28 +7,51 @@
 // Any number of workers on any number of machines may share one database: they coordinate only
 // through it (compare-and-swap claims, fenced writes, lease expiry). Settings: lib/jobs/README.md.
 //
-// Shutdown (SIGTERM / SIGINT): stop claiming, abort every running job's signal, give the runners
-// TURNLENS_WORKER_SHUTDOWN_GRACE_MS to return (heartbeats continue meanwhile), then put their jobs
-// back in the queue without counting the attempt, and exit 0. A job is never left running; another
-// worker picks it up and the runner resumes from its last fenced write. A second signal skips the grace.
+// Each job's runner runs in a job process of its own (workers/job-process.ts, forked detached so it
+// leads a process group). This process only supervises: it holds the lease (heartbeat), sees cancel
+// requests, enforces the job's timeout, and writes the outcome. A stop is a message to the job
+// process (its ctx.signal aborts); if it has not exited after the grace period, its whole process
+// group is SIGKILLed. No runner, however busy, can starve the heartbeat.
+//
+// Shutdown (SIGTERM / SIGINT): stop claiming, stop every running job, give the runners
+// TURNLENS_WORKER_SHUTDOWN_GRACE_MS to return (heartbeats continue meanwhile), kill the ones that did
+// not, then put their jobs back in the queue without counting the attempt, and exit 0. A job is never
+// left running; another worker picks it up and the runner resumes from its last fenced write. A
+// second signal skips the grace.
+import { fork, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import os from "node:os";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
 import { getDb } from "../lib/db/client";
 import { LeaseLostError } from "../lib/db/sqlite";
 import { retryDelayMs, workerConfig, type WorkerConfig } from "../lib/jobs/config";
-import { isRetryable } from "../lib/jobs/errors";
 import { detectGpus, GpuPool } from "../lib/jobs/gpus";
 import { JobLogBuffer, type LogLevel } from "../lib/jobs/logs";
 import { claim, finish, getJob, heartbeat, progress, reapExpired, release, type ClaimedJob } from "../lib/jobs/queue";
+import { getJobKind, jobKindIds } from "../lib/jobs/kinds";
 import type { FinishOutcome } from "../lib/jobs/schemas";
-import { getRunner, knownKinds } from "./runners/index";
-import type { JobContext } from "./runners/types";
+import type { FromJobProcess, JobResultMessage, ToJobProcess } from "./job-process";
 
-type StopReason = "cancel" | "shutdown" | "lease_lost";
+type StopReason = "cancel" | "shutdown" | "lease_lost" | "timeout";
+
+const JOB_PROCESS = fileURLToPath(new URL("./job-process.ts", import.meta.url));
+// The job process needs the same TypeScript loader as this one (tsx); `--import tsx` if none is visible.
+const JOB_EXEC_ARGV = process.execArgv.some((a) => a.includes("tsx")) ? process.execArgv : [...process.execArgv, "--import", "tsx"];
+
+const STOP_TEXT: Record<StopReason, string> = {
+  cancel: "job canceled",
+  shutdown: "job stopped: worker shutting down",
+  lease_lost: "job lease lost",
+  timeout: "job timed out",
+};
+
+const seconds = (ms: number) => `${Number((ms / 1000).toFixed(3))} s`;
 
 interface ActiveJob {
   job: ClaimedJob;
-  controller: AbortController;
+  /** the job process, once forked */
+  child: ChildProcess | null;
   reason: StopReason | null;
   /** resolves with the reason on the first stop request */
   stopped: Promise<StopReason>;
@@ -38,17 +61,24 @@ interface ActiveJob {
   done?: Promise<void>;
 }
 
-type Settled = { kind: "ok"; value: unknown } | { kind: "error"; error: unknown } | { kind: "abandoned" };
+/**
+ * How the job process ended: with its runner's result, or without one (crashed, or killed by this
+ * worker after a stop request's grace period: `killed`).
+ */
+type Settled =
+  | { kind: "ok"; value: unknown }
+  | { kind: "error"; message: string; stack: string | null; retryable: boolean }
+  | { kind: "died"; code: number | null; signal: NodeJS.Signals | null; killed: boolean };
 
 const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
-function toJsonResult(value: unknown): { ok: true; value: unknown } | { ok: false; error: string } {
-  if (value === undefined) return { ok: true, value: undefined };
+/** SIGKILLs a job process's group (it leads one: forked detached), so its own children die too. */
+function killGroup(child: ChildProcess): void {
+  if (child.pid === undefined) return;
   try {
-    const s = JSON.stringify(value);
-    return { ok: true, value: s === undefined ? undefined : JSON.parse(s) };
-  } catch (e) {
-    return { ok: false, error: `runner result is not JSON-serializable: ${errorText(e)}` };
+    process.kill(-child.pid, "SIGKILL");
+  } catch {
+    // already gone
   }
 }
 
@@ -64,6 +94,8 @@ class Worker {
 
   /** GPUs handed to running jobs, one each (train jobs run their engine there); none: CPU */
   private readonly gpus = new GpuPool(detectGpus());
+  /** job processes alive, killed if this process exits unexpectedly */
+  readonly children = new Set<ChildProcess>();
 
   constructor(private readonly cfg: WorkerConfig) {}
 
@@ -74,7 +106,7 @@ class Worker {
   async run(): Promise<void> {
     const c = this.cfg;
     this.say(
-      `started: concurrency ${c.concurrency}, kinds ${c.kinds.length ? c.kinds.join(",") : `all (runners: ${knownKinds().join(", ")})`}, ` +
+      `started: concurrency ${c.concurrency}, kinds ${c.kinds.length ? c.kinds.join(",") : `all (runners: ${jobKindIds().join(", ")})`}, ` +
         `lease ${c.leaseMs} ms, heartbeat ${c.heartbeatMs} ms, poll ${c.pollMs} ms, ${this.gpus.size ? `${this.gpus.size} GPU(s)` : "no GPU: CPU"}`,
     );
     while (!this.stopping) {
@@ -83,7 +115,7 @@ class Worker {
       while (!this.stopping && this.active.size < c.concurrency) {
         let job: ClaimedJob | null;
         try {
-          job = await claim(this.id, c.kinds, { leaseMs: c.leaseMs, jobId: c.job });
+          job = await claim(this.id, c.kinds, { leaseMs: c.leaseMs, jobId: c.job, excludeKinds: this.kindsAtLimit() });
         } catch (e) {
           this.say(`claim failed: ${errorText(e)}`);
           break;
@@ -100,6 +132,13 @@ class Worker {
       if (!claimed || this.active.size >= c.concurrency) await this.idle(c.pollMs * (1 + Math.random() * 0.5));
     }
     await Promise.all([...this.active.values()].map((a) => a.done));
+  }
+
+  /** Kinds this worker already runs as many jobs of as the registry's concurrency allows. */
+  private kindsAtLimit(): string[] {
+    const running = new Map<string, number>();
+    for (const a of this.active.values()) running.set(a.job.kind, (running.get(a.job.kind) ?? 0) + 1);
+    return [...running].filter(([kind, n]) => n >= (getJobKind(kind)?.concurrency ?? Infinity)).map(([kind]) => kind);
   }
 
   /** First signal: graceful; second: stop waiting for runners. */
@@ -146,7 +185,7 @@ class Worker {
   private start(job: ClaimedJob): void {
     let resolveStopped!: (r: StopReason) => void;
     const stopped = new Promise<StopReason>((r) => (resolveStopped = r));
-    const a: ActiveJob = { job, controller: new AbortController(), reason: null, stopped, resolveStopped, settling: false };
+    const a: ActiveJob = { job, child: null, reason: null, stopped, resolveStopped, settling: false };
     this.active.set(job.id, a);
     a.done = this.execute(a)
       .catch((e) => this.say(`job ${job.id}: worker error: ${e instanceof Error ? e.stack : e}`))
@@ -157,15 +196,16 @@ class Worker {
     if (this.stopping) this.stop(a, "shutdown");
   }
 
+  /** Asks the job process to stop (its ctx.signal aborts); runRunner kills it after the grace period. */
   private stop(a: ActiveJob, reason: StopReason): void {
     if (a.reason || a.settling) return; // the first reason decides; a settled runner's outcome stands
     a.reason = reason;
-    a.controller.abort(new Error(`job ${reason === "cancel" ? "canceled" : reason === "shutdown" ? "stopped: worker shutting down" : "lease lost"}`));
+    if (a.child?.connected) a.child.send({ type: "stop", reason: STOP_TEXT[reason] } satisfies ToJobProcess, () => undefined);
     a.resolveStopped(reason);
   }
 
   private graceMs(reason: StopReason): number {
-    return reason === "cancel" ? this.cfg.cancelGraceMs : reason === "shutdown" ? this.cfg.shutdownGraceMs : 0;
+    return reason === "cancel" || reason === "timeout" ? this.cfg.cancelGraceMs : reason === "shutdown" ? this.cfg.shutdownGraceMs : 0;
   }
 
   private async execute(a: ActiveJob): Promise<void> {
@@ -173,12 +213,19 @@ class Worker {
     const out = (level: LogLevel, line: string) =>
       process.stdout.write(`[${job.id}] ${level === "info" ? "" : level.toUpperCase() + " "}${line}\n`);
     const logger = new JobLogBuffer(job.id, { echo: out });
-    logger.log(`claimed by ${this.id}: ${job.kind}, attempt ${job.attempts}/${job.maxAttempts}`);
+    logger.log(`claimed by ${this.id}: ${job.kind}, attempt ${job.attempts}/${job.maxAttempts}${job.timeoutMs ? `, timeout ${seconds(job.timeoutMs)}` : ""}`);
     const stopBeating = this.startHeartbeat(a, logger);
+    const timer = job.timeoutMs
+      ? setTimeout(() => {
+          if (a.reason || a.settling) return;
+          logger.log(`timed out after ${seconds(job.timeoutMs!)}: stopping the runner`, "warn");
+          this.stop(a, "timeout");
+        }, job.timeoutMs)
+      : undefined;
     try {
-      if (!getRunner(job.kind)) {
+      if (!getJobKind(job.kind)) {
         a.settling = true;
-        const error = `unknown job kind "${job.kind}"; this worker runs: ${knownKinds().join(", ") || "nothing"}`;
+        const error = `unknown job kind "${job.kind}"; this worker runs: ${jobKindIds().join(", ") || "nothing"}`;
         await this.finishJob(a, { status: "failed", error }, logger);
         return;
       }
@@ -186,57 +233,104 @@ class Worker {
       a.settling = true;
       await this.settle(a, settled, logger);
     } finally {
+      clearTimeout(timer);
       stopBeating();
       await logger.flush();
     }
   }
 
-  /** Runs the job's runner until it settles, or until a stop request's grace period runs out. */
+  /**
+   * Runs the job's runner in a job process until that process exits. After a stop request the
+   * process gets the reason's grace period to return, then its process group is SIGKILLed; either
+   * way this resolves only once it is gone, so nothing it does can follow the outcome written next.
+   */
   private async runRunner(a: ActiveJob, logger: JobLogBuffer): Promise<Settled> {
     const { job } = a;
-    const runner = getRunner(job.kind)!; // checked by execute()
     const gpu = this.gpus.acquire(job.id);
     if (gpu !== null) logger.log(`assigned GPU ${gpu} (CUDA_VISIBLE_DEVICES=${gpu})`);
-    const ctx: JobContext = {
-      gpu,
+    const child = fork(JOB_PROCESS, [], { execArgv: JOB_EXEC_ARGV, detached: true, stdio: ["ignore", "pipe", "pipe", "ipc"] });
+    a.child = child;
+    this.children.add(child);
+    // What the runner (or a crash) prints goes to the job log too.
+    createInterface({ input: child.stdout! }).on("line", (l) => logger.log(l));
+    createInterface({ input: child.stderr! }).on("line", (l) => logger.log(l, "warn"));
+
+    let result: JobResultMessage | null = null;
+    const reply = (m: ToJobProcess) => {
+      if (child.connected) child.send(m, () => undefined);
+    };
+    child.on("message", (m: FromJobProcess) => {
+      if (m.type === "log") logger.log(m.line, m.level);
+      else if (m.type === "result") result = m;
+      else if (m.type === "progress") {
+        progress(job.id, job.leaseToken, m.fraction, m.message).then(
+          (ok) => reply(ok ? { type: "progress-ack", id: m.id, ok: true } : { type: "progress-ack", id: m.id, ok: false, leaseLost: true, error: "lease lost" }),
+          (e) => reply({ type: "progress-ack", id: m.id, ok: false, leaseLost: false, error: errorText(e) }),
+        );
+      }
+    });
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+      child.once("exit", (code, signal) => resolve({ code, signal }));
+      child.once("error", (e) => {
+        logger.log(`job process: ${errorText(e)}`, "error");
+        if (child.exitCode === null && child.signalCode === null && child.pid === undefined) resolve({ code: null, signal: null }); // never started
+      });
+    });
+    const closed = new Promise<void>((resolve) => child.once("close", () => resolve()));
+    reply({
+      type: "start",
       job: { id: job.id, kind: job.kind, payload: job.payload, runId: job.runId, attempts: job.attempts },
       fence: job.fence,
-      signal: a.controller.signal,
-      progress: async (fraction, message) => {
-        if (!(await progress(job.id, job.leaseToken, fraction, message))) throw new LeaseLostError(job.id);
-      },
-      log: (line, level = "info") => logger.log(line, level),
-    };
-    const settled: Promise<Settled> = Promise.resolve()
-      .then(() => runner(ctx))
-      .finally(() => this.gpus.release(job.id))
-      .then(
-        (value): Settled => ({ kind: "ok", value }),
-        (error): Settled => ({ kind: "error", error }),
-      );
-    const abandoned = a.stopped.then(async (reason): Promise<Settled> => {
-      const ms = this.graceMs(reason);
-      await Promise.race([new Promise((r) => setTimeout(r, ms)), this.forced]);
-      return { kind: "abandoned" };
+      gpu,
     });
-    return Promise.race([settled, abandoned]);
+    if (a.reason) reply({ type: "stop", reason: STOP_TEXT[a.reason] }); // stopped before the fork
+
+    // Kill escalation: a stop request, then the grace period, then SIGKILL of the whole group.
+    let killed = false;
+    void a.stopped.then(async (reason) => {
+      const ms = this.graceMs(reason);
+      const first = await Promise.race([
+        exited.then(() => "exited" as const),
+        new Promise<"grace">((r) => setTimeout(() => r("grace"), ms)),
+        this.forced.then(() => "forced" as const),
+      ]);
+      if (first === "exited") return;
+      killed = true;
+      logger.log(
+        first === "forced" ? "second signal: killing the job process" : `runner did not stop within ${ms} ms of the ${reason} request: killing its process group`,
+        "warn",
+      );
+      killGroup(child);
+    });
+
+    const exit = await exited;
+    killGroup(child); // whatever the runner started and left behind
+    // 'close' comes once its stdio and IPC channel are drained: the result and the last log lines are in.
+    await Promise.race([closed, new Promise((r) => setTimeout(r, 2_000))]);
+    this.children.delete(child);
+    this.gpus.release(job.id);
+    const r = result as JobResultMessage | null;
+    if (r?.ok) return { kind: "ok", value: r.value };
+    if (r) return { kind: "error", message: r.message, stack: r.stack, retryable: r.retryable };
+    return { kind: "died", ...exit, killed };
   }
 
   /** Writes the outcome: finished, re-queued or nothing (lease lost). */
   private async settle(a: ActiveJob, s: Settled, logger: JobLogBuffer): Promise<void> {
     const { job } = a;
     const reason = a.reason;
-    if (s.kind === "abandoned") {
-      logger.log(`runner did not return within ${this.graceMs(reason!)} ms of the ${reason} request; abandoning it (its writes are fenced)`, "warn");
-    } else if (s.kind === "error" && !reason) {
-      logger.log(`runner failed: ${s.error instanceof Error ? (s.error.stack ?? s.error.message) : String(s.error)}`, "error");
-    }
+    if (s.kind === "error" && !reason) logger.log(`runner failed: ${s.stack ?? s.message}`, "error");
     if (reason === "lease_lost") {
       logger.log("lease lost (finished, canceled or taken over elsewhere): outcome discarded", "warn");
       return;
     }
+    const killed = s.kind === "died" && s.killed;
     if (reason === "cancel") {
-      await this.finishJob(a, { status: "canceled", ...(s.kind === "abandoned" ? { error: "canceled; the runner did not stop in time and was abandoned" } : {}) }, logger);
+      await this.finishJob(a, { status: "canceled", ...(killed ? { error: "canceled; the runner did not stop in time and was killed" } : {}) }, logger);
+      return;
+    }
+    if (reason === "timeout") {
+      await this.finishJob(a, { status: "failed", error: `timed out after ${seconds(job.timeoutMs!)}` }, logger);
       return;
     }
     if (reason === "shutdown") {
@@ -245,23 +339,24 @@ class Worker {
       return;
     }
     if (s.kind === "ok") {
-      const res = toJsonResult(s.value);
-      if (res.ok) await this.finishJob(a, { status: "succeeded", result: res.value as FinishOutcome["result"] }, logger);
-      else await this.finishJob(a, { status: "failed", error: res.error }, logger);
+      await this.finishJob(a, { status: "succeeded", result: s.value as FinishOutcome["result"] }, logger);
       return;
     }
-    const err = s.kind === "error" ? s.error : new Error("runner abandoned");
-    const message = errorText(err) || "runner failed";
-    if (isRetryable(err)) {
+    if (s.kind === "died") {
+      const how = s.signal ? `was killed by ${s.signal}` : `exited with code ${s.code}`;
+      await this.finishJob(a, { status: "failed", error: `job process ${how} before its runner returned` }, logger);
+      return;
+    }
+    if (s.retryable) {
       const delayMs = retryDelayMs(job.attempts, this.cfg.retryBackoffMs);
-      const r = await this.retrying(() => release(job.id, job.leaseToken, { countAttempt: true, delayMs, error: message }));
+      const r = await this.retrying(() => release(job.id, job.leaseToken, { countAttempt: true, delayMs, error: s.message }));
       logger.log(
         r === "queued" ? `retryable failure: re-queued, retry in ${delayMs} ms` : r ? `retryable failure: ${r} (attempt ${job.attempts}/${job.maxAttempts})` : "lease lost before re-queue",
         r === "queued" ? "warn" : "error",
       );
       return;
     }
-    await this.finishJob(a, { status: "failed", error: message }, logger);
+    await this.finishJob(a, { status: "failed", error: s.message }, logger);
   }
 
   private async finishJob(a: ActiveJob, outcome: FinishOutcome, logger: JobLogBuffer): Promise<void> {
@@ -323,8 +418,11 @@ try {
 const worker = new Worker(cfg);
 process.on("SIGTERM", () => worker.shutdown("SIGTERM"));
 process.on("SIGINT", () => worker.shutdown("SIGINT"));
-// An abandoned runner may still reject later: log it, never crash the other jobs.
 process.on("unhandledRejection", (e) => worker.say(`unhandled rejection: ${e instanceof Error ? e.stack : String(e)}`));
+// However this process ends, no job process outlives it (they also watch for their parent's death).
+process.on("exit", () => {
+  for (const c of worker.children) killGroup(c);
+});
 
 await worker.run();
 await getDb().$disconnect();

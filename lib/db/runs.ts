@@ -1,5 +1,7 @@
 // Runs: create (with the job that produces them), list with filters/sort/pagination, get, delete.
 import { randomUUID } from "node:crypto";
+import { enqueueInTransaction } from "../jobs/queue";
+import type { EnqueueInput } from "../jobs/schemas";
 import { parseConfigFilter, type RunListQuery, type RunOut } from "../schemas/runs";
 import { getDb } from "./client";
 import { deleteRunMetrics } from "./metrics";
@@ -36,11 +38,11 @@ export interface NewRun {
 }
 
 /**
- * Creates the run and, for launched runs, the queued job that produces it, atomically.
+ * Creates the run and, for launched runs, the queued job that produces it (lib/jobs), atomically.
  * Raw and synchronous on purpose: a Prisma interactive transaction would hold SQLite's write lock
  * across awaits, and a fenced raw write in the same process would then deadlock against it.
  */
-export function createRun(input: NewRun, job?: { kind: string; payload: unknown; maxAttempts?: number }, db: RawDb = getRawDb()): { runId: string; jobId: string | null } {
+export function createRun(input: NewRun, job?: Omit<EnqueueInput, "runId">, db: RawDb = getRawDb()): { runId: string; jobId: string | null } {
   return writeTransaction(
     null,
     (db) => {
@@ -78,11 +80,8 @@ export function createRun(input: NewRun, job?: { kind: string; payload: unknown;
         status === "running" ? now : null,
       );
       if (!job) return { runId, jobId: null };
-      const jobId = randomUUID();
-      db.prepare(
-        `INSERT INTO "Job" ("id","runId","kind","payload","status","maxAttempts","availableAt","createdAt","updatedAt") VALUES (?,?,?,?,'queued',?,?,?,?)`,
-      ).run(jobId, runId, job.kind, JSON.stringify(job.payload), job.maxAttempts ?? 3, now, now, now);
-      return { runId, jobId };
+      // the queue's one enqueue implementation, inside this transaction
+      return { runId, jobId: enqueueInTransaction(db, { ...job, runId }) };
     },
     db,
   );

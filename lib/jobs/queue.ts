@@ -4,7 +4,8 @@
 // machines coordinate through the database alone: a claim is `UPDATE ... WHERE id = ? AND status =
 // 'queued'` and wins iff it changed one row; everything a worker does afterwards is conditioned on
 // `status = 'running' AND leaseToken = <its token>` (the fencing token, new on every claim).
-// Only Prisma's typed API is used here, so the same code runs on PostgreSQL.
+// Prisma's typed API is used everywhere except enqueue, which is one raw INSERT so that a Run and
+// its job can be created in one synchronous transaction (see enqueueInTransaction).
 //
 // No interactive transactions on purpose: the better-sqlite3 adapter runs them on the process's one
 // connection with the write lock held across awaits, so a runner's fenced write (a second, raw
@@ -13,11 +14,13 @@
 // job is still in the state just written (same status and lease token): a late mirror write can never
 // overwrite a newer transition's.
 import { randomUUID } from "node:crypto";
+import type { z } from "zod";
 import { getDb, type Db } from "../db/client";
-import { LeaseLostError, type Fence } from "../db/sqlite";
+import { LeaseLostError, sqliteDateTime, writeTransaction, type Fence, type RawDb } from "../db/sqlite";
 import { Prisma, type Job } from "../generated/prisma/client";
 import { defaultLeaseMs, defaultRetryBackoffMs, retryDelayMs } from "./config";
 import { InvalidJobTransitionError, JobNotFoundError, RunNotFoundError } from "./errors";
+import { getJobKind } from "./kinds";
 import { appendLog } from "./logs";
 import { EnqueueInputSchema, FinishOutcomeSchema, type EnqueueInput, type FinishOutcome, type JobStatus } from "./schemas";
 
@@ -42,6 +45,8 @@ export interface ClaimedJob {
   payload: unknown;
   runId: string | null;
   priority: number;
+  /** wall-clock limit of this attempt in ms; null: none */
+  timeoutMs: number | null;
   /** this claim's number, 1-based */
   attempts: number;
   maxAttempts: number;
@@ -58,10 +63,6 @@ const clip = (s: string, n: number) => (s.length > n ? s.slice(0, n - 1) + "…"
 
 function toJson(v: unknown): Prisma.InputJsonValue | typeof Prisma.JsonNull {
   return v === null ? Prisma.JsonNull : (v as Prisma.InputJsonValue);
-}
-
-function prismaCode(e: unknown): string | undefined {
-  return typeof e === "object" && e !== null && typeof (e as { code?: unknown }).code === "string" ? (e as { code: string }).code : undefined;
 }
 
 // Job.runId never changes: cache it so progress() costs no extra lookup.
@@ -99,38 +100,51 @@ export async function getJob(jobId: string, opts: QueueOptions = {}): Promise<Jo
   return job;
 }
 
-/** Adds a queued job (and marks its Run queued). Throws a ZodError on bad input, RunNotFoundError on a missing run. */
-export async function enqueue(input: EnqueueInput, opts: QueueOptions = {}): Promise<Job> {
-  const db = opts.db ?? getDb();
-  const now = opts.now ?? new Date();
+/** A validated enqueue input with the kind's defaults applied (lib/jobs/kinds.ts). */
+function resolveInput(input: EnqueueInput): Omit<z.output<typeof EnqueueInputSchema>, "maxAttempts" | "timeoutMs"> & { maxAttempts: number; timeoutMs: number | null } {
   const p = EnqueueInputSchema.parse(input);
-  let job: Job;
-  try {
-    job = await db.job.create({
-      data: {
-        kind: p.kind,
-        payload: toJson(p.payload),
-        runId: p.runId ?? null,
-        priority: p.priority,
-        maxAttempts: p.maxAttempts,
-        // set explicitly: the claim compares these to the worker's clock in Prisma's DateTime format
-        availableAt: p.availableAt ?? now,
-        createdAt: now,
-      },
-    });
-  } catch (e) {
-    if (p.runId && prismaCode(e) === "P2003") throw new RunNotFoundError(p.runId);
-    throw e;
-  }
-  await mirrorRun(db, job.runId, job.id, { status: "queued", leaseToken: null }, {
-    status: "queued",
-    progress: 0,
-    progressMessage: "queued",
-    error: null,
-    startedAt: null,
-    finishedAt: null,
+  const spec = getJobKind(p.kind);
+  return { ...p, maxAttempts: p.maxAttempts ?? spec?.maxAttempts ?? 3, timeoutMs: p.timeoutMs !== undefined ? p.timeoutMs : (spec?.timeoutMs ?? null) };
+}
+
+/**
+ * The one implementation of adding a job: inserts the queued row inside the caller's open write
+ * transaction (`db` from writeTransaction), so a caller can create a Run and its job atomically
+ * (lib/db/runs.ts createRun). Does not touch the Run. Returns the job id. Throws a ZodError on bad input.
+ *
+ * Raw and synchronous, like every other write that must be atomic with others here: a Prisma
+ * interactive transaction would hold SQLite's write lock across awaits, and a raw synchronous write
+ * elsewhere in the same process would then deadlock against it.
+ */
+export function enqueueInTransaction(db: RawDb, input: EnqueueInput, now: Date = new Date()): string {
+  const p = resolveInput(input);
+  const id = randomUUID();
+  const at = sqliteDateTime(now);
+  db.prepare(
+    `INSERT INTO "Job" ("id","runId","kind","payload","status","priority","maxAttempts","timeoutMs","availableAt","createdAt","updatedAt")
+     VALUES (?,?,?,?,'queued',?,?,?,?,?,?)`,
+  ).run(id, p.runId ?? null, p.kind, JSON.stringify(p.payload), p.priority, p.maxAttempts, p.timeoutMs, sqliteDateTime(p.availableAt ?? now), at, at);
+  return id;
+}
+
+/**
+ * Adds a queued job and marks its Run queued, in one transaction. Throws a ZodError on bad input,
+ * RunNotFoundError on a missing run. maxAttempts and timeoutMs default to the kind's (lib/jobs/kinds.ts).
+ */
+export async function enqueue(input: EnqueueInput, opts: QueueOptions = {}): Promise<Job> {
+  const now = opts.now ?? new Date();
+  const id = writeTransaction(null, (raw) => {
+    const runId = input.runId ?? null;
+    if (runId && !raw.prepare(`SELECT 1 FROM "Run" WHERE "id" = ?`).get(runId)) throw new RunNotFoundError(runId);
+    const jobId = enqueueInTransaction(raw, input, now);
+    if (runId) {
+      raw
+        .prepare(`UPDATE "Run" SET "status" = 'queued', "progress" = 0, "progressMessage" = 'queued', "error" = NULL, "startedAt" = NULL, "finishedAt" = NULL, "updatedAt" = ? WHERE "id" = ?`)
+        .run(sqliteDateTime(now), runId);
+    }
+    return jobId;
   });
-  return job;
+  return getJob(id, opts);
 }
 
 /**
@@ -141,11 +155,14 @@ export async function enqueue(input: EnqueueInput, opts: QueueOptions = {}): Pro
 export async function claim(
   workerId: string,
   kinds?: readonly string[] | null,
-  opts: LeaseOptions & { candidates?: number; jobId?: string | null } = {},
+  opts: LeaseOptions & { candidates?: number; jobId?: string | null; excludeKinds?: readonly string[] } = {},
 ): Promise<ClaimedJob | null> {
   const db = opts.db ?? getDb();
   const leaseMs = opts.leaseMs ?? defaultLeaseMs();
-  const kindFilter: Prisma.JobWhereInput = kinds && kinds.length > 0 ? { kind: { in: [...kinds] } } : {};
+  // excludeKinds: kinds this worker already runs as many of as their registry concurrency allows
+  const kindIn = kinds && kinds.length > 0 ? { in: [...kinds] } : {};
+  const kindNotIn = opts.excludeKinds?.length ? { notIn: [...opts.excludeKinds] } : {};
+  const kindFilter: Prisma.JobWhereInput = Object.keys({ ...kindIn, ...kindNotIn }).length ? { kind: { ...kindIn, ...kindNotIn } } : {};
   // A few rounds: under contention every candidate of a round may be taken by other workers.
   for (let round = 0; round < 3; round++) {
     const now = opts.now ?? new Date();
@@ -190,6 +207,7 @@ export async function claim(
         payload: job.payload,
         runId: job.runId,
         priority: job.priority,
+        timeoutMs: job.timeoutMs,
         attempts: job.attempts,
         maxAttempts: job.maxAttempts,
         leaseOwner: workerId,

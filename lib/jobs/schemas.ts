@@ -22,8 +22,10 @@ export const EnqueueInputSchema = z
     runId: z.string().min(1).nullish(),
     /** higher runs first; ties run in creation order */
     priority: z.number().int().min(-1_000_000).max(1_000_000).default(0),
-    /** claims allowed before a lost or retryable job is failed for good */
-    maxAttempts: z.number().int().min(1).max(100).default(3),
+    /** claims allowed before a lost or retryable job is failed for good (default: the kind's, else 3) */
+    maxAttempts: z.number().int().min(1).max(100).optional(),
+    /** wall-clock limit of one attempt in ms; undefined: the kind's default (lib/jobs/kinds.ts); null: none */
+    timeoutMs: z.number().int().min(1).max(2 ** 31 - 1).nullable().optional(),
     /** do not run before this time (default: now) */
     availableAt: z.coerce.date().optional(),
   })

@@ -2,7 +2,9 @@
 import type { z } from "zod";
 import { envRegistry, getEnvSpec } from "../envs/registry";
 import { getEstimator, ESTIMATOR_IDS } from "../credit";
-import { createRun, getRun } from "../db/runs";
+import { createRun, getRun, type NewRun } from "../db/runs";
+import { getJobKind, launchableKinds, type LaunchableKindId } from "../jobs/kinds";
+import type { EnqueueInput } from "../jobs/schemas";
 import { zodIssues, type Issue } from "../api/errors";
 import type { ImportRun, LaunchRun } from "../schemas/runs";
 
@@ -40,72 +42,64 @@ export function parseEnvConfig(envId: string, envConfig: unknown, root: string):
   return parseWithRegistry("environment", envId, Object.keys(envRegistry), (id) => getEnvSpec(id).configSchema as z.ZodType, envConfig, root, "envId", "envConfig", "config");
 }
 
+type LaunchOf<K extends LaunchableKindId> = Extract<LaunchRun, { jobKind: K }>;
+/** The run a launch creates, and the payload its job gets (after the registries' own validation). */
+type Prepared = { run: Omit<NewRun, "project" | "tags" | "notes" | "jobKind">; payload: unknown };
+
+// How each launchable kind of the job-kind registry (lib/jobs/kinds.ts) becomes a run: keyed by the
+// registry's launchable ids, so a kind declared launchable without an entry here does not compile.
+const prepare: { [K in LaunchableKindId]: (body: LaunchOf<K>) => Prepared } = {
+  baseline: (body) => {
+    const envConfig = parseEnvConfig(body.config.envId, body.config.envConfig, "body.config");
+    const config = { ...body.config, envConfig };
+    return {
+      run: { name: body.name ?? `baseline-${body.config.envId}-s${body.config.seed}`, kind: "eval", config, envId: body.config.envId, estimator: null, seed: body.config.seed, parentRunId: body.parentRunId },
+      payload: config,
+    };
+  },
+  train: (body) => {
+    const envConfig = parseEnvConfig(body.config.envId, body.config.envConfig, "body.config");
+    const estimatorParams = parseEstimatorParams(body.config.estimator, body.config.estimatorParams, "body.config");
+    const config = { ...body.config, envConfig, estimatorParams };
+    return {
+      run: {
+        name: body.name ?? `train-${body.config.envId}-${body.config.estimator}-s${body.config.seed}`,
+        kind: "train",
+        config,
+        envId: body.config.envId,
+        estimator: body.config.estimator,
+        seed: body.config.seed,
+        parentRunId: body.parentRunId,
+      },
+      payload: config,
+    };
+  },
+  "onnx-eval": (body) => {
+    const source = getRun(body.config.sourceRunId); // 404 for an unknown run
+    if (source.jobKind !== "train")
+      throw new LaunchConfigError(`body.config.sourceRunId: run ${source.id} is not a training run`, [{ path: "body.config.sourceRunId", message: "not a training run" }]);
+    return {
+      run: { name: body.name ?? `onnx-eval-${source.name}`, kind: "eval", config: body.config, envId: source.envId, estimator: null, seed: 0, parentRunId: body.parentRunId ?? source.id },
+      payload: body.config,
+    };
+  },
+};
+
+/**
+ * Creates the run and queues its job: the kind must be launchable in the job-kind registry; its
+ * maxAttempts and default timeout come from there, priority and an explicit timeout from the launch.
+ */
 export async function launchRun(body: LaunchRun): Promise<{ runId: string; jobId: string | null }> {
-  switch (body.jobKind) {
-    case "baseline": {
-      const envConfig = parseEnvConfig(body.config.envId, body.config.envConfig, "body.config");
-      const config = { ...body.config, envConfig };
-      return createRun(
-        {
-          project: body.project,
-          name: body.name ?? `baseline-${body.config.envId}-s${body.config.seed}`,
-          kind: "eval",
-          jobKind: "baseline",
-          config,
-          envId: body.config.envId,
-          estimator: null,
-          seed: body.config.seed,
-          tags: body.tags,
-          notes: body.notes,
-          parentRunId: body.parentRunId,
-        },
-        { kind: "baseline", payload: config },
-      );
-    }
-    case "train": {
-      const envConfig = parseEnvConfig(body.config.envId, body.config.envConfig, "body.config");
-      const estimatorParams = parseEstimatorParams(body.config.estimator, body.config.estimatorParams, "body.config");
-      const config = { ...body.config, envConfig, estimatorParams };
-      return createRun(
-        {
-          project: body.project,
-          name: body.name ?? `train-${body.config.envId}-${body.config.estimator}-s${body.config.seed}`,
-          kind: "train",
-          jobKind: "train",
-          config,
-          envId: body.config.envId,
-          estimator: body.config.estimator,
-          seed: body.config.seed,
-          tags: body.tags,
-          notes: body.notes,
-          parentRunId: body.parentRunId,
-        },
-        // a training run resumes from its checkpoints, so a lost worker costs little: allow more attempts
-        { kind: "train", payload: config, maxAttempts: 5 },
-      );
-    }
-    case "onnx-eval": {
-      const source = getRun(body.config.sourceRunId); // 404 for an unknown run
-      if (source.jobKind !== "train")
-        throw new LaunchConfigError(`body.config.sourceRunId: run ${source.id} is not a training run`, [{ path: "body.config.sourceRunId", message: "not a training run" }]);
-      return createRun(
-        {
-          project: body.project,
-          name: body.name ?? `onnx-eval-${source.name}`,
-          kind: "eval",
-          jobKind: "onnx-eval",
-          config: body.config,
-          envId: source.envId,
-          estimator: null,
-          seed: 0,
-          tags: body.tags,
-          notes: body.notes,
-          parentRunId: body.parentRunId ?? source.id,
-        },
-        { kind: "onnx-eval", payload: body.config },
-      );
-    }
+  const spec = getJobKind(body.jobKind);
+  if (!spec?.launchable) {
+    const known = launchableKinds().map((k) => k.id).join(", ");
+    throw new LaunchConfigError(`body.jobKind: "${body.jobKind}" cannot be launched (known: ${known})`, [{ path: "body.jobKind", message: `not a launchable job kind; known: ${known}` }]);
   }
+  const { run, payload } = (prepare[body.jobKind] as (b: LaunchRun) => Prepared)(body);
+  return createRun(
+    { ...run, project: body.project, tags: body.tags, notes: body.notes, jobKind: spec.id },
+    { kind: spec.id, payload: payload as EnqueueInput["payload"], priority: body.priority, ...(body.timeoutMs !== undefined ? { timeoutMs: body.timeoutMs } : {}) },
+  );
 }
 
 /** Parses estimator params with the estimator's registry schema, naming the offending field under `root`. */

@@ -35,11 +35,26 @@ const launchCommon = {
   parentRunId: idSchema.optional().describe("The run this one was cloned from."),
 };
 
+/** How the launched run's job is queued (lib/jobs). */
+const launchJob = {
+  priority: z.number().int().min(-100).max(100).default(0).describe("Queue priority: higher is claimed first; ties in launch order."),
+  timeoutMs: z
+    .number()
+    .int()
+    .min(1_000)
+    .max(2 ** 31 - 1)
+    .nullable()
+    .optional()
+    .describe("Wall-clock limit of one attempt in ms; omitted: the job kind's default; null: none."),
+};
+
+// One option per launchable kind of the job-kind registry (lib/jobs/kinds.ts, which takes each
+// `config` schema from here; test/jobs/list.test.ts checks the two agree).
 export const launchRunSchema = z
   .discriminatedUnion("jobKind", [
-    z.object({ jobKind: z.literal("baseline"), config: baselineConfigSchema, ...launchCommon }).strict(),
-    z.object({ jobKind: z.literal("train"), config: trainConfigSchema, ...launchCommon }).strict(),
-    z.object({ jobKind: z.literal("onnx-eval"), config: onnxEvalConfigSchema, ...launchCommon }).strict(),
+    z.object({ jobKind: z.literal("baseline"), config: baselineConfigSchema, ...launchCommon, ...launchJob }).strict(),
+    z.object({ jobKind: z.literal("train"), config: trainConfigSchema, ...launchCommon, ...launchJob }).strict(),
+    z.object({ jobKind: z.literal("onnx-eval"), config: onnxEvalConfigSchema, ...launchCommon, ...launchJob }).strict(),
   ])
   .meta({ id: "LaunchRun" });
 export type LaunchRun = z.infer<typeof launchRunSchema>;

@@ -47,10 +47,11 @@ describe("worker fleet", () => {
       expect(job, job.error ?? "").toMatchObject({ status: "succeeded", attempts: 1, result: { steps: STEPS, resumed: 0, attempt: 1 } });
       const marks = marksOf(job.id);
       expect(marks.map((m) => m.step)).toEqual([0, 1, 2]);
-      // every step written once, by the one lease that ran the job, in one process
+      // every step written once, by the one lease that ran the job, in one job process of one worker
       expect(new Set(marks.map((m) => m.token))).toEqual(new Set([job.leaseToken]));
       expect(new Set(marks.map((m) => m.pid)).size).toBe(1);
-      pids.add(marks[0].pid);
+      expect(new Set(marks.map((m) => m.worker)).size).toBe(1);
+      pids.add(marks[0].worker);
       const claims = (await tailLog(job.id, 0, 1000)).lines.filter((l) => l.line.startsWith("claimed by"));
       expect(claims).toHaveLength(1);
     }
@@ -90,7 +91,7 @@ describe("worker fleet", () => {
     const byA = marks.filter((m) => m.token === tokenA);
     expect(byA.length).toBeGreaterThanOrEqual(3);
     expect(byA.length).toBeLessThanOrEqual(marksBefore); // A wrote nothing after it died
-    expect(marks.slice(byA.length).every((m) => m.attempt === 2 && m.pid === b.pid)).toBe(true);
+    expect(marks.slice(byA.length).every((m) => m.attempt === 2 && m.worker === b.pid)).toBe(true);
     const final = await getJob(job.id);
     expect(final).toMatchObject({ status: "succeeded", attempts: 2, result: { steps: 12, resumed: byA.length, attempt: 2 } });
     // the dead worker's token fences nothing any more

@@ -1,21 +1,24 @@
-// Job kind -> runner. A job whose kind is not here is failed by the worker with a clear error.
-import { baseline } from "./baseline";
-import { onnxEval } from "./onnx-eval";
-import { selftest } from "./selftest";
-import { train } from "./train";
+// Kind -> runner, from the job-kind registry (lib/jobs/kinds.ts). Runner modules are imported only
+// here, lazily, by the job process that runs a job of that kind (workers/job-process.ts).
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { getJobKind, jobKindIds } from "../../lib/jobs/kinds";
 import type { JobRunner } from "./types";
 
-export const runners: Readonly<Record<string, JobRunner>> = {
-  baseline,
-  "onnx-eval": onnxEval,
-  selftest,
-  train,
-};
+// Registry module paths are relative to the project root (this file's grandparent).
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
-export function getRunner(kind: string): JobRunner | undefined {
-  return Object.hasOwn(runners, kind) ? runners[kind] : undefined;
+/** The runner of `kind`, or undefined for a kind the registry does not declare. */
+export async function loadRunner(kind: string): Promise<JobRunner | undefined> {
+  const spec = getJobKind(kind);
+  if (!spec) return undefined;
+  const mod = (await import(pathToFileURL(path.join(ROOT, spec.runner.module)).href)) as Record<string, unknown>;
+  const runner = mod[spec.runner.export];
+  if (typeof runner !== "function") throw new Error(`job kind "${kind}": ${spec.runner.module} exports no function "${spec.runner.export}"`);
+  return runner as JobRunner;
 }
 
+/** Every kind a worker runs (the registry's), sorted. */
 export function knownKinds(): string[] {
-  return Object.keys(runners).sort();
+  return jobKindIds();
 }

@@ -1,34 +1,19 @@
 // `selftest`: a job kind that exists to test the job queue and the worker (test/jobs), not to do work.
-// For each step it sleeps stepMs, writes a marker row through writeTransaction(ctx.fence, ...) and
-// reports progress. The markers make "ran exactly once" checkable: one row per (job, step), enforced
+// For each step it sleeps stepMs (or, with `busy`, spins the CPU without ever yielding), writes a
+// marker row through writeTransaction(ctx.fence, ...) and reports progress. The markers make "ran exactly once" checkable: one row per (job, step), enforced
 // by a primary key, written only while this worker holds the lease; a re-run resumes after the last
 // marker, like a real runner resuming from its last checkpoint.
 //
 // Markers are JobLog rows with seq = -(step + 1) and level "mark" (line: JSON {step, attempt, token,
-// pid}). Negative seqs are reserved for such rows and never shown by tailLog; using JobLog keeps the
-// Prisma schema free of a test-only table (an extra table would read as migration drift).
+// pid, worker}: the job process and the worker that started it). Negative seqs are reserved for such
+// rows and never shown by tailLog; using JobLog keeps the Prisma schema free of a test-only table
+// (an extra table would read as migration drift).
 import { setTimeout as sleep } from "node:timers/promises";
-import { z } from "zod";
 import { getRawDb, writeTransaction } from "../../lib/db/sqlite";
+import { SelftestPayloadSchema } from "../../lib/jobs/kinds";
 import { RetryableJobError, type JobRunner } from "./types";
 
-export const SelftestPayloadSchema = z
-  .object({
-    steps: z.number().int().min(0).max(10_000),
-    stepMs: z.number().int().min(0).max(60_000),
-    /** SIGKILLs the worker process at this step (simulates a dead worker); honoured only with TURNLENS_SELFTEST_ALLOW_CRASH=1 */
-    crashAtStep: z.number().int().min(0).optional(),
-    /** throws at this step ... */
-    failAtStep: z.number().int().min(0).optional(),
-    /** ... on the first failAttempts attempts only (default: every attempt) */
-    failAttempts: z.number().int().min(1).optional(),
-    /** ... a RetryableJobError (re-queued while attempts remain) instead of a plain Error */
-    retryable: z.boolean().default(false),
-    /** keeps going after the signal aborts (tests that the worker cancels a runner that does not listen) */
-    ignoreSignal: z.boolean().default(false),
-  })
-  .strict();
-export type SelftestPayload = z.infer<typeof SelftestPayloadSchema>;
+export { SelftestPayloadSchema, type SelftestPayload } from "../../lib/jobs/kinds";
 
 export const SELFTEST_MARK_LEVEL = "mark";
 export const markSeq = (step: number) => -(step + 1);
@@ -37,7 +22,16 @@ export interface SelftestMark {
   step: number;
   attempt: number;
   token: string;
+  /** the job process that wrote it */
   pid: number;
+  /** the worker process that ran the job (the job process's parent) */
+  worker: number;
+}
+
+/** Spins the CPU for ms without yielding: a runner that never awaits (what a tight compute loop looks like). */
+function spin(ms: number): void {
+  const end = performance.now() + ms;
+  while (performance.now() < end);
 }
 
 export const selftest: JobRunner = async (ctx) => {
@@ -53,21 +47,32 @@ export const selftest: JobRunner = async (ctx) => {
   const insert = `INSERT INTO "JobLog" ("jobId", "seq", "time", "level", "line") VALUES (?, ?, ?, ?, ?)`;
   for (let step = 0; step < p.steps; step++) {
     if (done.has(step)) continue;
-    if (p.ignoreSignal) await sleep(p.stepMs);
+    if (p.busy) spin(p.stepMs); // never yields: only the worker's kill can stop this
+    else if (p.ignoreSignal) await sleep(p.stepMs);
     else await sleep(p.stepMs, undefined, { signal: ctx.signal }); // rejects as soon as the job is stopped
     if (step === p.crashAtStep) {
+      // The runner runs in a job process (workers/job-process.ts) whose parent is the worker.
       ctx.log(`selftest: crashing the worker (SIGKILL) at step ${step}`, "warn");
-      process.kill(process.pid, "SIGKILL");
+      process.kill(process.ppid, "SIGKILL");
+      await new Promise(() => undefined);
+    }
+    if (step === p.dieAtStep) {
+      const how = "code" in p.dieWith ? `exit code ${p.dieWith.code}` : p.dieWith.signal;
+      process.stderr.write(`selftest: the job process dies at step ${step} (${how})\n`);
+      if ("code" in p.dieWith) process.exit(p.dieWith.code);
+      process.kill(process.pid, p.dieWith.signal);
       await new Promise(() => undefined);
     }
     if (step === p.failAtStep && ctx.job.attempts <= (p.failAttempts ?? Infinity)) {
       const msg = `selftest: failure at step ${step} (attempt ${ctx.job.attempts})`;
       throw p.retryable ? new RetryableJobError(msg) : new Error(msg);
     }
-    const mark: SelftestMark = { step, attempt: ctx.job.attempts, token: ctx.fence.leaseToken, pid: process.pid };
+    const mark: SelftestMark = { step, attempt: ctx.job.attempts, token: ctx.fence.leaseToken, pid: process.pid, worker: process.ppid };
     // Fenced: throws LeaseLostError (and writes nothing) once this worker no longer holds the job.
     writeTransaction(ctx.fence, (db) => db.prepare(insert).run(ctx.job.id, markSeq(step), Date.now() / 1000, SELFTEST_MARK_LEVEL, JSON.stringify(mark)));
-    await ctx.progress(p.steps ? (step + 1) / p.steps : 1, `step ${step + 1}/${p.steps}`);
+    const progress = ctx.progress(p.steps ? (step + 1) / p.steps : 1, `step ${step + 1}/${p.steps}`);
+    if (p.busy) progress.catch(() => undefined); // sent when the loop ends; the fenced write above is the lease check
+    else await progress;
   }
   return { steps: p.steps, resumed: done.size, attempt: ctx.job.attempts };
 };
