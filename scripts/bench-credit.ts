@@ -1,14 +1,23 @@
 // Benchmark of lib/credit: turns per second of GiGPO and GRPO on 10^4, 10^5, 10^6 turns, and
-// peak memory. Run: `npm run bench:credit` (add `-- --quick` for 10^4 and 10^5 only).
+// peak memory; then `runCredit` (validation included) against the kernel, and end to end on 10^6
+// GiGPO turns: the credit CLI (`npm run --silent credit`, and the node command it runs) against
+// scripts/credit-reference.py, a float64 Python port of the same semantics, on the same input
+// file in the same run, with the ratio. Run: `npm run bench:credit` (`-- --quick`: 10^4 and 10^5
+// only, no end-to-end part).
 //
 // Batches look like agent rollouts: groups of 8 trajectories of 5-15 turns (mean 10) that walk
 // a 4x4 grid from the same start, so anchors (rendered observations, ~50 chars) repeat across
 // the group's trajectories and within them. The batch goes through a JSON round trip first, so
 // every turn is a plain object with its own flat string, as the CLI and the API receive it.
 // Timing covers the whole `compute(batch)`: flattening, the estimator and the per-trajectory output.
+import { spawnSync } from "node:child_process";
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import v8 from "node:v8";
 import vm from "node:vm";
+import { runCredit } from "../lib/credit/index";
 import { estimators } from "../lib/credit/registry";
 import type { Batch, Group, Turn } from "../lib/credit/types";
 
@@ -121,6 +130,92 @@ function main(): void {
   }
   console.log("cpu = process CPU time (all threads, GC included); heap+ = heap growth while one result is alive");
   console.log("(input batch excluded); peak RSS = process maximum so far (includes the input batches).");
+  if (!quick) {
+    gc();
+    runCreditVsKernel(gc);
+    gc();
+    endToEnd();
+  }
+}
+
+const GIGPO_PARAMS = { gamma: 0.95, omega: 1, mode: "mean_std_norm", invalidPenalty: 0.1 };
+
+function best(reps: number, fn: () => void, gc?: () => void): number {
+  let b = Infinity;
+  for (let r = 0; r < reps; r++) {
+    gc?.();
+    const t0 = performance.now();
+    fn();
+    b = Math.min(b, performance.now() - t0);
+  }
+  return b;
+}
+
+/** runCredit (validation, transform, estimator, output objects) against compute(batch) alone. */
+function runCreditVsKernel(gc: () => void): void {
+  const request = JSON.parse(JSON.stringify({ estimator: "gigpo", params: GIGPO_PARAMS, groups: makeBatch(1e6, 7).groups }));
+  const kernel = best(5, () => estimators.gigpo.compute({ groups: request.groups }, GIGPO_PARAMS), gc);
+  const full = best(5, () => runCredit(request), gc);
+  const adv = best(5, () => runCredit(request, { output: "advantages" }), gc);
+  console.log(`\nrunCredit vs kernel, gigpo, 10^6 turns (best of 5, ms):`);
+  console.log(`  kernel compute(batch) ${kernel.toFixed(0)}; runCredit full ${full.toFixed(0)} (${(full / kernel).toFixed(2)}x); runCredit advantages-only ${adv.toFixed(0)} (${(adv / kernel).toFixed(2)}x)`);
+}
+
+/** Wall time of a command reading `input` on stdin and writing stdout to `output` (best of reps). */
+function timeCommand(cmd: string, args: string[], input: string, output: string, reps: number): number {
+  let b = Infinity;
+  for (let r = 0; r < reps; r++) {
+    const inFd = openSync(input, "r");
+    const outFd = openSync(output, "w");
+    const t0 = performance.now();
+    const res = spawnSync(cmd, args, { stdio: [inFd, outFd, "pipe"], cwd: join(import.meta.dirname, "..") });
+    const t = performance.now() - t0;
+    closeSync(inFd);
+    closeSync(outFd);
+    if (res.status !== 0) throw new Error(`${cmd} ${args.join(" ")} exited ${res.status}: ${res.stderr}`);
+    b = Math.min(b, t);
+  }
+  return b;
+}
+
+/** The CLI against the Python port on one 10^6-turn GiGPO request file. */
+function endToEnd(): void {
+  const dir = mkdtempSync(join(tmpdir(), "bench-credit-"));
+  try {
+    const input = join(dir, "request.json");
+    writeFileSync(input, JSON.stringify({ estimator: "gigpo", params: GIGPO_PARAMS, groups: makeBatch(1e6, 7).groups }));
+    const mb = (f: string) => (readFileSync(f).length / 2 ** 20).toFixed(0);
+    const py = process.env.TURNLENS_PYTHON ?? "python3";
+    const hasNumpy = spawnSync(py, ["-c", "import numpy"]).status === 0;
+    console.log(`\nend to end, gigpo, 10^6 turns, request ${mb(input)} MB (best of 3, wall s, process start included):`);
+    spawnSync("node", ["scripts/credit-cli.mjs", "--build"], { cwd: join(import.meta.dirname, "..") });
+    const rows: [string, number, string][] = [];
+    const run = (label: string, cmd: string, args: string[], out: string) => {
+      const t = timeCommand(cmd, args, input, join(dir, out), 3) / 1000;
+      rows.push([label, t, join(dir, out)]);
+      console.log(`  ${label.padEnd(58)} ${t.toFixed(2).padStart(6)} s  (response ${mb(join(dir, out))} MB)`);
+      return t;
+    };
+    const npmFull = run("npm run --silent credit (full response)", "npm", ["run", "--silent", "credit"], "full.json");
+    const npmAdv = run("npm run --silent credit -- --advantages-only", "npm", ["run", "--silent", "credit", "--", "--advantages-only"], "adv.json");
+    const nodeAdv = run("node scripts/credit-cli.mjs --advantages-only (what npm runs)", "node", ["scripts/credit-cli.mjs", "--advantages-only"], "adv2.json");
+    if (!hasNumpy) {
+      console.log(`  python port: skipped (${py} has no numpy)`);
+      return;
+    }
+    const pyT = run("python3 scripts/credit-reference.py (advantages)", py, ["scripts/credit-reference.py"], "py.json");
+    // same numbers: the port and the CLI agree on every advantage
+    const a = JSON.parse(readFileSync(join(dir, "adv.json"), "utf8")).trajectories as { advantages: number[] }[];
+    const b = JSON.parse(readFileSync(join(dir, "py.json"), "utf8")).trajectories as { advantages: number[] }[];
+    let worst = 0;
+    a.forEach((t, i) => t.advantages.forEach((x, j) => (worst = Math.max(worst, Math.abs(x - b[i].advantages[j]) / Math.max(1, Math.abs(x))))));
+    console.log(`  max relative difference CLI vs Python port: ${worst.toExponential(1)}`);
+    console.log(
+      `  ratio Python / CLI: full ${(pyT / npmFull).toFixed(1)}x, advantages-only ${(pyT / npmAdv).toFixed(1)}x (npm run), ${(pyT / nodeAdv).toFixed(1)}x (node)`,
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1]).href) main();

@@ -30,6 +30,9 @@ if [ -f workers/engine/requirements.txt ]; then
   fi
 fi
 
+# The credit CLI as compiled JavaScript (dist/credit-cli.mjs), rebuilt when lib/credit changed.
+node scripts/credit-cli.mjs --build >/dev/null
+
 # Prisma's CLI wants its native schema engine only for migrate; generate needs none (any file will do).
 PRISMA_SCHEMA_ENGINE_BINARY="$(type -P true)" npx prisma generate >/dev/null
 # Migrations through the schema engine's WebAssembly build (no download): same files as `prisma migrate deploy`.

@@ -26,6 +26,8 @@ export interface FlatBatch {
   readonly invalid: Uint8Array;
   /** Trajectory ids in row order of trajectories. */
   readonly trajIds: string[];
+  /** Whether the result carries per-turn components (false: `components: {}`, nothing sliced). */
+  readonly withComponents: boolean;
   /** Lazily built per-field arrays (cached). */
   numeric(field: NumericTurnField): Float64Array;
   /** Judge scores; NaN for a failed judgement (null). */
@@ -45,7 +47,7 @@ export interface FlatBatch {
  * raw anchors; other fields are read on first use and kept on the returned object. Not cached
  * across calls, so a batch mutated between two computations is read afresh.
  */
-export function flatten(batch: Batch): FlatBatch {
+export function flatten(batch: Batch, withComponents = true): FlatBatch {
   const groups = batch.groups;
   const nGroups = groups.length;
   let nTraj = 0;
@@ -130,6 +132,7 @@ export function flatten(batch: Batch): FlatBatch {
     },
     invalid,
     trajIds,
+    withComponents,
     numeric(field) {
       let arr = numericCache.get(field);
       if (!arr) {

@@ -26,12 +26,18 @@ export interface CreditResponse {
   diagnostics: CreditDiagnostics;
 }
 
+export interface RunCreditOptions {
+  /** Overrides the request's `output`: "advantages" leaves every trajectory's `components` empty. */
+  output?: "full" | "advantages";
+}
+
 /**
  * Validate a request, apply the optional reward transform, run the estimator.
  * Throws CreditRequestError (one-line message with the field path) on a bad request.
  */
-export function runCredit(request: unknown): CreditResponse {
+export function runCredit(request: unknown, options: RunCreditOptions = {}): CreditResponse {
   const { request: req, spec, params } = validateRequest(request);
+  const output = options.output ?? req.output ?? "full";
   let batch: Batch = { groups: req.groups };
   let transformStats: CreditDiagnostics["rewardTransform"];
   if (req.rewardTransform) {
@@ -39,10 +45,11 @@ export function runCredit(request: unknown): CreditResponse {
     batch = t.batch;
     transformStats = t.stats;
   }
-  const result = spec.compute(batch, params);
+  const result = spec.compute(batch, params, { components: output === "full" });
   for (const t of result.trajectories) {
-    for (const a of t.advantages) {
-      if (!Number.isFinite(a)) throw new CreditRequestError(`trajectory "${t.id}": the estimator produced a non-finite advantage (check the inputs' magnitude)`);
+    const adv = t.advantages;
+    for (let i = 0; i < adv.length; i++) {
+      if (!Number.isFinite(adv[i])) throw new CreditRequestError(`trajectory "${t.id}": the estimator produced a non-finite advantage (check the inputs' magnitude)`);
     }
   }
   const diagnostics = transformStats ? { ...result.diagnostics, rewardTransform: transformStats } : result.diagnostics;

@@ -190,7 +190,23 @@ export function validateRequest(request: unknown): {
   return { request: { ...r.data, groups } as CreditRequest, spec, params };
 }
 
-const TURN_NUMBERS = new Set(["reward", "value", "q1", "q2", "v2", "infoGain", "segment", "highValue"]);
+/** Bit of each turn field in the mask `checkTurn` returns. */
+const TURN_FIELD_BIT: Record<keyof Turn, number> = {
+  reward: 1,
+  anchor: 2,
+  invalid: 4,
+  agent: 8,
+  value: 16,
+  q1: 32,
+  q2: 64,
+  v2: 128,
+  infoGain: 256,
+  judgeScore: 512,
+  segment: 1024,
+  tokens: 2048,
+  toolResult: 4096,
+  highValue: 8192,
+};
 
 function typeName(v: unknown): string {
   return v === null ? "null" : Array.isArray(v) ? "array" : typeof v;
@@ -233,69 +249,184 @@ function badNumber(v: unknown, p: string, what = "a finite number"): never {
 
 const GROUP_KEYS = new Set(["uid", "trajectories"]);
 const TRAJ_KEYS = new Set(["id", "turns", "truncated", "envTag"]);
-const TURN_KEYS = new Set([...TURN_NUMBERS, "anchor", "invalid", "agent", "judgeScore", "tokens", "toolResult"]);
+const TURN_KEYS = new Set(Object.keys(TURN_FIELD_BIT));
 
 function checkGroups(groups: unknown, spec: EstimatorSpec): void {
   const gs = expectArray(groups, "groups", "the request needs at least one group");
+  let needMask = 0;
+  for (const f of spec.needs) needMask |= TURN_FIELD_BIT[f];
   const uids = new Map<string, number>();
-  const ids = new Map<string, string>();
+  const ids = new Map<string, number>(); // id -> gi * 2^32 + ti of its first trajectory
   for (let gi = 0; gi < gs.length; gi++) {
-    const gp = () => `groups[${gi}]`;
-    const g = expectObject(gs[gi], gp());
-    let nKeys = 0;
-    for (const k in g) if (GROUP_KEYS.has(k)) nKeys++;
-    if (nKeys !== Object.keys(g).length) unknownFields(g, GROUP_KEYS, gp());
-    const uid = expectId(g.uid, `${gp()}.uid`);
+    const gp = `groups[${gi}]`;
+    const g = expectObject(gs[gi], gp);
+    for (const k in g) if (!GROUP_KEYS.has(k)) unknownFields(g, GROUP_KEYS, gp);
+    const uid = expectId(g.uid, `${gp}.uid`);
     const prev = uids.get(uid);
-    if (prev !== undefined) fail(`${gp()}.uid: duplicate group uid "${uid}" (first at groups[${prev}])`, `${gp()}.uid`);
+    if (prev !== undefined) fail(`${gp}.uid: duplicate group uid "${uid}" (first at groups[${prev}])`, `${gp}.uid`);
     uids.set(uid, gi);
-    const trajs = expectArray(g.trajectories, `${gp()}.trajectories`, "a group needs at least one trajectory");
+    const trajs = expectArray(g.trajectories, `${gp}.trajectories`, "a group needs at least one trajectory");
     for (let ti = 0; ti < trajs.length; ti++) {
-      const here = () => `groups[${gi}].trajectories[${ti}]`;
-      const t = expectObject(trajs[ti], here());
-      let n = 0;
-      for (const k in t) if (TRAJ_KEYS.has(k)) n++;
-      if (n !== Object.keys(t).length) unknownFields(t, TRAJ_KEYS, here());
-      const id = expectId(t.id, `${here()}.id`);
-      if (t.truncated !== undefined && typeof t.truncated !== "boolean") fail(`${here()}.truncated: expected boolean, got ${describeValue(t.truncated)}`, `${here()}.truncated`);
-      if (t.envTag !== undefined && typeof t.envTag !== "string") fail(`${here()}.envTag: expected string, got ${describeValue(t.envTag)}`, `${here()}.envTag`);
-      const turns = expectArray(t.turns, `${here()}.turns`, "a trajectory needs at least one turn");
-      for (let i = 0; i < turns.length; i++) checkTurn(turns[i], () => `${here()}.turns[${i}]`);
-      const first = ids.get(id);
-      if (first !== undefined) fail(`${here()}.id: duplicate trajectory id "${id}" (first at ${first})`, `${here()}.id`);
-      ids.set(id, here());
-      checkNeeds(spec, turns as Turn[], here);
+      const t = trajs[ti] as Record<string, unknown>;
+      if (typeof t !== "object" || t === null || Array.isArray(t)) expectObject(t, `${gp}.trajectories[${ti}]`);
+      for (const k in t) if (!TRAJ_KEYS.has(k)) unknownFields(t, TRAJ_KEYS, `${gp}.trajectories[${ti}]`);
+      const id = t.id;
+      if (typeof id !== "string" || id === "") expectId(id, `${gp}.trajectories[${ti}].id`);
+      if (t.truncated !== undefined && typeof t.truncated !== "boolean") {
+        fail(`${gp}.trajectories[${ti}].truncated: expected boolean, got ${describeValue(t.truncated)}`, `${gp}.trajectories[${ti}].truncated`);
+      }
+      if (t.envTag !== undefined && typeof t.envTag !== "string") {
+        fail(`${gp}.trajectories[${ti}].envTag: expected string, got ${describeValue(t.envTag)}`, `${gp}.trajectories[${ti}].envTag`);
+      }
+      const turns = t.turns;
+      if (!Array.isArray(turns) || turns.length === 0) expectArray(turns, `${gp}.trajectories[${ti}].turns`, "a trajectory needs at least one turn");
+      const list = turns as unknown[];
+      let lacking = false;
+      for (let i = 0; i < list.length; i++) {
+        const mask = checkTurn(list[i], gi, ti, i);
+        if ((mask & needMask) !== needMask) lacking = true;
+      }
+      if (lacking) checkNeeds(spec, list as Turn[], `${gp}.trajectories[${ti}]`); // names the first missing field, or accepts (neededOn)
+      const first = ids.get(id as string);
+      if (first !== undefined) {
+        const at = `groups[${Math.floor(first / 2 ** 32)}].trajectories[${first % 2 ** 32}]`;
+        fail(`${gp}.trajectories[${ti}].id: duplicate trajectory id "${id}" (first at ${at})`, `${gp}.trajectories[${ti}].id`);
+      }
+      ids.set(id as string, gi * 2 ** 32 + ti);
     }
   }
 }
 
-/** One turn's fields: types, bounds, unknown fields, anchor nesting. */
-function checkTurn(v: unknown, at: () => string): void {
-  const turn = expectObject(v, at());
-  let known = 0;
-  for (const k in turn) {
-    const x = turn[k];
-    if (TURN_NUMBERS.has(k)) {
-      if (typeof x !== "number" || !(x <= MAX_ABS_NUMBER && x >= -MAX_ABS_NUMBER)) badNumber(x, `${at()}.${k}`);
-    } else if (k === "anchor") {
-      if (typeof x !== "string") checkValue(x, `${at()}.anchor`, true);
-    } else if (k === "invalid" || k === "toolResult") {
-      if (typeof x !== "boolean") fail(`${at()}.${k}: expected boolean, got ${describeValue(x)}`, `${at()}.${k}`);
-    } else if (k === "tokens") {
-      if (typeof x !== "number" || !Number.isInteger(x) || x < 0) fail(`${at()}.tokens: expected a non-negative integer, got ${describeValue(x)}`, `${at()}.tokens`);
-    } else if (k === "judgeScore") {
-      if (x !== null && (typeof x !== "number" || !(x <= MAX_ABS_NUMBER && x >= -MAX_ABS_NUMBER))) {
-        badNumber(x, `${at()}.judgeScore`, "a finite number or null (failed judgement)");
-      }
-    } else if (k === "agent") {
-      if (typeof x !== "string" && !(typeof x === "number" && Number.isFinite(x))) {
-        fail(`${at()}.agent: expected a string or a finite number, got ${describeValue(x)}`, `${at()}.agent`);
-      }
-    } else continue;
-    known++;
+const turnPath = (gi: number, ti: number, i: number) => `groups[${gi}].trajectories[${ti}].turns[${i}]`;
+
+/**
+ * One turn's fields: types, bounds, unknown fields, anchor nesting. Runs once per turn, so every
+ * field is read directly (inline caches see the one shape JSON.parse gives all turns), unknown
+ * fields are found by comparing key counts, and paths are built only for an error.
+ * Returns the bit mask of the fields present.
+ */
+function checkTurn(v: unknown, gi: number, ti: number, i: number): number {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) expectObject(v, turnPath(gi, ti, i));
+  const turn = v as Turn;
+  let mask = 0;
+  let present = 0;
+  let st = 0;
+  const r = turn.reward;
+  if (typeof r !== "number" || !(r <= MAX_ABS_NUMBER && r >= -MAX_ABS_NUMBER)) badTurnField(turn, gi, ti, i, 1);
+  mask = 1;
+  present = 1;
+  const a = turn.anchor;
+  if (a !== undefined) {
+    if (typeof a !== "string") checkValue(a, `${turnPath(gi, ti, i)}.anchor`, true);
+    mask |= 2;
+    present++;
   }
-  if (turn.reward === undefined) badNumber(undefined, `${at()}.reward`);
-  if (known !== Object.keys(turn).length) unknownFields(turn, TURN_KEYS, at());
+  const inv = turn.invalid;
+  if (inv !== undefined) {
+    if (typeof inv !== "boolean") badTurnField(turn, gi, ti, i, 4);
+    mask |= 4;
+    present++;
+  }
+  const ag = turn.agent;
+  if (ag !== undefined) {
+    if (typeof ag !== "string" && !(typeof ag === "number" && Number.isFinite(ag))) badTurnField(turn, gi, ti, i, 8);
+    mask |= 8;
+    present++;
+  }
+  st = numberState(turn.value);
+  if (st !== 0) {
+    if (st < 0) badTurnField(turn, gi, ti, i, 16);
+    mask |= 16;
+    present++;
+  }
+  st = numberState(turn.q1);
+  if (st !== 0) {
+    if (st < 0) badTurnField(turn, gi, ti, i, 32);
+    mask |= 32;
+    present++;
+  }
+  st = numberState(turn.q2);
+  if (st !== 0) {
+    if (st < 0) badTurnField(turn, gi, ti, i, 64);
+    mask |= 64;
+    present++;
+  }
+  st = numberState(turn.v2);
+  if (st !== 0) {
+    if (st < 0) badTurnField(turn, gi, ti, i, 128);
+    mask |= 128;
+    present++;
+  }
+  st = numberState(turn.infoGain);
+  if (st !== 0) {
+    if (st < 0) badTurnField(turn, gi, ti, i, 256);
+    mask |= 256;
+    present++;
+  }
+  const js = turn.judgeScore;
+  if (js !== undefined) {
+    if (js !== null && (typeof js !== "number" || !(js <= MAX_ABS_NUMBER && js >= -MAX_ABS_NUMBER))) badTurnField(turn, gi, ti, i, 512);
+    mask |= 512;
+    present++;
+  }
+  st = numberState(turn.segment);
+  if (st !== 0) {
+    if (st < 0) badTurnField(turn, gi, ti, i, 1024);
+    mask |= 1024;
+    present++;
+  }
+  const tk = turn.tokens;
+  if (tk !== undefined) {
+    if (typeof tk !== "number" || !Number.isInteger(tk) || tk < 0) badTurnField(turn, gi, ti, i, 2048);
+    mask |= 2048;
+    present++;
+  }
+  const tr = turn.toolResult;
+  if (tr !== undefined) {
+    if (typeof tr !== "boolean") badTurnField(turn, gi, ti, i, 4096);
+    mask |= 4096;
+    present++;
+  }
+  st = numberState(turn.highValue);
+  if (st !== 0) {
+    if (st < 0) badTurnField(turn, gi, ti, i, 8192);
+    mask |= 8192;
+    present++;
+  }
+  let keys = 0;
+  for (const _ in turn) keys++;
+  if (keys !== present) {
+    // an unknown field, or a known one set to undefined (TypeScript callers: allowed)
+    const unknown = Object.keys(turn).filter((k) => !TURN_KEYS.has(k));
+    if (unknown.length > 0) unknownFields(turn as unknown as Record<string, unknown>, TURN_KEYS, turnPath(gi, ti, i));
+  }
+  return mask;
+}
+
+/** 0: absent, 1: a number within the bound, -1: anything else. */
+function numberState(x: unknown): number {
+  if (x === undefined) return 0;
+  return typeof x === "number" && x <= MAX_ABS_NUMBER && x >= -MAX_ABS_NUMBER ? 1 : -1;
+}
+
+/** The error for a turn field that failed its check (`bit` names it in TURN_FIELD_BIT). */
+function badTurnField(turn: Turn, gi: number, ti: number, i: number, bit: number): never {
+  const field = (Object.keys(TURN_FIELD_BIT) as (keyof Turn)[]).find((k) => TURN_FIELD_BIT[k] === bit)!;
+  const p = `${turnPath(gi, ti, i)}.${field}`;
+  const x = turn[field];
+  switch (field) {
+    case "invalid":
+    case "toolResult":
+      return fail(`${p}: expected boolean, got ${describeValue(x)}`, p);
+    case "tokens":
+      return fail(`${p}: expected a non-negative integer, got ${describeValue(x)}`, p);
+    case "agent":
+      return fail(`${p}: expected a string or a finite number, got ${describeValue(x)}`, p);
+    case "judgeScore":
+      return badNumber(x, p, "a finite number or null (failed judgement)");
+    default:
+      return badNumber(x, p);
+  }
 }
 
 /**
@@ -326,7 +457,7 @@ function checkValue(root: unknown, p: string, strict: boolean): void {
   }
 }
 
-function checkNeeds(spec: EstimatorSpec, turns: Turn[], here: () => string): void {
+function checkNeeds(spec: EstimatorSpec, turns: Turn[], here: string): void {
   const needs = spec.needs;
   const n = turns.length;
   for (let i = 0; i < n; i++) {
@@ -345,7 +476,7 @@ function checkNeeds(spec: EstimatorSpec, turns: Turn[], here: () => string): voi
         };
         if (!when(ctx)) continue;
       }
-      const p = `${here()}.turns[${i}].${field}`;
+      const p = `${here}.turns[${i}].${field}`;
       fail(`${p}: missing; estimator "${spec.id}" needs ${field}${when ? "" : " on every turn"}`, p);
     }
   }

@@ -93,10 +93,9 @@ export function buildResult(
   const nTraj = flat.nTraj;
   // Column by column, so each inner loop sees one source type (monomorphic, cache friendly).
   const advCols = sliceColumn(advantages, start, nTraj);
-  const compCols: [string, ComponentValue[][]][] = Object.entries(components).map(([name, src]) => [
-    name,
-    sliceColumn(src, start, nTraj),
-  ]);
+  const compCols: [string, ComponentValue[][]][] = flat.withComponents
+    ? Object.entries(components).map(([name, src]) => [name, sliceColumn(src, start, nTraj)])
+    : [];
   const trajectories: TrajectoryCredit[] = new Array(nTraj);
   for (let i = 0; i < nTraj; i++) {
     const comps: Record<string, ComponentValue[]> = {};

@@ -40,6 +40,11 @@ export interface TurnContext {
   segmentStart: boolean;
 }
 
+export interface ComputeOptions {
+  /** Per-turn components in the result (default true). */
+  components?: boolean;
+}
+
 export interface EstimatorSpec<S extends z.ZodObject = z.ZodObject> {
   id: EstimatorId;
   title: string;
@@ -52,8 +57,11 @@ export interface EstimatorSpec<S extends z.ZodObject = z.ZodObject> {
   neededOn?: Partial<Record<keyof Turn, (ctx: TurnContext) => boolean>>;
   /** Parameters, every field with .default() and .describe(); the launch form renders these. */
   paramsSchema: S;
-  /** Compute per-turn advantages. `params` is parsed with `paramsSchema` (defaults applied). */
-  compute(batch: Batch, params?: unknown): CreditResult;
+  /**
+   * Compute per-turn advantages. `params` is parsed with `paramsSchema` (defaults applied);
+   * `options.components: false` leaves every trajectory's `components` empty (faster, smaller).
+   */
+  compute(batch: Batch, params?: unknown, options?: ComputeOptions): CreditResult;
 }
 
 /** Build a spec whose `compute` parses params and flattens the batch once. */
@@ -70,9 +78,9 @@ export function defineEstimator<S extends z.ZodObject>(def: {
   const { run, ...rest } = def;
   return {
     ...rest,
-    compute(batch: Batch, params?: unknown) {
+    compute(batch: Batch, params?: unknown, options?: ComputeOptions) {
       const parsed = def.paramsSchema.parse(params ?? {}) as z.output<S>;
-      return run(flatten(batch), parsed);
+      return run(flatten(batch, options?.components !== false), parsed);
     },
   };
 }
