@@ -20,9 +20,9 @@ const WorkerConfigSchema = z
     pollMs: ms(500, 10),
     /** how often this worker reaps expired leases */
     reapMs: ms(5_000, 50),
-    /** after a cancel, how long to wait for the runner to return before finishing the job as canceled anyway */
+    /** after a cancel or a timeout, how long the runner has to return before its job process group is killed */
     cancelGraceMs: ms(2_000, 0),
-    /** on SIGTERM/SIGINT, how long to wait for aborted runners to return before re-queueing their jobs anyway */
+    /** on SIGTERM/SIGINT, how long stopped runners have to return before their job processes are killed and their jobs re-queued */
     shutdownGraceMs: ms(5_000, 0),
     /** back-off base of a re-queued job: base * 2^(attempts-1), capped at 5 minutes */
     retryBackoffMs: ms(2_000, 0),

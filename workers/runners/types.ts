@@ -1,4 +1,6 @@
-// The contract between the worker (workers/worker.ts) and a job runner (one per job kind).
+// The contract between the worker (workers/worker.ts) and a job runner (one per job kind, declared in
+// lib/jobs/kinds.ts). A runner runs in a job process of its own (workers/job-process.ts); the context
+// below reaches the worker over IPC, so it is the same whether or not the runner ever yields.
 import type { Fence } from "../../lib/db/sqlite";
 
 export type { Fence };
@@ -9,7 +11,7 @@ export interface JobContext {
   job: { id: string; kind: string; payload: unknown; runId: string | null; attempts: number };
   /** pass to writeTransaction for every result write: it rolls back once this worker lost the job */
   fence: Fence;
-  /** aborted on cancel, on worker shutdown, or when the lease is lost; stop promptly (the worker waits a grace period, then abandons the runner) */
+  /** aborted on cancel, timeout, worker shutdown, or when the lease is lost; stop promptly (the worker waits a grace period, then kills the job process and everything it started) */
   signal: AbortSignal;
   /** fraction in [0, 1]; rejects with LeaseLostError once the job is no longer this worker's */
   progress(fraction: number, message?: string): Promise<void>;
