@@ -7,7 +7,7 @@
 // Evaluation plays held-out instances training never drew (eval/train_overlap, reported, must be 0).
 // The runs are stored like any other (tag experiment:gigpo-vs-grpo); the report, with Welch's
 // t-test and an exact permutation test computed here, goes to docs/experiments/gigpo-vs-grpo.md.
-//   flags: --steps 80  --grpo-factor 2  --seeds 5  --parallel 2  --eval-episodes 100
+//   flags: --steps 30  --grpo-factor 2  --seeds 5  --parallel 2  --eval-episodes 100
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -23,7 +23,7 @@ const flag = (name: string, def: number) => {
   const i = args.indexOf(`--${name}`);
   return i >= 0 ? Number(args[i + 1]) : def;
 };
-const STEPS = flag("steps", 80);
+const STEPS = flag("steps", 30);
 const GRPO_FACTOR = flag("grpo-factor", 2);
 const SEEDS = flag("seeds", 5);
 const PARALLEL = flag("parallel", 2);

@@ -279,9 +279,14 @@ export class ShopEnv extends BaseEnv {
     return { kind: "text", text: this.render() };
   }
 
-  /** The goal: the target product, requested attributes, options and price bound (the catalogue is the config's). */
+  /**
+   * The goal as it is graded: product type, requested attributes and options, price bound (the
+   * catalogue is the config's). Not the product it was drawn from: two products that give the
+   * same instruction make the same task, since the reward never looks at the product id.
+   */
   protected instanceState(): AnchorValue {
-    return JSON.parse(JSON.stringify(this.goal)) as AnchorValue;
+    const g = this.goal;
+    return { category: g.category, attributes: g.attributes.slice().sort(), options: { ...g.options }, priceUpper: g.priceUpper };
   }
 
   protected anchorState(): AnchorValue {
