@@ -32,12 +32,21 @@ async function launch(name: string, extra: Record<string, unknown> = {}) {
 const steps = (runId: string) => (getRawDb().prepare(`SELECT "step" FROM "RolloutStep" WHERE "runId" = ? ORDER BY "step"`).pluck().all(runId) as number[]);
 const status = (runId: string) => getRun(runId).status;
 const finished = (runId: string) => ["succeeded", "failed", "canceled"].includes(status(runId));
-/** The engine process a worker started (its child running `-m workers.engine`). */
-const enginePid = (workerPid: number) => {
+const childrenOf = (pid: number, pattern?: string) => {
   try {
-    return Number(execFileSync("pgrep", ["-P", String(workerPid), "-f", "workers.engine"]).toString().trim().split("\n")[0]) || null;
+    return execFileSync("pgrep", ["-P", String(pid), ...(pattern ? ["-f", pattern] : [])]).toString().trim().split("\n").filter(Boolean).map(Number);
   } catch {
-    return null;
+    return [];
+  }
+};
+/** The engine process of a worker's job (the worker's job process's child running `-m workers.engine`). */
+const enginePid = (workerPid: number) => childrenOf(workerPid).flatMap((job) => childrenOf(job, "workers.engine"))[0] ?? null;
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
   }
 };
 
@@ -93,9 +102,10 @@ describe("train job", () => {
     const { runId } = await launch("worker-killed", { steps: 6 });
     const a = spawnWorker();
     await waitFor("step 2 stored", () => steps(runId).includes(2), 120_000, 50);
-    const engine = enginePid(a.pid);
+    const engine = await waitFor("engine process", () => enginePid(a.pid), 10_000);
     a.child.kill("SIGKILL");
-    if (engine) process.kill(engine, "SIGKILL"); // a dead machine takes its engine with it
+    // the job process (and with its group, the engine) does not outlive its worker
+    await waitFor("the engine to die with its worker", () => !alive(engine), 5_000, 20);
     const b = spawnWorker();
     await waitFor("run finished", () => finished(runId), 150_000, 200);
     expect(status(runId), b.output()).toBe("succeeded");
