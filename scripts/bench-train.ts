@@ -11,7 +11,7 @@ import { launchRun } from "../lib/runs/launch";
 import { launchRunSchema } from "../lib/schemas/runs";
 import { getRun } from "../lib/db/runs";
 import { readSeries } from "../lib/db/metrics";
-import { createEnv } from "../lib/envs/registry";
+import { createEnv, getEnvSpec } from "../lib/envs/registry";
 import { playEpisode } from "../lib/envs/play";
 import { randomAction } from "../lib/envs/random-policy";
 import { createRng } from "../lib/envs/rng";
@@ -54,7 +54,7 @@ const heuristic = cfg.envId === "frozenlake"
 
 // ---- train: the same launch path as the UI, one worker running this job
 const { runId, jobId } = await launchRun(launch);
-console.log(`training run ${runId}: ${cfg.envId} ${JSON.stringify(cfg.envConfig)}, ${cfg.estimator}, G=${cfg.groupSize} x ${cfg.groupsPerStep} tasks/step, target greedy success ${target} on ${seeds.length} held-out maps`);
+console.log(`training run ${runId}: ${cfg.envId} ${JSON.stringify(getEnvSpec(cfg.envId).configSchema.parse(cfg.envConfig))}, ${cfg.estimator}, G=${cfg.groupSize} x ${cfg.groupsPerStep} tasks/step, target greedy success ${target} on ${seeds.length} held-out maps`);
 const t0 = Date.now();
 const worker = spawn(process.execPath, ["--import", "tsx", "workers/worker.ts", "--job", jobId!], { stdio: ["ignore", "pipe", "inherit"] });
 worker.stdout.on("data", (b: Buffer) => {

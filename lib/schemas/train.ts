@@ -1,5 +1,6 @@
-// The training job's config. Defaults are the demo run: a tiny transformer learns random 4x4
-// FrozenLake maps from scratch on CPU with GiGPO (see ../shared/notes/training-calibration.md).
+// The training job's config. Defaults are the demo run: a tiny transformer learns random 6x6
+// FrozenLake maps from scratch on CPU with GiGPO (see ../shared/notes/training-calibration.md;
+// 4x4 maps were too few, 153 distinct in 200 seeds, for a held-out set).
 import { z } from "zod";
 import { contextSchema } from "../rollout/context";
 
@@ -55,7 +56,7 @@ export const trainConfigSchema = z
     lossAggregation: z.enum(["token-mean", "seq-mean-token-mean"]).default("token-mean"),
     dropZeroAdvantage: z.boolean().default(true).describe("Skip samples whose advantage is exactly 0 (they carry no gradient signal)."),
     evalInterval: z.number().int().min(1).default(10).describe("Greedy evaluation on held-out tasks every this many steps."),
-    evalEpisodes: z.number().int().min(1).max(10_000).default(200).describe("Held-out tasks per evaluation (never used in training)."),
+    evalEpisodes: z.number().int().min(1).max(10_000).default(200).describe("Held-out tasks per evaluation: distinct instances that training never draws (fewer when the environment has few instances)."),
     checkpointInterval: z.number().int().min(1).default(10).describe("Save a checkpoint every this many steps (a resumed job restarts from the last one)."),
     exportOnnx: z.boolean().default(true).describe("Export the final policy to ONNX (tiny models)."),
     targetSuccess: z.number().min(0).max(1).nullable().default(null).describe("Stop early once greedy eval success reaches this."),

@@ -38,6 +38,8 @@ describe("onnx-eval job", () => {
     expect(run.parentRunId).toBe(train.runId);
     expect(lastValue(evalRun.runId, "eval/episodes")).toBe(40);
     expect(lastValue(evalRun.runId, "eval/success_rate_cum")).toBeCloseTo(torchGreedy, 9);
+    // It measured how many of its held-out instances the source's training could draw: none.
+    expect(readSeries(evalRun.runId, "eval/train_overlap", { maxPoints: 100 }).values).toEqual([0, 0]);
     // The TypeScript tokenizer gives the engine's ids for the same text, and the ONNX policy took
     // the action the torch policy takes greedily in every state it visited.
     const ckpt = listCheckpoints(train.runId).at(-1)!;

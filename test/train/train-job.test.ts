@@ -15,11 +15,14 @@ const { getRun } = await import("../../lib/db/runs");
 const { listSeries } = await import("../../lib/db/metrics");
 const { getTrajectory, listTrajectories } = await import("../../lib/db/rollouts");
 const { runCredit } = await import("../../lib/credit");
+const { readSeries } = await import("../../lib/db/metrics");
+const { createEnv } = await import("../../lib/envs/registry");
+const { evalTasks, heldOutSet, trainTask } = await import("../../lib/envs/heldout");
 
 afterEach(killAllWorkers);
 afterAll(() => db.cleanup());
 
-/** A small budget: 2 tasks x G=4 on 4x4 FrozenLake, 4 steps, checkpoints every 2 (runs in seconds). */
+/** A small budget: 2 tasks x G=4 on the default FrozenLake, 4 steps, checkpoints every 2 (runs in seconds). */
 async function launch(name: string, extra: Record<string, unknown> = {}) {
   const body = launchRunSchema.parse({
     jobKind: "train",
@@ -59,7 +62,7 @@ describe("train job", () => {
     expect(steps(runId)).toEqual([0, 1, 2, 3]);
 
     const keys = listSeries(runId).map((k) => k.key);
-    expect(keys).toEqual(expect.arrayContaining(["rollout/success_rate", "eval/greedy_success", "losses/pg_loss", "losses/approx_kl", "losses/entropy", "losses/clip_frac", "losses/grad_norm", "credit/adv_std", "credit/anchor_singleton_ratio", "perf/env_steps_per_s", "perf/tokens_per_s"]));
+    expect(keys).toEqual(expect.arrayContaining(["rollout/success_rate", "eval/greedy_success", "eval/train_overlap", "eval/heldout_instances", "losses/pg_loss", "losses/approx_kl", "losses/entropy", "losses/clip_frac", "losses/grad_norm", "credit/adv_std", "credit/anchor_singleton_ratio", "perf/env_steps_per_s", "perf/tokens_per_s"]));
 
     // Recompute the advantages of step 2 from what was stored: they must be what training used.
     const trajs = listTrajectories(runId, { step: 2, pageSize: 100 }).trajectories.map((t) => getTrajectory(t.id)!);
@@ -117,6 +120,23 @@ describe("train job", () => {
     expect(turnsPerStep).toHaveLength(6);
     const trajCount = getRawDb().prepare(`SELECT COUNT(*) FROM "Trajectory" WHERE "runId" = ?`).pluck().get(runId);
     expect(trajCount).toBe(6 * 2 * 4);
+    // The resumed worker drew the same tasks an uninterrupted run draws, none of them held out,
+    // and every evaluation (before and after the resume) measured 0 training instances among its own.
+    const seeds = getRawDb()
+      .prepare(`SELECT s."step", g."uid", g."taskSeed" FROM "RolloutGroup" g JOIN "RolloutStep" s ON s."id" = g."stepId" WHERE s."runId" = ? ORDER BY s."step", g."uid"`)
+      .all(runId) as { step: number; uid: string; taskSeed: number }[];
+    const env = createEnv("frozenlake");
+    const held = heldOutSet("frozenlake", {}, 8);
+    for (const r of seeds) {
+      const g = Number(r.uid.split("-g")[1]);
+      const t = trainTask(env, held, 0, r.step, g);
+      expect(r.taskSeed).toBe(t.seed);
+      expect(held.reserved.has(t.key)).toBe(false);
+    }
+    const overlap = readSeries(runId, "eval/train_overlap", { maxPoints: 1000 });
+    expect(overlap.steps).toEqual([0, 2, 4, 6]);
+    expect(overlap.values).toEqual([0, 0, 0, 0]);
+    expect(readSeries(runId, "eval/heldout_instances", { maxPoints: 1000 }).values.every((v) => v === evalTasks(held, 8).length)).toBe(true);
   }, 200_000);
 
   it("fails with a clear error, without hanging, when the engine prints garbage", async () => {
