@@ -27,10 +27,15 @@ function security(): SecurityConfig {
  * anything, and while streaming when the length is not declared (nothing past the limit is buffered).
  */
 export async function readBodyText(req: Request, limit: number): Promise<string> {
-  const tooLarge = () => new ApiError(413, `request body larger than ${limit} bytes (TURNLENS_MAX_BODY_MB)`, [{ path: "body", message: "too large" }]);
+  return Buffer.from(await readBodyBytes(req, limit)).toString("utf8");
+}
+
+/** The body's bytes in one fresh buffer of their own (so it can be transferred to a thread without a copy). */
+export async function readBodyBytes(req: Request, limit: number): Promise<Uint8Array> {
+  const tooLarge = () => new ApiError(413, `request body larger than this endpoint's limit of ${limit} bytes (the ingest limit is TURNLENS_MAX_BODY_MB)`, [{ path: "body", message: "too large" }]);
   const declared = req.headers.get("content-length");
   if (declared !== null && Number(declared) > limit) throw tooLarge();
-  if (!req.body) return "";
+  if (!req.body) return new Uint8Array(0);
   const reader = req.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -44,7 +49,13 @@ export async function readBodyText(req: Request, limit: number): Promise<string>
     }
     chunks.push(value);
   }
-  return Buffer.concat(chunks, size).toString("utf8");
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
 }
 
 export interface RouteInput<Q extends z.ZodType, B extends z.ZodType> {
@@ -52,8 +63,8 @@ export interface RouteInput<Q extends z.ZodType, B extends z.ZodType> {
   params: Record<string, string> & { step?: number };
   query: z.infer<Q>;
   body: z.infer<B>;
-  /** the raw body text, for routes that hand it to the ingest thread unparsed */
-  bodyText: string;
+  /** the raw body (rawBody routes only), handed to the ingest thread unparsed */
+  bodyBytes: Uint8Array;
 }
 
 type Ctx = { params: Promise<Record<string, string | string[]>> };
@@ -88,16 +99,17 @@ export function route<Q extends z.ZodType, B extends z.ZodType, R extends z.ZodT
       const params: Record<string, unknown> = {};
       for (const n of names) params[n] = parseOr400(pathParamSchema(n), raw[n], `params.${n}`);
       const query = contract.query ? parseOr400(contract.query, queryObject(req, contract), "query") : {};
-      let bodyText = "";
+      let bodyBytes: Uint8Array = new Uint8Array(0);
       let body: unknown = undefined;
       if (contract.method !== "GET") {
-        bodyText = await readBodyText(req, contract.maxBodyBytes ?? maxBodyBytes());
+        bodyBytes = await readBodyBytes(req, contract.maxBodyBytes ?? maxBodyBytes());
         if (!opts.rawBody) {
+          const bodyText = Buffer.from(bodyBytes).toString("utf8");
           if (contract.body) body = parseOr400(contract.body, parseJsonText(bodyText), "body");
           else if (bodyText.trim()) parseJsonText(bodyText); // no body expected: it must at least be JSON
         }
       }
-      const out = await fn({ req, params: params as RouteInput<Q, B>["params"], query: query as z.infer<Q>, body: body as z.infer<B>, bodyText });
+      const out = await fn({ req, params: params as RouteInput<Q, B>["params"], query: query as z.infer<Q>, body: body as z.infer<B>, bodyBytes });
       if (out instanceof Response) return out;
       const ok = out instanceof Ok ? out : new Ok(out, success);
       if (check && contract.response) {

@@ -2,7 +2,7 @@
 // one writer anyway) and answers 429 when too many are waiting, so a flood of writers slows down
 // instead of piling bodies up in memory.
 import path from "node:path";
-import { Worker } from "node:worker_threads";
+import type { Worker as WorkerType } from "node:worker_threads";
 import { ApiError } from "../api/errors";
 import { databaseUrl, projectRoot } from "../db/url";
 import type { IngestReply, IngestRequest } from "./thread";
@@ -17,11 +17,14 @@ export class OverloadedError extends ApiError {
   }
 }
 
-let worker: Worker | null = null;
+// Taken at run time: Next's bundler would otherwise try to bundle the thread's entry (it runs from source through tsx).
+const { Worker } = process.getBuiltinModule("node:worker_threads") as typeof import("node:worker_threads");
+
+let worker: WorkerType | null = null;
 let nextId = 1;
 const pending = new Map<number, { resolve: (r: IngestReply) => void; reject: (e: Error) => void }>();
 
-function thread(): Worker {
+function thread(): WorkerType {
   if (worker) return worker;
   const w = new Worker(path.join(projectRoot(), "lib", "ingest", "thread-boot.mjs"));
   w.unref(); // an idle thread never keeps the process alive
@@ -45,9 +48,9 @@ export function inFlight(): number {
 }
 
 /** Parses, validates and stores one ingest body off the event loop; resolves with status and body. */
-export async function runIngest(kind: IngestRequest["kind"], runId: string, text: string): Promise<{ status: number; body: unknown }> {
+export async function runIngest(kind: IngestRequest["kind"], runId: string, bytes: Uint8Array): Promise<{ status: number; body: unknown }> {
   if (pending.size >= MAX_IN_FLIGHT) throw new OverloadedError();
-  const req: IngestRequest = { id: nextId++, kind, runId, text, databaseUrl: databaseUrl() };
+  const req: IngestRequest = { id: nextId++, kind, runId, bytes, databaseUrl: databaseUrl() };
   let reply: IngestReply;
   if (process.env.TURNLENS_INGEST_THREAD === "0") {
     const { handleIngest } = await import("./thread");
@@ -55,7 +58,8 @@ export async function runIngest(kind: IngestRequest["kind"], runId: string, text
   } else {
     reply = await new Promise<IngestReply>((resolve, reject) => {
       pending.set(req.id, { resolve, reject });
-      thread().postMessage(req);
+      // the body's buffer moves to the thread (no copy on this event loop)
+      thread().postMessage(req, [bytes.buffer as ArrayBuffer]);
     });
   }
   if (reply.ok) return { status: reply.status, body: reply.body };

@@ -15,7 +15,8 @@ export interface IngestRequest {
   id: number;
   kind: "metrics" | "steps";
   runId: string;
-  text: string;
+  /** the request body as received (UTF-8 JSON) */
+  bytes: Uint8Array;
   databaseUrl: string;
 }
 
@@ -37,7 +38,7 @@ export function handleIngest(req: IngestRequest, conn?: RawDb): IngestReply {
       }
       conn = db;
     }
-    const value = parseJsonText(req.text);
+    const value = parseJsonText(Buffer.from(req.bytes.buffer, req.bytes.byteOffset, req.bytes.byteLength).toString("utf8"));
     const ans =
       req.kind === "steps"
         ? ingestStep(req.runId, parseOr400(rolloutStepInputSchema, value, "body"), conn)

@@ -14,9 +14,9 @@ export const GET = route(routes.metricsKeys, ({ params }) => {
 /** W&B-shaped logging: `{points: [{step, values: {key: value}}], batchId?}`, parsed and stored by the ingest thread. */
 export const POST = route(
   routes.metricsLog,
-  async ({ req, params, bodyText }) => {
+  async ({ req, params, bodyBytes }) => {
     assertExternalWrite(params.id, req.headers);
-    const r = await runIngest("metrics", params.id, bodyText);
+    const r = await runIngest("metrics", params.id, bodyBytes);
     return new Ok(r.body, r.status);
   },
   { rawBody: true },

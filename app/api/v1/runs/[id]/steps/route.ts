@@ -13,9 +13,9 @@ export const GET = route(routes.stepsList, ({ params, query }) => {
 /** Ingest one step's rollouts (external trainers), parsed and stored by the ingest thread: identical retry 200, other content 409. */
 export const POST = route(
   routes.stepsWrite,
-  async ({ req, params, bodyText }) => {
+  async ({ req, params, bodyBytes }) => {
     assertExternalWrite(params.id, req.headers);
-    const r = await runIngest("steps", params.id, bodyText);
+    const r = await runIngest("steps", params.id, bodyBytes);
     return new Ok(r.body, r.status);
   },
   { rawBody: true },

@@ -1,0 +1,297 @@
+// The API's limits, web security, run ownership and idempotent writes, through the real route
+// handlers on a real SQLite file. Each refusal must name the problem and write nothing.
+import fs from "node:fs";
+import path from "node:path";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { NextRequest } from "next/server";
+import { ROOT, useTempDatabase } from "../helpers/temp-db";
+
+useTempDatabase("api-hardening");
+const runsRoute = await import("@/app/api/v1/runs/route");
+const importRoute = await import("@/app/api/v1/runs/import/route");
+const runRoute = await import("@/app/api/v1/runs/[id]/route");
+const metricsRoute = await import("@/app/api/v1/runs/[id]/metrics/route");
+const stepsRoute = await import("@/app/api/v1/runs/[id]/steps/route");
+const turnsRoute = await import("@/app/api/v1/runs/[id]/turns/route");
+const finishRoute = await import("@/app/api/v1/runs/[id]/finish/route");
+const resumeRoute = await import("@/app/api/v1/runs/[id]/resume/route");
+const filtersRoute = await import("@/app/api/v1/runs/filters/route");
+const groupsRoute = await import("@/app/api/v1/runs/[id]/steps/[step]/groups/route");
+const { ROUTES, routes } = await import("@/lib/api/routes");
+const { openApiDocument } = await import("@/lib/api/openapi");
+const { getRawDb } = await import("@/lib/db/sqlite");
+const { createRun } = await import("@/lib/db/runs");
+
+type Handler = (req: NextRequest, ctx: { params: Promise<Record<string, string>> }) => Promise<Response>;
+interface CallOpts {
+  body?: unknown;
+  raw?: string | ReadableStream<Uint8Array>;
+  params?: Record<string, string>;
+  headers?: Record<string, string>;
+}
+async function call(h: Handler, method: string, url: string, o: CallOpts = {}) {
+  const headers = { "content-type": "application/json", ...o.headers };
+  const body = o.raw !== undefined ? o.raw : o.body !== undefined ? JSON.stringify(o.body) : undefined;
+  const init = { method, headers, body, ...(body instanceof ReadableStream ? { duplex: "half" } : {}) } as ConstructorParameters<typeof NextRequest>[1];
+  const res = await h(new NextRequest(new URL(url, "http://127.0.0.1:3000"), init), { params: Promise.resolve(o.params ?? {}) });
+  const text = await res.text();
+  let json: any = null;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    /* not JSON */
+  }
+  return { status: res.status, json, headers: res.headers };
+}
+
+const count = (table: string) => getRawDb().prepare(`SELECT COUNT(*) FROM "${table}"`).pluck().get() as number;
+const tables = ["Run", "Job", "Metric", "RolloutStep", "Turn", "IngestBatch"];
+const counts = () => tables.map(count);
+/** `{"a":{"a":…1…}}` as text: JSON.stringify itself recurses and cannot write it */
+const nestedText = (depth: number) => '{"a":'.repeat(depth) + "1" + "}".repeat(depth);
+const step = (n: number, uids = ["t0", "t1"]) => ({
+  step: n,
+  groups: uids.map((uid) => ({ uid, envId: "sokoban", trajectories: [{ success: true, turns: [{ observation: "o", action: "left", reward: 1 }] }] })),
+});
+
+let run = { id: "", key: "" };
+beforeAll(async () => {
+  const r = await call(importRoute.POST, "POST", "/api/v1/runs/import", { body: { name: "ext" } });
+  expect(r.status).toBe(201);
+  run = { id: r.json.id, key: r.json.writeKey };
+});
+const withKey = (o: CallOpts = {}): CallOpts => ({ ...o, params: { id: run.id, ...o.params }, headers: { "x-turnlens-write-key": run.key, ...o.headers } });
+
+afterEach(() => {
+  for (const k of ["TURNLENS_API_TOKEN", "TURNLENS_READ_TOKEN", "TURNLENS_ALLOWED_HOSTS", "TURNLENS_MAX_BODY_MB"]) delete process.env[k];
+});
+
+describe("limits", () => {
+  it("refuses JSON nested deeper than 64 levels, naming the field, in config and in a turn's info", async () => {
+    const before = counts();
+    const a = await call(importRoute.POST, "POST", "/api/v1/runs/import", { raw: `{"name":"deep","config":${nestedText(1500)}}` });
+    expect(a.status).toBe(400);
+    expect(a.json.issues[0].path).toMatch(/^body\.config(\.a)+$/);
+    expect(a.json.error).toMatch(/deeper than 64/);
+    const deepStep = JSON.stringify(step(0)).replace('"reward":1}', `"reward":1,"info":${nestedText(5000)}}`);
+    const b = await call(stepsRoute.POST, "POST", "", withKey({ raw: deepStep }));
+    expect(b.status).toBe(400);
+    expect(b.json.issues[0].path).toMatch(/^body\.groups\.0\.trajectories\.0\.turns\.0\.info(\.a)+$/);
+    expect(counts()).toEqual(before);
+    // and the run filters keep working for everyone
+    expect((await call(filtersRoute.GET, "GET", "/api/v1/runs/filters")).status).toBe(200);
+    expect((await call(runsRoute.GET, "GET", "/api/v1/runs?config=lr%3C%3D1")).status).toBe(200);
+  });
+
+  it("answers 413 before buffering a body over the limit, by Content-Length and while streaming", async () => {
+    process.env.TURNLENS_MAX_BODY_MB = "1";
+    const before = counts();
+    const declared = await call(metricsRoute.POST, "POST", "", withKey({ raw: "x".repeat(1024), headers: { "content-length": String(5 << 20) } }));
+    expect(declared.status).toBe(413);
+    let pulled = 0;
+    const endless = new ReadableStream<Uint8Array>({
+      pull(c) {
+        pulled += 64 * 1024;
+        if (pulled > 64 << 20) c.close(); // 64 MB would be sent if nobody stopped reading
+        else c.enqueue(new Uint8Array(64 * 1024).fill(32));
+      },
+    });
+    const streamed = await call(stepsRoute.POST, "POST", "", withKey({ raw: endless }));
+    expect(streamed.status).toBe(413);
+    expect(streamed.json.issues[0].path).toBe("body");
+    expect(pulled).toBeLessThan(3 << 20); // stopped soon after the 1 MB limit
+    expect(counts()).toEqual(before);
+  });
+
+  it("names a duplicate group uid instead of failing on the unique constraint", async () => {
+    const before = counts();
+    const r = await call(stepsRoute.POST, "POST", "", withKey({ body: step(3, ["a", "b", "a"]) }));
+    expect(r.status).toBe(400);
+    expect(r.json.issues.map((i: { path: string }) => i.path)).toContain("body.groups.2.uid");
+    expect(counts()).toEqual(before);
+  });
+
+  it("refuses empty, hexadecimal and exponent query integers instead of reading them as numbers", async () => {
+    for (const q of ["after=", "after=0x10", "after=1e3", "limit=1.5"]) {
+      const r = await call(turnsRoute.GET, "GET", `/api/v1/runs/${run.id}/turns?${q}`, { params: { id: run.id } });
+      expect(r.status, q).toBe(400);
+      expect(r.json.issues[0].path, q).toBe(`query.${q.split("=")[0]}`);
+    }
+    expect((await call(turnsRoute.GET, "GET", `/api/v1/runs/${run.id}/turns?after=-1&limit=5`, { params: { id: run.id } })).status).toBe(200);
+  });
+
+  it("validates path segments: a malformed id or step is a 400 naming the parameter", async () => {
+    const bad = await call(runRoute.GET, "GET", "/api/v1/runs/x", { params: { id: "a b\u00ff" } });
+    expect(bad.status).toBe(400);
+    expect(bad.json.issues[0].path).toBe("params.id");
+    for (const s of ["0x1", "-1", "", "01"]) {
+      const g = await call(groupsRoute.GET, "GET", "/api/v1/runs/x/steps/s/groups", { params: { id: run.id, step: s } });
+      expect(g.status, s).toBe(400);
+      expect(g.json.issues[0].path).toBe("params.step");
+    }
+  });
+});
+
+describe("web security", () => {
+  it("refuses cross-site writes: a foreign Origin, a text/plain or form body, Sec-Fetch-Site cross-site", async () => {
+    const before = counts();
+    const body = { name: "csrf" };
+    const foreign = await call(importRoute.POST, "POST", "/api/v1/runs/import", { body, headers: { origin: "http://evil.example" } });
+    expect(foreign.status).toBe(403);
+    expect(foreign.json.issues[0].path).toBe("headers.origin");
+    for (const type of ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"]) {
+      const r = await call(importRoute.POST, "POST", "/api/v1/runs/import", { body, headers: { "content-type": type } });
+      expect(r.status, type).toBe(415);
+      expect(r.json.issues[0].path).toBe("headers.content-type");
+    }
+    const site = await call(importRoute.POST, "POST", "/api/v1/runs/import", { body, headers: { "sec-fetch-site": "cross-site" } });
+    expect(site.status).toBe(403);
+    const nullOrigin = await call(runRoute.DELETE, "DELETE", "", { params: { id: run.id }, headers: { origin: "null" } });
+    expect(nullOrigin.status).toBe(403);
+    expect(counts()).toEqual(before);
+    const same = await call(importRoute.POST, "POST", "/api/v1/runs/import", { body, headers: { origin: "http://127.0.0.1:3000", host: "127.0.0.1:3000" } });
+    expect(same.status, JSON.stringify(same.json)).toBe(201);
+  });
+
+  it("refuses foreign Host headers (DNS rebinding) on reads and writes unless allowed", async () => {
+    for (const host of ["evil.example", "127.0.0.1.nip.io:3000", "localhost.evil.example", "[::2]:3000"]) {
+      const r = await call(runsRoute.GET, "GET", "/api/v1/runs", { headers: { host } });
+      expect(r.status, host).toBe(403);
+      expect(r.json.issues[0].path).toBe("headers.host");
+    }
+    for (const host of ["127.0.0.1:3000", "localhost:3000", "[::1]:3000", "127.0.0.2"]) expect((await call(runsRoute.GET, "GET", "/api/v1/runs", { headers: { host } })).status, host).toBe(200);
+    process.env.TURNLENS_ALLOWED_HOSTS = "turnlens.lab.example";
+    expect((await call(runsRoute.GET, "GET", "/api/v1/runs", { headers: { host: "turnlens.lab.example:3000" } })).status).toBe(200);
+  });
+
+  it("with a read token, reads need it (or the API token, or the dashboard's cookie)", async () => {
+    process.env.TURNLENS_READ_TOKEN = "r".repeat(32);
+    process.env.TURNLENS_API_TOKEN = "w".repeat(40);
+    expect((await call(runsRoute.GET, "GET", "/api/v1/runs")).status).toBe(401);
+    expect((await call(runsRoute.GET, "GET", "/api/v1/runs", { headers: { authorization: `Bearer ${"r".repeat(32)}` } })).status).toBe(200);
+    expect((await call(runsRoute.GET, "GET", "/api/v1/runs", { headers: { authorization: `Bearer ${"w".repeat(40)}` } })).status).toBe(200);
+    expect((await call(runsRoute.GET, "GET", "/api/v1/runs", { headers: { cookie: `turnlens_token=${"r".repeat(32)}` } })).status).toBe(200);
+    // the read token opens no writes
+    const w = await call(importRoute.POST, "POST", "/api/v1/runs/import", { body: { name: "x" }, headers: { authorization: `Bearer ${"r".repeat(32)}` } });
+    expect(w.status).toBe(401);
+  });
+
+  it("refuses a short or padded token instead of running with it", async () => {
+    const { securityConfig } = await import("@/lib/api/security");
+    expect(() => securityConfig({ TURNLENS_API_TOKEN: "   " })).toThrow(/TURNLENS_API_TOKEN must be at least 32/);
+    expect(() => securityConfig({ TURNLENS_API_TOKEN: "short" })).toThrow(/at least 32/);
+    expect(() => securityConfig({ TURNLENS_READ_TOKEN: ` ${"x".repeat(40)} ` })).toThrow(/TURNLENS_READ_TOKEN/);
+    expect(securityConfig({ TURNLENS_API_TOKEN: "x".repeat(32) }).apiToken).toHaveLength(32);
+  });
+});
+
+describe("run ownership", () => {
+  it("refuses external writes into a worker's run, naming the owner", async () => {
+    const { runId } = createRun({ project: "p", name: "worker-run", kind: "eval", jobKind: "baseline", config: {}, envId: "frozenlake", estimator: null, seed: 0, tags: [], notes: "", status: "running" });
+    const before = counts();
+    const m = await call(metricsRoute.POST, "POST", "", { params: { id: runId }, body: { points: [{ step: 29, values: { "eval/success_rate": 123 } }] } });
+    expect(m.status).toBe(409);
+    expect(m.json.error).toMatch(/produced by a TurnLens worker \(job kind "baseline"\)/);
+    const s = await call(stepsRoute.POST, "POST", "", { params: { id: runId }, body: step(29) });
+    expect(s.status).toBe(409);
+    expect(counts()).toEqual(before);
+  });
+
+  it("needs the imported run's write key", async () => {
+    const before = counts();
+    const none = await call(metricsRoute.POST, "POST", "", { params: { id: run.id }, body: { points: [{ step: 1, values: { x: 1 } }] } });
+    expect(none.status).toBe(403);
+    expect(none.json.issues[0].path).toBe("headers.x-turnlens-write-key");
+    const wrong = await call(metricsRoute.POST, "POST", "", { params: { id: run.id }, headers: { "x-turnlens-write-key": "tlw_wrong" }, body: { points: [{ step: 1, values: { x: 1 } }] } });
+    expect(wrong.status).toBe(403);
+    expect(counts()).toEqual(before);
+  });
+
+  it("refuses writes to a finished run until it is resumed", async () => {
+    const r = await call(importRoute.POST, "POST", "/api/v1/runs/import", { body: { name: "finishes" } });
+    const own = (o: CallOpts = {}): CallOpts => ({ ...o, params: { id: r.json.id }, headers: { "x-turnlens-write-key": r.json.writeKey } });
+    expect((await call(finishRoute.POST, "POST", "", own({ body: { status: "succeeded" } }))).status).toBe(200);
+    const late = await call(metricsRoute.POST, "POST", "", own({ body: { points: [{ step: 1, values: { x: 1 } }] } }));
+    expect(late.status).toBe(409);
+    expect(late.json.error).toMatch(/resume/);
+    expect((await call(resumeRoute.POST, "POST", "", { params: { id: r.json.id } })).status).toBe(403); // key needed
+    const resumed = await call(resumeRoute.POST, "POST", "", own());
+    expect(resumed.status).toBe(200);
+    expect(resumed.json.status).toBe("running");
+    expect((await call(metricsRoute.POST, "POST", "", own({ body: { points: [{ step: 1, values: { x: 1 } }] } }))).status).toBe(201);
+  });
+});
+
+describe("idempotent writes", () => {
+  it("stores a retried metric batch once; other content under the same batch id is a 409", async () => {
+    const batch = { batchId: "client-1:000001", points: [{ step: 5, values: { "train/reward": 0.5, "train/kl": 0.01 } }] };
+    const first = await call(metricsRoute.POST, "POST", "", withKey({ body: batch }));
+    expect(first.status).toBe(201);
+    const metrics = count("Metric");
+    const again = await call(metricsRoute.POST, "POST", "", withKey({ body: batch }));
+    expect(again.status).toBe(200);
+    expect(again.json).toEqual(first.json);
+    expect(count("Metric")).toBe(metrics);
+    const other = await call(metricsRoute.POST, "POST", "", withKey({ body: { ...batch, points: [{ step: 5, values: { "train/reward": 0.9 } }] } }));
+    expect(other.status).toBe(409);
+    expect(other.json.issues[0].path).toBe("body.batchId");
+    const stored = getRawDb().prepare(`SELECT "value" FROM "Metric" WHERE "runId" = ? AND "key" = 'train/reward' AND "step" = 5`).pluck().get(run.id);
+    expect(stored).toBe(0.5);
+  });
+
+  it("answers a retried step with the stored id, and names the step when the content differs", async () => {
+    const s = step(10);
+    const first = await call(stepsRoute.POST, "POST", "", withKey({ body: { ...s, batchId: "b-10" } }));
+    expect(first.status).toBe(201);
+    const turns = count("Turn");
+    const again = await call(stepsRoute.POST, "POST", "", withKey({ body: { ...s, batchId: "b-10-retry" } }));
+    expect(again.status).toBe(200);
+    expect(again.json.stepId).toBe(first.json.stepId);
+    const changed = step(10, ["t0", "t9"]);
+    const clash = await call(stepsRoute.POST, "POST", "", withKey({ body: changed }));
+    expect(clash.status).toBe(409);
+    expect(clash.json.error).toMatch(/step 10/);
+    expect(count("Turn")).toBe(turns);
+  });
+});
+
+describe("one contract per route", () => {
+  // app/api/v1/runs/[id]/route.ts -> /runs/{id}
+  const routeFiles = (dir: string): string[] =>
+    fs.readdirSync(dir, { withFileTypes: true }).flatMap((d) => (d.isDirectory() ? routeFiles(path.join(dir, d.name)) : d.name === "route.ts" ? [path.join(dir, d.name)] : []));
+  const apiDir = path.join(ROOT, "app/api/v1");
+
+  it("every exported handler is declared in lib/api/routes.ts with its method and path, and every declaration has a handler", () => {
+    const declared = new Set(ROUTES.map((r) => `${r.method} ${r.path}`));
+    const served = new Set<string>();
+    for (const file of routeFiles(apiDir)) {
+      const p = "/" + path.relative(apiDir, path.dirname(file)).split(path.sep).join("/").replace(/\[(\w+)\]/g, "{$1}");
+      const src = fs.readFileSync(file, "utf8");
+      for (const m of src.matchAll(/export const (GET|POST|DELETE|PUT|PATCH) = route\(\s*routes\.(\w+)/g)) {
+        const c = (routes as Record<string, (typeof ROUTES)[number]>)[m[2]];
+        expect(c, `${file}: routes.${m[2]}`).toBeDefined();
+        expect(`${c!.method} ${c!.path}`, file).toBe(`${m[1]} ${p}`);
+        served.add(`${m[1]} ${p}`);
+      }
+      expect(src, file).not.toMatch(/export const (GET|POST|DELETE) = (?!route\()/);
+    }
+    expect([...served].sort()).toEqual([...declared].sort());
+  });
+
+  it("generates an OpenAPI 3.1 document whose references all resolve and which lists every status", () => {
+    const doc = openApiDocument();
+    const text = JSON.stringify(doc);
+    const refs = [...text.matchAll(/"\$ref":"([^"]+)"/g)].map((m) => m[1]);
+    expect(refs.length).toBeGreaterThan(20);
+    for (const ref of refs) {
+      expect(ref.startsWith("#/components/schemas/"), ref).toBe(true);
+      expect(doc.components.schemas, ref).toHaveProperty(ref.slice("#/components/schemas/".length));
+    }
+    expect(text).not.toContain("#/$defs/");
+    const exp = doc.paths["/runs/{id}/metrics/export"].get as { parameters: { name: string }[]; responses: Record<string, { content?: Record<string, unknown> }> };
+    expect(exp.parameters.map((p) => p.name)).toEqual(expect.arrayContaining(["id", "format", "key"]));
+    expect(Object.keys(exp.responses["200"].content!)).toEqual(["text/csv", "application/json"]);
+    const steps = doc.paths["/runs/{id}/steps"].post as { responses: Record<string, unknown> };
+    expect(Object.keys(steps.responses).sort()).toEqual(["200", "201", "400", "401", "403", "404", "409", "413", "415", "429"]);
+  });
+});
