@@ -171,6 +171,11 @@ export const runSchema = z
   .meta({ id: "Run" });
 export type RunOut = z.infer<typeof runSchema>;
 
+/** POST /runs/import's answer: the run and its write key, which no other call returns. */
+export const importedRunSchema = runSchema
+  .extend({ writeKey: z.string().describe("Send as X-TurnLens-Write-Key with every write to this run (metrics, steps, finish, resume).") })
+  .meta({ id: "ImportedRun" });
+
 export const runListSchema = z
   .object({ runs: z.array(runSchema), total: z.number(), page: z.number(), pageSize: z.number() })
   .meta({ id: "RunList" });
