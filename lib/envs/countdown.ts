@@ -139,33 +139,42 @@ export class CountdownEnv extends BaseEnv {
   }
 
   protected onStep(actionText: string): TurnOutcome {
+    // Exactly two kinds of action are admissible: a listed combination ("8 * 3"), or an answer
+    // (answer[...] / <answer>...</answer>) holding a whole expression over exactly the current
+    // numbers, which always ends the episode. Anything else, a bare expression or an answer
+    // over other numbers included, is an invalid action (state unchanged).
     const answer = parseCommand(actionText, ["answer"]);
-    const text = (answer ? answer.arg : extractAction(actionText)).replace(/=.*$/s, "").trim();
-    const step = this.matchStep(text);
-    if (step) {
-      this.numbers = applyStep(this.numbers, step.a, step.b, step.result);
-      const done = this.numbers.length === 1;
-      const success = done && this.numbers[0] === this.target;
-      return {
-        observation: this.render(`${step.text} = ${step.result}.`),
-        reward: success ? 1 : 0,
-        done,
-        info: { valid: true, success, action: step.text, result: step.result },
-      };
-    }
-    const expr = parseExpression(text);
-    if (expr && sameMultiset(expr.numbers, this.numbers)) {
+    if (answer) {
+      const expr = parseExpression(answer.arg.replace(/=.*$/s, "").trim());
+      if (!expr || !sameMultiset(expr.numbers, this.numbers)) return this.invalidOutcome();
       const success = expr.value !== null && expr.value.n === this.target * expr.value.d;
       const shown = expr.value === null ? "undefined" : expr.value.d === 1 ? String(expr.value.n) : `${expr.value.n}/${expr.value.d}`;
       return {
         observation: `${expr.canonical} = ${shown}. ${success ? "Correct!" : `That is not ${this.target}.`}`,
         reward: success ? 1 : 0,
         done: true,
-        info: { valid: true, success, action: expr.canonical, result: shown },
+        info: { valid: true, success, action: `answer[${expr.canonical}]`, result: shown },
       };
     }
+    const step = this.matchStep(extractAction(actionText).replace(/=.*$/s, "").trim());
+    if (!step) return this.invalidOutcome();
+    this.numbers = applyStep(this.numbers, step.a, step.b, step.result);
+    const done = this.numbers.length === 1;
+    const success = done && this.numbers[0] === this.target;
     return {
-      observation: this.render("Invalid action: combine two of the numbers, e.g. " + `"${countdownSteps(this.numbers)[0]?.text ?? ""}".`),
+      observation: this.render(`${step.text} = ${step.result}.`),
+      reward: success ? 1 : 0,
+      done,
+      info: { valid: true, success, action: step.text, result: step.result },
+    };
+  }
+
+  private invalidOutcome(): TurnOutcome {
+    return {
+      observation: this.render(
+        "Invalid action: combine two of the numbers, e.g. " +
+          `"${countdownSteps(this.numbers)[0]?.text ?? ""}", or answer[expression] using every current number once.`,
+      ),
       reward: 0,
       done: false,
       info: invalidInfo(),
