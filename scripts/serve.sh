@@ -9,7 +9,8 @@ PORT="${PORT:-3000}"
 # Tokens (>= 32 characters) and the address, checked by parsing, not by pattern.
 TURNLENS_HOST="$HOST" node --import tsx scripts/check-serve-config.ts
 export NEXT_TELEMETRY_DISABLED=1
-node_modules/.bin/next start -H "$HOST" -p "$PORT" &
+# Next's request handler behind a thin front (405 for unknown methods, 400 for malformed paths)
+TURNLENS_HOST="$HOST" PORT="$PORT" node scripts/web-server.mjs &
 web=$!
 node --import tsx workers/worker.ts &
 worker=$!

@@ -19,7 +19,7 @@ export interface SecurityConfig {
   allowedHosts: string[];
 }
 
-function token(env: NodeJS.ProcessEnv, name: string): string | null {
+function token(env: Record<string, string | undefined>, name: string): string | null {
   const v = env[name];
   if (v === undefined || v === "") return null;
   if (v.trim() !== v || v.length < MIN_TOKEN_LENGTH)
@@ -28,7 +28,7 @@ function token(env: NodeJS.ProcessEnv, name: string): string | null {
 }
 
 /** Reads and checks the settings; throws naming the variable on a bad one. */
-export function securityConfig(env: NodeJS.ProcessEnv = process.env): SecurityConfig {
+export function securityConfig(env: Record<string, string | undefined> = process.env): SecurityConfig {
   return {
     apiToken: token(env, "TURNLENS_API_TOKEN"),
     readToken: token(env, "TURNLENS_READ_TOKEN"),
