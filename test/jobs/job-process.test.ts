@@ -2,9 +2,13 @@
 // and timed out (the worker kills its process group), a job process that dies fails its job with the
 // exit code or signal, and a job process never outlives its worker.
 import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { getDb } from "../../lib/db/client";
 import { enqueue, getJob, requestCancel, tailLog } from "../../lib/jobs";
+import { launchRun } from "../../lib/runs/launch";
+import { launchRunSchema } from "../../lib/schemas/runs";
 import { killAllWorkers, marksOf, sleep, spawnWorker, useTempDatabase, waitFor, type WorkerProcess } from "../helpers/workers";
 
 let env: ReturnType<typeof useTempDatabase>;
@@ -122,5 +126,29 @@ describe("a job process that dies", () => {
     const t0 = Date.now();
     await waitFor("the job process to die", () => !alive(jobPid), 5_000, 20);
     console.log(`orphaned job process gone ${Date.now() - t0} ms after its worker died`);
+  });
+});
+
+describe("per-kind concurrency (the registry's limit)", () => {
+  it("runs at most one train job per worker, while other kinds use the free slots", async () => {
+    // an "engine" that never answers: a train job then waits on it until stopped
+    const fake = path.join(env.dir, "silent-engine.sh");
+    fs.writeFileSync(fake, "#!/bin/sh\nexec sleep 600\n", { mode: 0o755 });
+    const train = () => launchRun(launchRunSchema.parse({ jobKind: "train", config: { steps: 2, groupsPerStep: 1, groupSize: 2, threads: 1 } }));
+    const a = await train();
+    const b = await train();
+    const w = spawnWorker({ TURNLENS_PYTHON: fake }, ["--concurrency", "3"]);
+    const side = await enqueue({ kind: "selftest", payload: { steps: 30, stepMs: 100 } });
+    const status = async (id: string) => (await getJob(id)).status;
+    await waitFor("one train job and the selftest running", async () => (await status(a.jobId!)) === "running" && (await status(side.id)) === "running", 20_000);
+    await sleep(2_000); // a free slot all along, yet the second train job must wait
+    expect(await status(b.jobId!)).toBe("queued");
+    await requestCancel(a.jobId!);
+    await waitFor("the second train job claimed once the first ended", async () => (await status(b.jobId!)) === "running", 15_000);
+    expect(await status(a.jobId!)).toBe("canceled");
+    await requestCancel(b.jobId!);
+    await waitFor("second canceled", async () => (await status(b.jobId!)) === "canceled", 10_000);
+    await waitFor("selftest done", async () => (await status(side.id)) === "succeeded", 20_000);
+    await stopGracefully(w);
   });
 });
