@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pytest
 
+# Tests marked `gpu` need CUDA; without it they are skipped (see pytest_collection_modifyitems).
+# Every other test pins device "cpu", so the suite gives the same results on any machine.
+
 REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
@@ -37,9 +40,25 @@ def tiny_init_params(**over) -> dict:
         "tokenizer": {"kind": "word", "corpus": CORPUS},
         "seed": 0,
         "threads": 1,
+        "device": "cpu",
     }
     params.update(over)
     return params
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "gpu: needs a CUDA device (skipped when torch.cuda.is_available() is false)")
+
+
+def pytest_collection_modifyitems(config, items):
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="no CUDA device (torch.cuda.is_available() is false)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
 
 
 class EngineProcess:

@@ -24,6 +24,7 @@ const tinyInit = {
   tokenizer: { kind: "word" as const, corpus: CORPUS },
   seed: 0,
   threads: 1,
+  device: "cpu" as const, // the same device on every machine (a GPU one would pick CUDA under "auto")
 };
 
 function fake(mode: string, opts: { timeoutMs?: number; onLog?: (l: string) => void } = {}) {

@@ -26,7 +26,7 @@ def _samples(responses, advs):
 @pytest.mark.parametrize("arch", ["gpt2", "llama"])
 def test_hf_generate_update_save_load(hf_proc, hf_models, arch, tmp_path):
     e = hf_proc
-    info = e.call("init", {"model": str(hf_models[arch]), "kl_coef": 0.05, "threads": 1, "seed": 0})
+    info = e.call("init", {"model": str(hf_models[arch]), "kl_coef": 0.05, "threads": 1, "device": "cpu", "seed": 0})
     assert info["model_kind"] == "hf" and info["device"] == "cpu" and info["has_reference"] is True
     assert info["trainable_params"] == info["num_params"]
 
@@ -63,7 +63,7 @@ def test_hf_generate_update_save_load(hf_proc, hf_models, arch, tmp_path):
 
 def test_hf_lora(hf_proc, hf_models, tmp_path):
     e = hf_proc
-    info = e.call("init", {"model": str(hf_models["llama"]), "kl_coef": 0.1, "threads": 1,
+    info = e.call("init", {"model": str(hf_models["llama"]), "kl_coef": 0.1, "threads": 1, "device": "cpu",
                            "lora": {"r": 4, "alpha": 8, "target_modules": ["q_proj", "v_proj"]}})
     assert info["lora"] is True and 0 < info["trainable_params"] < info["num_params"]
     assert info["has_reference"] is True  # the base model with the adapter disabled
@@ -82,6 +82,6 @@ def test_hf_lora(hf_proc, hf_models, tmp_path):
 
 def test_hf_export_onnx(hf_proc, hf_models, tmp_path):
     e = hf_proc
-    e.call("init", {"model": str(hf_models["gpt2"]), "threads": 1})
+    e.call("init", {"model": str(hf_models["gpt2"]), "threads": 1, "device": "cpu"})
     res = e.call("export_onnx", {"path": str(tmp_path / "gpt2.onnx")})
     assert res["max_abs_diff"] < 1e-4

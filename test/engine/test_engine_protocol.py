@@ -11,7 +11,7 @@ def test_round_trip_init_generate_update_save_load(engine_proc, tmp_path):
     assert pong["pong"] is True and pong["protocol_version"] == 1
 
     info = e.call("init", tiny_init_params())
-    assert info["device"] == "cpu"  # device "auto" picks CPU on a machine without CUDA
+    assert info["device"] == "cpu"  # pinned by tiny_init_params (auto would pick CUDA where there is one)
     assert info["precision"] == "fp32"
     assert info["threads"] == 1
     assert info["num_params"] > 0 and info["vocab_size"] > 4

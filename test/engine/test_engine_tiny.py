@@ -12,9 +12,13 @@ from conftest import ACTIONS, GRIDS, tiny_init_params
 from workers.engine.protocol import InvalidRequest
 
 
-def test_device_auto_picks_cpu_here(engine):
+def test_device_auto_picks_cuda_when_available(engine):
     info = engine.call("init", **tiny_init_params(device="auto"))
-    assert info["device"] == "cpu" and info["cuda_available"] is False and info["precision"] == "fp32"
+    cuda = torch.cuda.is_available()
+    assert info["cuda_available"] is cuda
+    assert (info["device"], info["precision"]) == (("cuda", "bf16-autocast") if cuda else ("cpu", "fp32"))
+    info = engine.call("init", **tiny_init_params(device="cpu"))
+    assert (info["device"], info["precision"]) == ("cpu", "fp32")
 
 
 def test_allowed_restricts_outputs(engine):
