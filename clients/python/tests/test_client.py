@@ -1,0 +1,198 @@
+"""The client against a real server: completeness and order, a killed server, the offline spool,
+batch ids, back-pressure (spill), resume, and field-named validation errors."""
+
+import math
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import turnlens
+from turnlens.transport import ApiError, Transport
+
+
+def metric_values(step: int):
+    return {"train/loss": 1.0 / (step + 1), "train/reward": math.sin(step)}
+
+
+def rollout_groups(step: int, groups: int = 4, trajs: int = 2, turns: int = 3):
+    """Distinct content per (step, group, trajectory, turn) so a misplaced or repeated turn shows."""
+    return {
+        f"task-{g}": [
+            [
+                {"observation": f"s{step}-g{g}-t{t}-k{k}", "action": ["left", "right"][k % 2], "reward": float(k == turns - 1 and t == 0),
+                 "anchor": f"a{k}", "advantage": round(0.1 * (g - t + k), 6), "logprob": -0.5, "my_field": k}
+                for k in range(turns)
+            ]
+            for t in range(trajs)
+        ]
+        for g in range(groups)
+    }
+
+
+def check_run(server, run_id, n_metric_steps, n_rollout_steps, groups=4, trajs=2, turns=3):
+    got = server.metrics(run_id)
+    assert set(got) == {"train/loss", "train/reward"}
+    for key in got:
+        assert sorted(got[key]) == list(range(n_metric_steps)), f"{key}: missing or extra steps"
+    for s in (0, n_metric_steps // 2, n_metric_steps - 1):
+        assert got["train/loss"][s] == pytest.approx(1.0 / (s + 1))
+        assert got["train/reward"][s] == pytest.approx(math.sin(s))
+    steps = server.steps(run_id)
+    assert [s["step"] for s in sorted(steps["steps"], key=lambda s: s["step"])] == list(range(n_rollout_steps))
+    assert steps["total"] == n_rollout_steps
+    for s in steps["steps"]:
+        assert s["groups"] == groups and s["trajectories"] == groups * trajs
+    # one step in full: every turn where it was logged, in order, with its fields
+    step = n_rollout_steps - 1
+    trs = server.trajectories(run_id, step)
+    assert len(trs) == groups * trajs
+    for tr in trs:
+        full = server.get(f"/api/v1/trajectories/{tr['id']}")
+        g, t = int(tr["uid"].split("-")[1]), tr["index"]
+        obs = [x["observation"] for x in full["turns"]]
+        assert obs == [f"s{step}-g{g}-t{t}-k{k}" for k in range(turns)]
+        assert [x["advantage"] for x in full["turns"]] == pytest.approx([0.1 * (g - t + k) for k in range(turns)])
+        assert [x["anchor"] for x in full["turns"]] == [f"a{k}" for k in range(turns)]
+        assert [x["info"]["my_field"] for x in full["turns"]] == list(range(turns))
+
+
+def test_10k_points_and_100_rollout_batches_arrive_complete_and_in_order(server):
+    run = turnlens.init(project="client-tests", name="complete", config={"lr": 1e-6}, url=server.url)
+    for step in range(10_000):
+        run.log(metric_values(step), step=step)
+        if step % 100 == 0:
+            run.log_rollouts(step // 100, rollout_groups(step // 100))
+    run.finish()
+    assert run.rejected == []
+    assert run.sent["points"] == 20_000 and run.sent["turns"] == 100 * 4 * 2 * 3
+    check_run(server, run.id, 10_000, 100)
+    info = server.get(f"/api/v1/runs/{run.id}")
+    assert info["status"] == "succeeded" and info["config"] == {"lr": 1e-6}
+    assert not run.spool_dir.exists(), "an online run that sent everything leaves no spool behind"
+
+
+def test_server_killed_mid_run_loses_and_duplicates_nothing(server):
+    run = turnlens.init(project="client-tests", name="killed", url=server.url, finish_timeout=120)
+    killed = threading.Event()
+
+    def chaos():
+        time.sleep(0.5)
+        server.kill()
+        killed.set()
+        time.sleep(2.0)  # the client keeps logging into a dead server meanwhile
+        server.start()
+
+    t = threading.Thread(target=chaos)
+    t.start()
+    t0 = time.monotonic()
+    for step in range(3000):
+        run.log(metric_values(step), step=step)
+        if step % 100 == 0:
+            run.log_rollouts(step // 100, rollout_groups(step // 100))
+        time.sleep(0.0015)  # spread over the outage: about 4.5 s of logging
+    logged_in = time.monotonic() - t0
+    t.join()
+    assert killed.is_set()
+    run.finish()
+    assert logged_in < 30, "log() must not block while the server is down"
+    assert run.rejected == []
+    check_run(server, run.id, 3000, 30)
+    assert server.get(f"/api/v1/runs/{run.id}")["status"] == "succeeded"
+
+
+def test_offline_spool_syncs_once(server, tmp_path):
+    spool = tmp_path / "spool"
+    run = turnlens.init(project="client-tests", name="offline", mode="offline", url=server.url, spool_dir=str(spool / "r1"))
+    assert run.id is None
+    for step in range(500):
+        run.log(metric_values(step), step=step)
+        if step % 100 == 0:
+            run.log_rollouts(step // 100, rollout_groups(step // 100))
+    run.finish()
+    assert run.pending_in_spool() > 0
+    cli = [sys.executable, "-m", "turnlens.cli", "--url", server.url, "sync", str(spool)]
+    env = {"PYTHONPATH": str(turnlens.__path__[0].rsplit("/", 1)[0]), "TURNLENS_DIR": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run(cli, capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    import json
+
+    run_id = json.loads((spool / "r1" / "run.json").read_text())["runId"]
+    assert run_id and f"run {run_id}" in out.stdout
+    check_run(server, run_id, 500, 5)
+    assert server.get(f"/api/v1/runs/{run_id}")["status"] == "succeeded"
+    again = subprocess.run(cli, capture_output=True, text=True, env=env)
+    assert again.returncode == 0 and "sent 0 request(s)" in again.stdout
+    check_run(server, run_id, 500, 5)
+
+
+def test_a_duplicated_batch_is_stored_once(server):
+    t = Transport(server.url)
+    _, run = t.request("POST", "/api/v1/runs/import", {"project": "client-tests", "name": "dup"})
+    key = run.get("writeKey")
+    body = {"points": [{"step": s, "values": {"x": float(s)}} for s in range(100)], "batchId": "b:1"}
+    s1, r1 = t.request("POST", f"/api/v1/runs/{run['id']}/metrics", body, write_key=key)
+    s2, r2 = t.request("POST", f"/api/v1/runs/{run['id']}/metrics", body, write_key=key)
+    assert (s1, s2) == (201, 200) and r1 == r2 == {"inserted": 100, "replaced": 0}
+    with pytest.raises(ApiError) as e:  # the same id with other content is a client bug, not a retry
+        t.request("POST", f"/api/v1/runs/{run['id']}/metrics", dict(body, points=body["points"][:5]), write_key=key)
+    assert e.value.status == 409
+    assert len(server.metrics(run["id"])["x"]) == 100
+    series = server.get(f"/api/v1/runs/{run['id']}/metrics")
+    assert [k["count"] for k in series["keys"]] == [100]
+
+    from turnlens.shapes import step_body
+
+    step = dict(step_body(0, rollout_groups(0), "external"), batchId="b:2")
+    s1, r1 = t.request("POST", f"/api/v1/runs/{run['id']}/steps", step, write_key=key)
+    s2, r2 = t.request("POST", f"/api/v1/runs/{run['id']}/steps", step, write_key=key)
+    assert (s1, s2) == (201, 200) and r1 == r2
+    assert server.steps(run["id"])["total"] == 1 and len(server.trajectories(run["id"], 0)) == 8
+
+
+def test_full_queue_spills_to_disk_and_keeps_order(server):
+    # a queue of 50 calls: most of the 5,000 go through spill files, none is dropped or reordered
+    run = turnlens.init(project="client-tests", name="spill", url=server.url, max_queue=50, batch_values=500)
+    for step in range(5000):
+        run.log({"train/loss": 1.0 / (step + 1)}, step=step)
+        run.log({"train/loss": 2.0 / (step + 1)}, step=step)  # the later call at a step must win
+    run.finish()
+    got = server.metrics(run.id)["train/loss"]
+    assert sorted(got) == list(range(5000))
+    assert all(got[s] == pytest.approx(2.0 / (s + 1)) for s in range(5000))
+
+
+def test_resume_by_id_reopens_a_finished_run(server):
+    with turnlens.init(project="client-tests", name="resumable", url=server.url) as run:
+        run.log({"train/loss": 1.0}, step=0)
+    assert server.get(f"/api/v1/runs/{run.id}")["status"] == "succeeded"
+    with turnlens.init(resume=run.id, url=server.url) as again:
+        assert again.id == run.id
+        again.log({"train/loss": 0.5}, step=1)
+    assert server.metrics(run.id)["train/loss"] == {0: 1.0, 1: 0.5}
+    assert server.get(f"/api/v1/runs/{run.id}")["status"] == "succeeded"
+
+
+def test_bad_input_raises_in_the_training_loop_naming_the_field(server):
+    run = turnlens.init(project="client-tests", name="bad", mode="offline")
+    with pytest.raises(turnlens.ShapeError, match=r"values\['bad key!'\]"):
+        run.log({"bad key!": 1.0}, step=0)
+    with pytest.raises(turnlens.ShapeError, match=r"values\['x'\]: must be a finite number"):
+        run.log({"x": float("nan")}, step=0)
+    with pytest.raises(turnlens.ShapeError, match=r"step"):
+        run.log({"x": 1.0}, step=-1)
+    with pytest.raises(turnlens.ShapeError, match=r"groups\[g0\]\[1\]\.turns\[0\]\.reward: required"):
+        run.log_rollouts(0, {"g0": [[{"observation": "o", "action": "a", "reward": 0}], [{"observation": "o", "action": "a"}]]})
+    run.finish()
+
+
+def test_context_manager_marks_a_crashed_loop_failed(server):
+    with pytest.raises(RuntimeError):
+        with turnlens.init(project="client-tests", name="crash", url=server.url) as run:
+            run.log({"x": 1.0}, step=0)
+            raise RuntimeError("boom")
+    info = server.get(f"/api/v1/runs/{run.id}")
+    assert info["status"] == "failed" and "boom" in info["error"]
+    assert server.metrics(run.id)["x"] == {0: 1.0}

@@ -1,0 +1,166 @@
+"""What every importer shares: a Source (the run and its requests) and the upload that is safe to repeat.
+
+Each reader turns PATH into one or more `Source`s: the run to create and its requests, every
+request with a batch id derived from the content it carries. Importing again therefore finds
+the same run (by the import id stored in its config: kind + absolute path) and sends the same
+batch ids, which the server answers from what it stored (counted as "already present"); files
+that grew since add only their new rows. Rows that cannot be read are reported with where and why,
+never fatal.
+"""
+
+import hashlib
+import json
+import os
+import urllib.parse
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from .. import spool
+from ..shapes import ShapeError
+from ..transport import ApiError, Transport
+
+MAX_BATCH_VALUES = 20_000
+
+
+@dataclass
+class Source:
+    """One run to import: how to create it, and its requests in order."""
+
+    name: str
+    config: Dict[str, Any]
+    key: str  # what identifies this source across imports (kind + absolute path)
+    records: List[Dict[str, Any]] = field(default_factory=list)  # {kind, batchId, body, rows}
+    rejected: List[Tuple[str, str]] = field(default_factory=list)  # (where, why)
+    status: str = "succeeded"
+    env_id: Optional[str] = None
+    estimator: Optional[str] = None
+
+    def add_metrics(self, points: List[Dict[str, Any]], tag: str, rows: bool = True) -> None:
+        """Points in request-sized batches; the batch id is a digest of the batch's content.
+        rows=False: derived metrics (e.g. per-step means) that are not rows of the source."""
+        batch: List[Dict[str, Any]] = []
+        n = 0
+        for p in points:
+            batch.append(p)
+            n += len(p["values"])
+            if n >= MAX_BATCH_VALUES:
+                self._add("metrics", {"points": batch}, n if rows else 0, tag)
+                batch, n = [], 0
+        if batch:
+            self._add("metrics", {"points": batch}, n if rows else 0, tag)
+
+    def add_step(self, body: Dict[str, Any], rows: int, tag: str) -> None:
+        self._add("steps", body, rows, tag)
+
+    def _add(self, kind: str, body: Dict[str, Any], rows: int, tag: str) -> None:
+        digest = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:32]
+        self.records.append({"kind": kind, "batchId": f"imp-{digest}", "body": body, "rows": rows, "tag": tag})
+
+    def reject(self, where: str, why: str) -> None:
+        self.rejected.append((where, why))
+
+
+@dataclass
+class ImportReport:
+    kind: str
+    source: str
+    run_id: Optional[str] = None
+    created: bool = False
+    imported: int = 0  # rows newly stored
+    already: int = 0  # rows the server had from an earlier import
+    rejected: List[Tuple[str, str]] = field(default_factory=list)
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {"kind": self.kind, "source": self.source, "runId": self.run_id, "created": self.created,
+                "imported": self.imported, "alreadyPresent": self.already,
+                "rejected": [{"where": w, "reason": r} for w, r in self.rejected]}
+
+    def summary(self, show: int = 10) -> str:
+        lines = [f"{self.kind} {self.source} -> run {self.run_id}{' (new)' if self.created else ''}: "
+                 f"{self.imported} rows imported, {self.already} already present, {len(self.rejected)} rejected"]
+        for why, n in Counter(r for _, r in self.rejected).most_common():
+            lines.append(f"  rejected x{n}: {why}")
+        for where, why in self.rejected[:show]:
+            lines.append(f"    {where}: {why}")
+        return "\n".join(lines)
+
+
+def _find_run(t: Transport, project: str, import_id: str) -> Optional[Dict[str, Any]]:
+    q = urllib.parse.urlencode({"project": project, "config": f'turnlensImport.id="{import_id}"', "pageSize": 10})
+    _, out = t.request("GET", f"/api/v1/runs?{q}", deadline=None)
+    for r in out.get("runs", []):
+        if isinstance(r.get("config"), dict) and (r["config"].get("turnlensImport") or {}).get("id") == import_id:
+            return r
+    return None
+
+
+def run_import(kind: str, path: str, project: str = "default", name: Optional[str] = None, env_id: str = "external",
+               url: Optional[str] = None, token: Optional[str] = None) -> List[ImportReport]:
+    from . import KINDS
+
+    if kind not in KINDS:
+        raise ValueError(f"kind: unknown importer {kind!r}; known: {', '.join(sorted(KINDS))}")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path}: no such file or directory")
+    sources = KINDS[kind](path, env_id=env_id)
+    t = Transport(url, token)
+    reports = []
+    try:
+        for src in sources:
+            reports.append(_import_source(t, kind, src, project, name if len(sources) == 1 else None, env_id))
+    finally:
+        t.close()
+    return reports
+
+
+def _import_source(t: Transport, kind: str, src: Source, project: str, name: Optional[str], env_id: str) -> ImportReport:
+    import_id = hashlib.sha256(f"{kind}\0{src.key}".encode()).hexdigest()[:24]
+    rep = ImportReport(kind, src.key, rejected=list(src.rejected))
+    run = _find_run(t, project, import_id)
+    if run is None:
+        config = dict(src.config)
+        config["turnlensImport"] = {"kind": kind, "source": src.key, "id": import_id}
+        body: Dict[str, Any] = {"project": project, "name": (name or src.name)[:200], "config": config,
+                                "envId": src.env_id or env_id}
+        if src.estimator:
+            body["estimator"] = src.estimator
+        _, run = t.request("POST", "/api/v1/runs/import", body, deadline=None)
+        rep.created = True
+        key = run.get("writeKey")
+        if key:
+            spool.save_write_key(run["id"], key)
+    else:
+        key = spool.load_write_key(run["id"])
+        if run.get("status") != "running":
+            try:
+                t.request("POST", f"/api/v1/runs/{run['id']}/resume", {}, write_key=key, deadline=None)
+            except ApiError as e:
+                if e.status not in (404, 409):
+                    raise
+    rep.run_id = run["id"]
+    for rec in src.records:
+        body = dict(rec["body"], batchId=rec["batchId"])
+        try:
+            status, _ = t.request("POST", f"/api/v1/runs/{rep.run_id}/{rec['kind']}", body, write_key=key, deadline=None)
+        except ApiError as e:
+            rep.rejected.append((rec["tag"], f"server refused {rec['rows']} row(s): {e.error}"
+                                 + "".join(f"; {i.get('path')}: {i.get('message')}" for i in e.issues[:3] if isinstance(i, dict))))
+            continue
+        if status == 200:
+            rep.already += rec["rows"]
+        else:
+            rep.imported += rec["rows"]
+    try:
+        t.request("POST", f"/api/v1/runs/{rep.run_id}/finish", {"status": src.status}, write_key=key, deadline=None)
+    except ApiError as e:
+        if e.status != 409:
+            raise
+    return rep
+
+
+def parse_json_line(line: str, where: str) -> Any:
+    try:
+        return json.loads(line)
+    except ValueError as e:
+        raise ShapeError(f"not valid JSON ({e.msg} at column {e.colno})") from None

@@ -1,0 +1,360 @@
+"""A run: `log` and `log_rollouts` return at once; a background sender delivers.
+
+    log()/log_rollouts() ──> bounded queue ──> sender thread ──> server
+                      └─ full: spill-*.jsonl ─┘          └─ gave up: records.jsonl (spool)
+
+The sender merges consecutive metric points into batches, gives each batch a batch id once,
+and retries it with the same id (network errors, 5xx, 429 with Retry-After) until it is stored,
+so the server keeps one copy however many times it arrived. When the queue is full the calls
+append to a spill file instead of blocking the training loop; the sender reads the spill back
+in order once the queue is empty. What is still unsent when `finish()` times out (or in
+offline mode, everything) is written to the spool for `turnlens sync`.
+"""
+
+import atexit
+import os
+import queue
+import secrets
+import sys
+import threading
+import time
+import weakref
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from . import shapes, spool
+from .transport import ApiError, Transport, Unavailable
+
+_STOP = ("stop",)
+
+
+def _warn(msg: str) -> None:
+    print(f"turnlens: {msg}", file=sys.stderr, flush=True)
+
+
+class Run:
+    """Use `turnlens.init(...)`; see its docstring for the arguments."""
+
+    def __init__(self, project: str = "default", name: Optional[str] = None, config: Optional[Mapping[str, Any]] = None,
+                 url: Optional[str] = None, token: Optional[str] = None, resume: Optional[str] = None,
+                 mode: Optional[str] = None, env_id: str = "external", estimator: Optional[str] = None,
+                 tags: Optional[List[str]] = None, notes: str = "", seed: int = 0, write_key: Optional[str] = None,
+                 spool_dir: Optional[str] = None, max_queue: int = 200_000, batch_values: int = 20_000,
+                 flush_interval: float = 0.2, init_timeout: float = 10.0, finish_timeout: float = 120.0):
+        self.mode = (mode or os.environ.get("TURNLENS_MODE") or "online").lower()
+        if self.mode not in ("online", "offline"):
+            raise ValueError(f"mode: expected 'online' or 'offline', got {self.mode!r}")
+        self.env_id = env_id
+        self.estimator = estimator
+        self.batch_values = batch_values
+        self.flush_interval = flush_interval
+        self.finish_timeout = finish_timeout
+        self._transport = Transport(url, token)
+        self.url = self._transport.url
+        self.id: Optional[str] = resume
+        self.write_key: Optional[str] = write_key
+        self.spool_dir = Path(spool_dir) if spool_dir else spool.new_spool_dir()
+        self.spool_dir.mkdir(parents=True, exist_ok=True)
+        self._session = secrets.token_hex(6)  # batch ids: <session>:<n>, unique per Run object
+        self._seq = 0
+        self._batch_ids = True  # switched off if the server predates client batch ids
+        self._queue: "queue.Queue[tuple]" = queue.Queue(maxsize=max_queue)
+        self._lock = threading.Lock()
+        self._spilling = False
+        self._spill_n = 0
+        self._deadline: Optional[float] = None
+        self._finished = False
+        self._error: Optional[BaseException] = None
+        self.sent = {"points": 0, "turns": 0, "requests": 0, "retried_batches": 0}
+        self.rejected: List[str] = []
+
+        run_name = name or f"run-{time.strftime('%Y%m%d-%H%M%S')}"
+        self._create_body = {"project": project, "name": run_name, "config": dict(config or {}), "seed": int(seed),
+                             "tags": list(tags or []), "notes": notes, "envId": env_id}
+        if estimator:
+            self._create_body["estimator"] = estimator
+        self._save_state()
+
+        if self.mode == "online":
+            try:
+                if resume:
+                    self._resume(time.monotonic() + init_timeout)
+                else:
+                    self._create(time.monotonic() + init_timeout)
+            except Unavailable as e:
+                _warn(f"{e}; logging continues and is sent when the server answers (spool: {self.spool_dir})")
+        elif resume:
+            self.write_key = self.write_key or spool.load_write_key(resume)
+            self._save_state()
+        self._thread = threading.Thread(target=self._sender, name="turnlens-sender", daemon=True)
+        self._thread.start()
+        _live.add(self)
+
+    # ---------------------------------------------------------------- public API
+
+    def log(self, values: Mapping[str, Any], step: int, wall_time: Optional[float] = None) -> None:
+        """Metrics at a training step, e.g. run.log({"train/reward": 0.3}, step=10). Never blocks."""
+        point = shapes.metric_point(values, step, wall_time if wall_time is not None else time.time())
+        self._put(("m", point))
+
+    def log_rollouts(self, step: int, groups: Any, estimator: Optional[str] = None,
+                     params: Optional[Mapping[str, Any]] = None, diagnostics: Optional[Mapping[str, Any]] = None) -> None:
+        """One training step's rollouts: {uid: [trajectory]} where a trajectory is a list of turns
+        (dicts with observation, action, reward, and optionally anchor, advantage, valid, done, agent,
+        tokenCount, logprob, entropy; any other key is kept in the turn's info) or a dict
+        {turns, reward?, success?, truncated?}. Validated here; sent in the background."""
+        body = shapes.step_body(step, groups, self.env_id, estimator or self.estimator, params, diagnostics)
+        self._put(("s", body))
+
+    def finish(self, status: str = "succeeded", error: Optional[str] = None, timeout: Optional[float] = None) -> None:
+        """Delivers what is queued (up to `timeout` seconds, default finish_timeout), marks the run finished,
+        and spools whatever could not be sent. Safe to call twice."""
+        if self._finished:
+            return
+        if status not in ("succeeded", "failed", "canceled"):
+            raise ValueError(f"status: expected succeeded, failed or canceled, got {status!r}")
+        body: Dict[str, Any] = {"status": status}
+        if error:
+            body["error"] = str(error)[:8000]
+        self._put(("f", body))  # behind every earlier call, spilled ones included
+        self._finished = True
+        self._queue.put(_STOP)
+        self._deadline = time.monotonic() + (self.finish_timeout if timeout is None else timeout)
+        self._thread.join()
+        self._transport.close()
+        _live.discard(self)
+        if self.pending_in_spool():
+            _warn(f"{self.pending_in_spool()} request(s) not sent; upload them with: turnlens sync {self.spool_dir}")
+        elif self.mode == "online":
+            self._remove_spool()
+
+    def __enter__(self) -> "Run":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc is None:
+            self.finish()
+        else:
+            self.finish("failed", f"{exc_type.__name__}: {exc}")
+
+    def pending_in_spool(self) -> int:
+        done = int((self.spool_dir / "synced").read_text()) if (self.spool_dir / "synced").exists() else 0
+        return max(0, sum(1 for _ in spool.read_lines(self.spool_dir / "records.jsonl")) - done)
+
+    # ---------------------------------------------------------------- run creation / resume
+
+    def _save_state(self) -> None:
+        spool.write_json_atomic(self.spool_dir / "run.json", {"url": self.url, "create": self._create_body,
+                                                               "runId": self.id, "writeKey": self.write_key})
+
+    def _create(self, deadline: Optional[float]) -> None:
+        _, run = self._transport.request("POST", "/api/v1/runs/import", self._create_body, deadline=deadline,
+                                         should_stop=self._stopping)
+        self.id = run["id"]
+        self.write_key = run.get("writeKey")  # absent on servers without write keys: send none
+        if self.write_key:
+            spool.save_write_key(self.id, self.write_key)
+        self._save_state()
+
+    def _resume(self, deadline: Optional[float]) -> None:
+        self.write_key = self.write_key or spool.load_write_key(self.id)
+        self._save_state()
+        try:
+            self._transport.request("POST", f"/api/v1/runs/{self.id}/resume", {}, write_key=self.write_key,
+                                    deadline=deadline, should_stop=self._stopping)
+        except ApiError as e:
+            # 409 when the run is still running (nothing to reopen); 404 on servers without resume.
+            if e.status not in (404, 409):
+                raise
+            _, run = self._transport.request("GET", f"/api/v1/runs/{self.id}", deadline=deadline)
+            if run.get("status") != "running":
+                raise
+
+    def _stopping(self) -> bool:
+        return self._deadline is not None and time.monotonic() > self._deadline
+
+    # ---------------------------------------------------------------- producer side
+
+    def _put(self, item: tuple) -> None:
+        if self._finished:
+            raise RuntimeError("run is finished: start a new one with turnlens.init() (or resume=run_id)")
+        with self._lock:
+            if not self._spilling:
+                try:
+                    self._queue.put_nowait(item)
+                    return
+                except queue.Full:
+                    self._spilling = True
+            spool.append_lines(self.spool_dir / f"spill-{self._spill_n:06d}.jsonl", [{"item": list(item)}])
+
+    # ---------------------------------------------------------------- sender thread
+
+    def _next_batch_id(self) -> str:
+        self._seq += 1
+        return f"{self._session}:{self._seq}"
+
+    def _records(self, items: List[tuple]) -> List[Dict[str, Any]]:
+        """Consecutive metric points merged into batches of at most batch_values values; order kept."""
+        out: List[Dict[str, Any]] = []
+        points: List[Dict[str, Any]] = []
+        n = 0
+
+        def flush() -> None:
+            nonlocal points, n
+            if points:
+                out.append({"kind": "metrics", "batchId": self._next_batch_id(), "body": {"points": points}})
+                points, n = [], 0
+
+        for item in items:
+            if item[0] == "m":
+                points.append(item[1])
+                n += len(item[1]["values"])
+                if n >= self.batch_values:
+                    flush()
+            else:
+                flush()
+                kind = "steps" if item[0] == "s" else "finish"
+                out.append({"kind": kind, "batchId": self._next_batch_id() if kind == "steps" else None, "body": item[1]})
+        flush()
+        return out
+
+    def _sender(self) -> None:
+        stop = False
+        try:
+            while not stop:
+                items: List[tuple] = []
+                try:
+                    items.append(self._queue.get(timeout=self.flush_interval))
+                except queue.Empty:
+                    pass
+                n_values = 0
+                while items and n_values < self.batch_values * 4:
+                    if items[-1] is _STOP:
+                        break
+                    try:
+                        items.append(self._queue.get_nowait())
+                    except queue.Empty:
+                        break
+                    n_values += 1
+                if items and items[-1] is _STOP:
+                    items.pop()
+                    stop = True
+                self._deliver_all(self._records(items))
+                if self._spilling and (stop or not items):
+                    self._drain_spill()
+        except BaseException as e:  # keep what is left; never lose it silently
+            self._error = e
+            _warn(f"sender stopped: {type(e).__name__}: {e}")
+            rest = []
+            while True:
+                try:
+                    it = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if it is not _STOP:
+                    rest.append(it)
+            spool.append_lines(self.spool_dir / "records.jsonl", self._records(rest))
+
+    def _drain_spill(self) -> None:
+        """Spilled calls, oldest file first; spilling stops once the files are read and the queue is empty."""
+        while True:
+            with self._lock:
+                path = self.spool_dir / f"spill-{self._spill_n:06d}.jsonl"
+                if not path.exists():
+                    # nothing spilled since the last file; only finish's stop marker can be queued now
+                    if self._queue.empty():
+                        self._spilling = False
+                    return
+                self._spill_n += 1  # producers write to the next file from now on
+            items = [tuple(r["item"]) for r in spool.read_lines(path)]
+            self._deliver_all(self._records(items))
+            path.unlink(missing_ok=True)
+
+    def _deliver_all(self, records: List[Dict[str, Any]]) -> None:
+        for i, rec in enumerate(records):
+            if self.mode == "offline" or self._stopping():
+                self._to_spool(records[i:])
+                return
+            try:
+                self._deliver(rec)
+            except Unavailable as e:
+                _warn(f"{e}; spooling the rest to {self.spool_dir}")
+                self._to_spool(records[i:])
+                return
+
+    def _to_spool(self, records: List[Dict[str, Any]]) -> None:
+        spool.append_lines(self.spool_dir / "records.jsonl", records)
+        if self._spilling:  # spilled calls behind them go too, in order
+            with self._lock:
+                while True:
+                    path = self.spool_dir / f"spill-{self._spill_n:06d}.jsonl"
+                    if not path.exists():
+                        break
+                    self._spill_n += 1
+                    spool.append_lines(self.spool_dir / "records.jsonl",
+                                       self._records([tuple(r["item"]) for r in spool.read_lines(path)]))
+                    path.unlink()
+
+    def _deliver(self, rec: Dict[str, Any]) -> None:
+        if self.id is None:
+            self._create(None)
+        outcome = send_record(self._transport, self.id, self.write_key, rec, self._stopping, self)
+        if outcome is not None:
+            self.rejected.append(outcome)
+            _warn(f"server rejected {rec['kind']} (batch {rec.get('batchId')}): {outcome}")
+
+    def _remove_spool(self) -> None:
+        for p in self.spool_dir.iterdir():
+            p.unlink()
+        self.spool_dir.rmdir()
+
+
+def send_record(transport: Transport, run_id: str, write_key: Optional[str], rec: Dict[str, Any],
+                should_stop=None, stats: Optional[Run] = None) -> Optional[str]:
+    """Sends one spool record with retries. Returns None when stored (or stored before), or the
+    server's reason when it refused the record (4xx); raises Unavailable when it cannot be reached."""
+    kind = rec["kind"]
+    body = dict(rec["body"])
+    use_ids = stats is None or stats._batch_ids
+    if rec.get("batchId") and use_ids:
+        body["batchId"] = rec["batchId"]
+    path = f"/api/v1/runs/{run_id}/{kind}"
+    try:
+        try:
+            status, _ = transport.request("POST", path, body, write_key=write_key, should_stop=should_stop)
+        except ApiError as e:
+            # A server that predates client batch ids rejects the field; send without it from now on.
+            if e.status == 400 and "batchId" in body and any("batchId" in str(i.get("path", "")) or "batchId" in str(i.get("message", "")) for i in e.issues if isinstance(i, dict)):
+                if stats is not None:
+                    stats._batch_ids = False
+                body.pop("batchId")
+                status, _ = transport.request("POST", path, body, write_key=write_key, should_stop=should_stop)
+            else:
+                raise
+    except ApiError as e:
+        if kind == "finish" and e.status == 409:
+            return None  # already finished: the finish of an earlier attempt arrived
+        return str(e)
+    if stats is not None:
+        stats.sent["requests"] += 1
+        if status == 200 and kind != "finish":
+            stats.sent["retried_batches"] += 1  # the server had it already (a retry after a lost answer)
+        if kind == "metrics":
+            stats.sent["points"] += sum(len(p["values"]) for p in body["points"])
+        elif kind == "steps":
+            stats.sent["turns"] += shapes.count_turns(body)
+    return None
+
+
+# Runs not finished when the interpreter exits are finished as "failed" after a short flush,
+# the rest spooled, so a crash in the training script loses nothing already logged.
+_live: "weakref.WeakSet[Run]" = weakref.WeakSet()
+
+
+@atexit.register
+def _finish_live_runs() -> None:
+    for run in list(_live):
+        try:
+            run.finish("failed", "the process exited without run.finish()", timeout=10)
+        except Exception as e:  # pragma: no cover - best effort at exit
+            _warn(f"at exit: {e}")

@@ -1,0 +1,219 @@
+"""Conversion of what trainers hand us into the server's request bodies.
+
+The server's schemas (lib/schemas/metrics.ts, lib/schemas/rollouts.ts) are the one definition;
+this module only coerces Python and numpy values into them and fails early, naming the field,
+so that a bad value raises in the training loop instead of being rejected later by the server
+in the background thread.
+"""
+
+import json
+import math
+import re
+from typing import Any, Dict, Iterable, List, Mapping, Optional
+
+METRIC_KEY = re.compile(r"^[\w/.-]{1,200}$")
+BATCH_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+MAX_STEP = 2**31 - 1
+
+# Turn fields the server stores in columns (lib/schemas/rollouts.ts turnInputSchema); any other
+# field a trainer gives goes into the turn's `info`.
+_TURN_FIELDS = {
+    "observation": "observation",
+    "action": "action",
+    "reward": "reward",
+    "valid": "valid",
+    "done": "done",
+    "anchor": "anchor",
+    "agent": "agent",
+    "tokenCount": "tokenCount",
+    "token_count": "tokenCount",
+    "logprob": "logprob",
+    "entropy": "entropy",
+    "advantage": "advantage",
+    "info": "info",
+}
+_TRAJ_FIELDS = {"reward", "success", "truncated", "turns"}
+
+
+class ShapeError(ValueError):
+    """A value the server would reject; the message names the field (e.g. groups.g0[1].turns[2].reward)."""
+
+
+def to_number(value: Any, where: str) -> float:
+    """A finite float from int/float/numpy scalar/0-d tensor; raises naming `where` otherwise."""
+    if isinstance(value, bool):
+        return float(value)
+    try:
+        if hasattr(value, "item") and not isinstance(value, (int, float)):
+            value = value.item()
+        f = float(value)
+    except (TypeError, ValueError):
+        raise ShapeError(f"{where}: expected a number, got {type(value).__name__} {value!r:.60}") from None
+    if not math.isfinite(f):
+        raise ShapeError(f"{where}: must be a finite number, got {f}")
+    return f
+
+
+def to_step(value: Any, where: str = "step") -> int:
+    try:
+        if hasattr(value, "item") and not isinstance(value, int):
+            value = value.item()
+        ok = float(value).is_integer()
+    except (TypeError, ValueError):
+        ok = False
+    if not ok or isinstance(value, bool) or not 0 <= int(value) <= MAX_STEP:
+        raise ShapeError(f"{where}: expected an integer step in [0, 2^31-1], got {value!r:.60}")
+    return int(value)
+
+
+def metric_key(key: Any, where: str = "key") -> str:
+    if not isinstance(key, str) or not METRIC_KEY.match(key):
+        raise ShapeError(f"{where}: metric key {key!r:.80} must be 1-200 of letters, digits, _ . - / (e.g. rollout/success_rate)")
+    return key
+
+
+def sanitize_key(key: str) -> str:
+    """Foreign tags (TensorBoard, MLflow) mapped onto the metric-key alphabet: other characters become _."""
+    out = re.sub(r"[^\w/.-]", "_", key)[:200]
+    return out or "_"
+
+
+def metric_point(values: Mapping[str, Any], step: Any, wall_time: Optional[float] = None) -> Dict[str, Any]:
+    if not isinstance(values, Mapping) or not values:
+        raise ShapeError("values: expected a non-empty dict of metric key -> number")
+    point: Dict[str, Any] = {
+        "step": to_step(step),
+        "values": {metric_key(k, f"values[{k!r}]"): to_number(v, f"values[{k!r}]") for k, v in values.items()},
+    }
+    if wall_time is not None:
+        point["wallTime"] = to_number(wall_time, "wallTime")
+    return point
+
+
+def _jsonable(value: Any) -> Any:
+    """numpy scalars/arrays and tuples into JSON values (for `info` and anchors)."""
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "tolist"):
+        return _jsonable(value.tolist())
+    if hasattr(value, "item"):
+        return _jsonable(value.item())
+    return str(value)
+
+
+def anchor_text(anchor: Any) -> Optional[str]:
+    """GiGPO anchors compare by content: text as is, anything else as canonical JSON."""
+    if anchor is None or isinstance(anchor, str):
+        return anchor
+    return json.dumps(_jsonable(anchor), sort_keys=True, separators=(",", ":"))
+
+
+def turn_body(turn: Mapping[str, Any], where: str) -> Dict[str, Any]:
+    if not isinstance(turn, Mapping):
+        raise ShapeError(f"{where}: expected a dict with observation, action, reward")
+    out: Dict[str, Any] = {}
+    info: Dict[str, Any] = {}
+    for k, v in turn.items():
+        name = _TURN_FIELDS.get(k)
+        if name is None:
+            info[k] = _jsonable(v)
+            continue
+        if name in ("observation", "action"):
+            out[name] = "" if v is None else str(v)
+        elif name == "reward":
+            out[name] = to_number(v, f"{where}.reward")
+        elif name in ("valid", "done"):
+            out[name] = bool(v.item() if hasattr(v, "item") else v)
+        elif name == "anchor":
+            out[name] = anchor_text(v)
+        elif name in ("agent", "tokenCount"):
+            out[name] = None if v is None else int(to_number(v, f"{where}.{k}"))
+        elif name == "info":
+            if v is not None:
+                info.update(_jsonable(v) if isinstance(v, Mapping) else {"info": _jsonable(v)})
+        else:  # logprob, entropy, advantage
+            out[name] = None if v is None else to_number(v, f"{where}.{k}")
+    if "reward" not in out:
+        raise ShapeError(f"{where}.reward: required")
+    out.setdefault("observation", "")
+    out.setdefault("action", "")
+    if info:
+        out["info"] = info
+    return out
+
+
+def trajectory_body(traj: Any, where: str) -> Dict[str, Any]:
+    """A trajectory is a list of turns, or a dict {turns, reward?, success?, truncated?}."""
+    if isinstance(traj, Mapping):
+        unknown = set(traj) - _TRAJ_FIELDS
+        if unknown:
+            raise ShapeError(f"{where}: unknown trajectory fields {sorted(unknown)} (allowed: {sorted(_TRAJ_FIELDS)})")
+        turns = traj.get("turns")
+        body: Dict[str, Any] = {}
+        if traj.get("reward") is not None:
+            body["reward"] = to_number(traj["reward"], f"{where}.reward")
+        if "success" in traj:
+            body["success"] = bool(traj["success"])
+        if "truncated" in traj:
+            body["truncated"] = bool(traj["truncated"])
+    else:
+        turns, body = traj, {}
+    if isinstance(turns, (str, bytes)) or not isinstance(turns, Iterable):
+        raise ShapeError(f"{where}.turns: expected a list of turns")
+    body["turns"] = [turn_body(t, f"{where}.turns[{i}]") for i, t in enumerate(turns)]
+    if not body["turns"]:
+        raise ShapeError(f"{where}.turns: a trajectory needs at least one turn")
+    return body
+
+
+def groups_body(groups: Any, env_id: str) -> List[Dict[str, Any]]:
+    """`{uid: [trajectory, ...]}` or a list of server-shaped groups {uid, envId?, taskSeed?, trajectories}."""
+    if isinstance(groups, Mapping):
+        items = [{"uid": str(uid), "trajectories": trajs} for uid, trajs in groups.items()]
+    elif isinstance(groups, Iterable) and not isinstance(groups, (str, bytes)):
+        items = list(groups)
+    else:
+        raise ShapeError("groups: expected {uid: [trajectories]} or a list of {uid, trajectories}")
+    if not items:
+        raise ShapeError("groups: at least one group is required")
+    out = []
+    for gi, g in enumerate(items):
+        if not isinstance(g, Mapping) or "uid" not in g or "trajectories" not in g:
+            raise ShapeError(f"groups[{gi}]: expected {{uid, trajectories}}")
+        uid = str(g["uid"])
+        where = f"groups[{uid}]"
+        trajs = g["trajectories"]
+        if isinstance(trajs, (str, bytes, Mapping)) or not isinstance(trajs, Iterable):
+            raise ShapeError(f"{where}.trajectories: expected a list")
+        body = {
+            "uid": uid,
+            "envId": str(g.get("envId") or g.get("env_id") or env_id),
+            "taskSeed": int(to_number(g.get("taskSeed", g.get("task_seed", 0)), f"{where}.taskSeed")),
+            "trajectories": [trajectory_body(t, f"{where}[{i}]") for i, t in enumerate(trajs)],
+        }
+        if not body["trajectories"]:
+            raise ShapeError(f"{where}.trajectories: a group needs at least one trajectory")
+        out.append(body)
+    return out
+
+
+def step_body(step: Any, groups: Any, env_id: str, estimator: Optional[str] = None,
+              params: Optional[Mapping[str, Any]] = None, diagnostics: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+    body: Dict[str, Any] = {"step": to_step(step), "groups": groups_body(groups, env_id)}
+    if estimator is not None:
+        body["estimator"] = str(estimator)
+    if params is not None:
+        body["params"] = _jsonable(dict(params))
+    if diagnostics is not None:
+        body["diagnostics"] = _jsonable(dict(diagnostics))
+    return body
+
+
+def count_turns(body: Mapping[str, Any]) -> int:
+    return sum(len(t["turns"]) for g in body["groups"] for t in g["trajectories"])

@@ -1,0 +1,80 @@
+"""`turnlens sync DIR`: upload spooled runs (offline mode, or what a run could not send)."""
+
+import json
+import secrets
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from . import spool
+from .run import Run, send_record
+from .transport import Transport, Unavailable
+
+
+def spool_dirs(path: Path) -> List[Path]:
+    """DIR itself when it is one run's spool, else every run spool below it, oldest first."""
+    path = Path(path)
+    if (path / "run.json").exists():
+        return [path]
+    return sorted(p.parent for p in path.glob("*/run.json"))
+
+
+def sync_dir(d: Path, url: Optional[str] = None, token: Optional[str] = None, timeout: float = 60.0) -> Dict[str, Any]:
+    """Sends one run spool's records in order, resuming after the last line a previous sync sent.
+    Returns {runId, sent, rejected: [reasons], pending}. Each request is retried for up to `timeout`
+    seconds; when the server stays unreachable the rest stays pending for the next sync."""
+    state = json.loads((d / "run.json").read_text())
+    transport = Transport(url or state.get("url"), token)
+    report: Dict[str, Any] = {"dir": str(d), "runId": state.get("runId"), "sent": 0, "rejected": [], "pending": 0}
+    stats = _Stats()
+    try:
+        if not state.get("runId"):
+            _, run = transport.request("POST", "/api/v1/runs/import", state["create"], deadline=time.monotonic() + timeout)
+            state["runId"], state["writeKey"] = run["id"], run.get("writeKey")
+            if state["writeKey"]:
+                spool.save_write_key(state["runId"], state["writeKey"])
+            spool.write_json_atomic(d / "run.json", state)  # a second sync reuses this run
+            report["runId"] = state["runId"]
+        key = state.get("writeKey") or spool.load_write_key(state["runId"])
+        # Calls a crashed process left in spill files become records (with fresh batch ids) first.
+        spills = sorted(d.glob("spill-*.jsonl"))
+        if spills:
+            helper = Run.__new__(Run)
+            helper._session, helper._seq, helper.batch_values = f"sync{secrets.token_hex(4)}", 0, 20_000
+            for p in spills:
+                spool.append_lines(d / "records.jsonl", Run._records(helper, [tuple(r["item"]) for r in spool.read_lines(p)]))
+                p.unlink()
+        records = list(spool.read_lines(d / "records.jsonl"))
+        done = int((d / "synced").read_text()) if (d / "synced").exists() else 0
+        for i in range(done, len(records)):
+            stop_at = time.monotonic() + timeout
+            try:
+                reason = send_record(transport, state["runId"], key, records[i], lambda: time.monotonic() > stop_at, stats)
+            except Unavailable as e:
+                report["pending"] = len(records) - i
+                report["error"] = str(e)
+                return report
+            if reason:
+                report["rejected"].append(reason)
+            else:
+                report["sent"] += 1
+            (d / "synced").write_text(str(i + 1))
+        report["pending"] = 0
+    finally:
+        transport.close()
+    return report
+
+
+class _Stats:
+    """send_record's bookkeeping when no Run is attached."""
+
+    def __init__(self) -> None:
+        self._batch_ids = True
+        self.sent = {"points": 0, "turns": 0, "requests": 0, "retried_batches": 0}
+
+
+def sync(path: str, url: Optional[str] = None, token: Optional[str] = None) -> List[Dict[str, Any]]:
+    dirs = spool_dirs(Path(path))
+    if not dirs:
+        raise FileNotFoundError(f"{path}: no run spool here (a directory with run.json, or a folder of them)")
+    return [sync_dir(d, url, token) for d in dirs]
