@@ -45,8 +45,8 @@ const cache = new Map<string, HeldOutSet>();
 
 /**
  * The held-out set of an (environment, config): the first max(HELD_OUT_RESERVE, atLeast)
- * distinct instances of the evaluation seeds 2^30, 2^30 + 1, ... Small instance spaces (the
- * scan finds fewer) hold out half of what they have, so training keeps the other half.
+ * distinct instances of the evaluation seeds 2^30, 2^30 + 1, ..., or half of the instance
+ * space where that is smaller, so training keeps the other half.
  */
 export function heldOutSet(envId: string, config: unknown, atLeast = 0): HeldOutSet {
   const spec = getEnvSpec(envId);
@@ -71,12 +71,15 @@ export function heldOutSet(envId: string, config: unknown, atLeast = 0): HeldOut
     keys.push(key);
   }
   const distinctSeen = seeds.length;
-  let set: HeldOutSet;
-  if (distinctSeen >= want) set = { envId, seeds, keys, reserved: new Set(keys), disjoint: true, distinctSeen, scanned };
-  else if (distinctSeen >= 2) {
-    const half = Math.floor(distinctSeen / 2);
-    set = { envId, seeds: seeds.slice(0, half), keys: keys.slice(0, half), reserved: new Set(keys.slice(0, half)), disjoint: true, distinctSeen, scanned };
-  } else set = { envId, seeds, keys, reserved: new Set(), disjoint: false, distinctSeen, scanned };
+  // Hold out at most half of the space, so training keeps the other half: a small space
+  // exhausted by the scan (kuhnpoker's 6 deals), or one the repeats show to be small
+  // (countdown's ~1,350 puzzles would otherwise lose 1,000 of them to evaluation).
+  const space = distinctSeen < want ? distinctSeen : (estimateSpace(scanned, distinctSeen) ?? Infinity);
+  const keep = Math.min(distinctSeen, Math.floor(space / 2));
+  const set: HeldOutSet =
+    keep >= 1
+      ? { envId, seeds: seeds.slice(0, keep), keys: keys.slice(0, keep), reserved: new Set(keys.slice(0, keep)), disjoint: true, distinctSeen, scanned }
+      : { envId, seeds, keys, reserved: new Set(), disjoint: false, distinctSeen, scanned };
   if (cache.size > 64) cache.clear();
   cache.set(cacheKey, set);
   return set;
@@ -130,15 +133,19 @@ export function sampleInstances(envId: string, config: unknown, samples: number)
   const t0 = performance.now();
   for (let s = 0; s < samples; s++) seen.add(instanceKeyOf(env, s));
   const seconds = (performance.now() - t0) / 1000;
-  const d = seen.size;
-  if (d >= samples) return { distinct: d, estimate: null, seconds };
-  // f(N) = N (1 - e^(-n/N)) grows with N from ~0 to n: bisect on a log scale.
-  let lo = d;
-  let hi = d * 1e9;
+  return { distinct: seen.size, estimate: estimateSpace(samples, seen.size), seconds };
+}
+
+/** The N with N (1 - e^(-draws/N)) = distinct (uniform draws); null when every draw was new. */
+export function estimateSpace(draws: number, distinct: number): number | null {
+  if (distinct >= draws) return null;
+  // f(N) = N (1 - e^(-draws/N)) grows with N from ~0 to draws: bisect on a log scale.
+  let lo = distinct;
+  let hi = distinct * 1e9;
   for (let i = 0; i < 200; i++) {
     const mid = Math.sqrt(lo * hi);
-    if (mid * -Math.expm1(-samples / mid) < d) lo = mid;
+    if (mid * -Math.expm1(-draws / mid) < distinct) lo = mid;
     else hi = mid;
   }
-  return { distinct: d, estimate: Math.round(hi), seconds };
+  return Math.round(hi);
 }

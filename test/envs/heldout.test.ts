@@ -3,7 +3,7 @@
 // the evaluation instances, and instance keys tell instances apart (equal iff same instance).
 import { describe, expect, it } from "vitest";
 import { ENV_IDS, createEnv } from "../../lib/envs/registry";
-import { EVAL_SEED_BASE, HELD_OUT_RESERVE, evalTasks, heldOutSet, instanceKeyOf, overlapCount, trainTask, trainingInstances } from "../../lib/envs/heldout";
+import { EVAL_SEED_BASE, HELD_OUT_RESERVE, estimateSpace, evalTasks, heldOutSet, instanceKeyOf, overlapCount, trainTask, trainingInstances } from "../../lib/envs/heldout";
 import { mixSeed } from "../../lib/envs/rng";
 import { trainConfigSchema } from "../../lib/schemas/train";
 
@@ -46,12 +46,24 @@ describe("held-out sets are instance-disjoint from training", () => {
   });
 
   it("small instance spaces hold out half and train on the rest; a single instance is reported as not disjoint", () => {
+    // The space estimate inverts the expected distinct count of uniform draws.
+    expect(estimateSpace(1000, 1000)).toBeNull();
+    expect(estimateSpace(100_000, 6)).toBe(6);
+    const n = 5000;
+    expect(Math.abs(estimateSpace(n, Math.round(1e4 * -Math.expm1(-n / 1e4)))! - 1e4)).toBeLessThan(30);
     const kuhn = heldOutSet("kuhnpoker", {}, 200); // 6 deals
     expect(kuhn.distinctSeen).toBe(6);
     expect(kuhn.reserved.size).toBe(3);
     const trained = trainingInstances("kuhnpoker", {}, kuhn, 0, 20, 4);
     expect(trained.size).toBe(3);
     expect(overlapCount(kuhn.keys, trained)).toBe(0);
+
+    // Countdown has ~1,350 puzzles: the reserve of 1,000 would leave training a quarter; half is held out.
+    const cd = heldOutSet("countdown", {}, 200);
+    const space = estimateSpace(cd.scanned, cd.distinctSeen)!;
+    expect(space).toBeGreaterThan(1000);
+    expect(space).toBeLessThan(2000);
+    expect(cd.reserved.size).toBe(Math.floor(space / 2));
 
     const ttt = heldOutSet("tictactoe", { randomOpeningMoves: 0 }, 200);
     expect(ttt.disjoint).toBe(false);
