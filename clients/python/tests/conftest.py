@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[3]
+# The checkout whose build is served (default: this one); another lets a build of a newer server be tested.
+SERVE = Path(os.environ.get("TURNLENS_SERVER_DIR") or REPO)
 CLIENT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(CLIENT))  # the package under test, installed or not
 
@@ -37,15 +39,15 @@ class Server:
         self.proc = None
         self.env = {**os.environ, "DATABASE_URL": f"file:{self.db}", "NEXT_TELEMETRY_DISABLED": "1", "PORT": str(self.port)}
         self.env.pop("TURNLENS_API_TOKEN", None)
-        if not (REPO / ".next" / "BUILD_ID").exists():
+        if not (SERVE / ".next" / "BUILD_ID").exists():
             pytest.skip("no production build: run `node_modules/.bin/next build` first (scripts/test.sh does)")
-        subprocess.run([shutil.which("node") or "node", "scripts/db-migrate.mjs", "deploy"], cwd=REPO, env=self.env,
+        subprocess.run([shutil.which("node") or "node", "scripts/db-migrate.mjs", "deploy"], cwd=SERVE, env=self.env,
                        check=True, capture_output=True)
 
     def start(self, timeout: float = 60.0) -> None:
         self.log = open(self.workdir / "server.log", "a")
-        self.proc = subprocess.Popen([str(REPO / "node_modules/.bin/next"), "start", "-H", "127.0.0.1", "-p", str(self.port)],
-                                     cwd=REPO, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen([str(SERVE / "node_modules/.bin/next"), "start", "-H", "127.0.0.1", "-p", str(self.port)],
+                                     cwd=SERVE, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
