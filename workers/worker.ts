@@ -109,6 +109,7 @@ class Worker {
       `started: concurrency ${c.concurrency}, kinds ${c.kinds.length ? c.kinds.join(",") : `all (runners: ${jobKindIds().join(", ")})`}, ` +
         `lease ${c.leaseMs} ms, heartbeat ${c.heartbeatMs} ms, poll ${c.pollMs} ms, ${this.gpus.size ? `${this.gpus.size} GPU(s)` : "no GPU: CPU"}`,
     );
+    if (!c.job) this.spare = this.forkJobProcess();
     while (!this.stopping) {
       await this.maybeReap();
       let claimed = false;
@@ -131,7 +132,43 @@ class Worker {
       // period (or until a job ends and frees a slot).
       if (!claimed || this.active.size >= c.concurrency) await this.idle(c.pollMs * (1 + Math.random() * 0.5));
     }
+    this.dropSpare();
     await Promise.all([...this.active.values()].map((a) => a.done));
+  }
+
+  /** A job process, started in advance and waiting for its job (hides the ~0.5-1 s start). */
+  private spare: ChildProcess | null = null;
+
+  private forkJobProcess(): ChildProcess {
+    const child = fork(JOB_PROCESS, [], { execArgv: JOB_EXEC_ARGV, detached: true, stdio: ["ignore", "pipe", "pipe", "ipc"] });
+    this.children.add(child);
+    child.once("exit", () => {
+      if (this.spare !== child) return; // a job's process: runRunner handles its end
+      this.spare = null;
+      this.children.delete(child);
+    });
+    child.once("error", () => undefined); // a failed fork: runRunner reports it; a spare is dropped on exit
+    return child;
+  }
+
+  /** The spare job process if it is alive, else a new one; then starts the next spare. */
+  private takeJobProcess(): ChildProcess {
+    const s = this.spare;
+    this.spare = null;
+    const child = s && s.connected && s.exitCode === null && s.signalCode === null ? s : this.forkJobProcess();
+    if (s && s !== child) this.children.delete(s);
+    // one spare while claiming goes on; none for a single headless job (--job)
+    if (!this.stopping && !this.cfg.job) this.spare = this.forkJobProcess();
+    return child;
+  }
+
+  private dropSpare(): void {
+    const s = this.spare;
+    this.spare = null;
+    if (s) {
+      killGroup(s);
+      this.children.delete(s);
+    }
   }
 
   /** Kinds this worker already runs as many jobs of as the registry's concurrency allows. */
@@ -152,6 +189,7 @@ class Worker {
     this.say(
       `${signal}: no new claims; stopping ${this.active.size} running job(s), re-queueing them after at most ${this.cfg.shutdownGraceMs} ms`,
     );
+    this.dropSpare();
     for (const a of this.active.values()) this.stop(a, "shutdown");
     this.wakeUp?.();
   }
@@ -248,9 +286,8 @@ class Worker {
     const { job } = a;
     const gpu = this.gpus.acquire(job.id);
     if (gpu !== null) logger.log(`assigned GPU ${gpu} (CUDA_VISIBLE_DEVICES=${gpu})`);
-    const child = fork(JOB_PROCESS, [], { execArgv: JOB_EXEC_ARGV, detached: true, stdio: ["ignore", "pipe", "pipe", "ipc"] });
+    const child = this.takeJobProcess();
     a.child = child;
-    this.children.add(child);
     // What the runner (or a crash) prints goes to the job log too.
     createInterface({ input: child.stdout! }).on("line", (l) => logger.log(l));
     createInterface({ input: child.stderr! }).on("line", (l) => logger.log(l, "warn"));

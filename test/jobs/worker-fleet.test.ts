@@ -64,7 +64,9 @@ describe("worker fleet", () => {
 
   it("a SIGKILLed worker's job is re-run elsewhere after its lease expires, resuming without double writes", async () => {
     const runId = await makeRun("sigkill");
-    const job = await enqueue({ kind: "selftest", payload: { steps: 12, stepMs: 150 }, runId });
+    // long enough (6 s) that A is still at it once B is up, even when A's job process starts at once (its spare)
+    const STEPS = 40;
+    const job = await enqueue({ kind: "selftest", payload: { steps: STEPS, stepMs: 150 }, runId });
     const a = spawnWorker();
     await waitFor("worker A to claim", async () => (await getJob(job.id)).leaseOwner?.includes(`:${a.pid}:`));
     const b = spawnWorker(); // idle standby: must not touch the job while A holds it
@@ -88,13 +90,13 @@ describe("worker fleet", () => {
     expect(recoveryMs).toBeLessThan(5_000);
 
     const marks = marksOf(job.id);
-    expect(marks.map((m) => m.step)).toEqual([...Array(12).keys()]); // each step exactly once
+    expect(marks.map((m) => m.step)).toEqual([...Array(STEPS).keys()]); // each step exactly once
     const byA = marks.filter((m) => m.token === tokenA);
     expect(byA.length).toBeGreaterThanOrEqual(3);
     expect(byA.length).toBeLessThanOrEqual(marksBefore); // A wrote nothing after it died
     expect(marks.slice(byA.length).every((m) => m.attempt === 2 && m.worker === b.pid)).toBe(true);
     const final = await getJob(job.id);
-    expect(final).toMatchObject({ status: "succeeded", attempts: 2, result: { steps: 12, resumed: byA.length, attempt: 2 } });
+    expect(final).toMatchObject({ status: "succeeded", attempts: 2, result: { steps: STEPS, resumed: byA.length, attempt: 2 } });
     // the dead worker's token fences nothing any more
     expect(() => writeTransaction({ jobId: job.id, leaseToken: tokenA }, () => 1)).toThrow(LeaseLostError);
     const run = await waitFor("the run to be marked succeeded", async () => {
