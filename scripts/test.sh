@@ -29,5 +29,16 @@ fi
 echo "== build"
 NEXT_TELEMETRY_DISABLED=1 node_modules/.bin/next build >/dev/null
 
+echo "== python client tests (pytest)"
+# The client (clients/python, standard library only) against the build above on a temp database;
+# TRL for its callback test in a venv over the engine's torch/transformers (first time ~20 s).
+PY="${TURNLENS_PYTHON:-python3}"
+CLIENT_VENV="node_modules/.turnlens-client-venv"
+if [ ! -x "$CLIENT_VENV/bin/python" ] || ! "$CLIENT_VENV/bin/python" -c "import trl" >/dev/null 2>&1; then
+  "$PY" -m venv --system-site-packages "$CLIENT_VENV"
+  "$CLIENT_VENV/bin/pip" install --quiet --disable-pip-version-check trl || echo "test: trl did not install; its test is skipped"
+fi
+"$CLIENT_VENV/bin/python" -m pytest clients/python/tests -q
+
 echo "== end-to-end tests (Playwright, Chromium)"
 node_modules/.bin/playwright test
