@@ -72,6 +72,9 @@ export function meanStd(values: ArrayLike<number>): { mean: number; std: number;
   return { mean, std: Math.sqrt(m2 / (n - 1)), constant };
 }
 
+/** A whitening std at most this share of the largest |valid value| counts as zero variance. */
+export const ROUNDING_SPREAD = 1e-13;
+
 /** Result of a whitening: the whitened values and the statistics used. */
 export interface Whitened {
   /** (n,) whitened values. */
@@ -120,12 +123,14 @@ export function maskedWhitenTurns(
   let s = 0;
   let common = NaN; // the value of every valid token, while they are all equal
   let constant = true;
+  let maxAbs = 0;
   for (let i = 0; i < n; i++) {
     const w = weights[i];
     if (w <= 0) continue;
     const v = turnMean[i];
     wsum += w;
     s += w * v;
+    if (Math.abs(v) > maxAbs) maxAbs = Math.abs(v);
     if (!constant) continue;
     if (within !== null && within[i] !== 0) constant = false;
     else if (common !== common) common = v;
@@ -139,19 +144,27 @@ export function maskedWhitenTurns(
   }
   const mean = s / (wsum + 1e-8); // verl masked_mean: sum / (mask.sum() + 1e-8)
   const out = new Float64Array(n);
-  if (constant) {
+  let variance = 0;
+  if (!constant) {
+    let m2 = 0;
+    for (let i = 0; i < n; i++) {
+      const w = weights[i];
+      if (w <= 0) continue;
+      const d = turnMean[i] - mean;
+      m2 += w * d * d + (within === null ? 0 : within[i]);
+    }
+    variance = ((m2 / (wsum + 1e-8)) * wsum) / (wsum - 1); // Bessel: N / (N - 1)
+  }
+  // Zero variance, or a spread at rounding level (values equal in exact arithmetic that rounding
+  // set apart, e.g. centred rewards): every row 0. Rows that differ from the valid tokens' value
+  // (masked turns) are counted; verl would give them (x - m) * 1e4.
+  const tol = ROUNDING_SPREAD * maxAbs;
+  if (constant || Math.sqrt(variance) <= tol) {
+    const ref = constant ? common : s / wsum;
     let zeroed = 0;
-    for (let i = 0; i < n; i++) if (turnMean[i] !== common) zeroed++; // masked rows only
+    for (let i = 0; i < n; i++) if (Math.abs(turnMean[i] - ref) > tol) zeroed++;
     return { out, mean, variance: 0, zeroed };
   }
-  let m2 = 0;
-  for (let i = 0; i < n; i++) {
-    const w = weights[i];
-    if (w <= 0) continue;
-    const d = turnMean[i] - mean;
-    m2 += w * d * d + (within === null ? 0 : within[i]);
-  }
-  const variance = ((m2 / (wsum + 1e-8)) * wsum) / (wsum - 1); // Bessel: N / (N - 1)
   const inv = 1 / Math.sqrt(variance + 1e-8);
   for (let i = 0; i < n; i++) out[i] = (turnMean[i] - mean) * inv;
   return { out, mean, variance, zeroed: 0 };

@@ -83,19 +83,36 @@ describe("runCredit", () => {
   });
 });
 
-describe("CLI", () => {
+describe("CLI (compiled: what `npm run credit` runs)", () => {
   const cwd = path.resolve(__dirname, "../..");
-  const tsx = path.join(cwd, "node_modules/.bin/tsx");
-  const cli = path.join(cwd, "lib/credit/cli.ts");
+  // scripts/credit-cli.mjs rebuilds dist/credit-cli.mjs first when lib/credit is newer
+  const node = process.execPath;
+  const cli = path.join(cwd, "scripts/credit-cli.mjs");
   it("prints the response JSON for a good request", () => {
-    const out = execFileSync(tsx, [cli], { cwd, input: JSON.stringify(ok) }).toString();
+    const out = execFileSync(node, [cli], { cwd, input: JSON.stringify(ok) }).toString();
     const res = JSON.parse(out);
     expect(res.trajectories[0].id).toBe("a0");
     expect(res.trajectories[0].advantages).toHaveLength(1);
     expect(res.diagnostics.anchorGroups.count).toBe(1);
   });
+  it("--advantages-only and \"output\": \"advantages\" leave the components out", () => {
+    for (const [args, req] of [[["--advantages-only"], ok], [[], { ...ok, output: "advantages" }]] as const) {
+      const res = JSON.parse(execFileSync(node, [cli, ...args], { cwd, input: JSON.stringify(req) }).toString());
+      expect(res.trajectories).toEqual([{ id: "a0", advantages: [0], components: {} }]);
+      expect(res.diagnostics.counts.turns).toBe(1);
+    }
+    const r = spawnSync(node, [cli, "--bogus"], { cwd, input: JSON.stringify(ok) });
+    expect(r.status).toBe(1);
+    expect(r.stderr.toString()).toMatch(/^error: argument "--bogus": unknown; usage: credit \[--advantages-only\]/);
+  });
+  it("names an anchor nested 100000 deep instead of overflowing the stack", () => {
+    const deep = "[".repeat(100_000) + "]".repeat(100_000);
+    const r = spawnSync(node, [cli], { cwd, input: `{"estimator":"gigpo","groups":[{"uid":"g","trajectories":[{"id":"a","turns":[{"reward":0,"anchor":${deep}}]}]}]}` });
+    expect(r.status).toBe(1);
+    expect(r.stderr.toString().trim()).toBe("error: groups[0].trajectories[0].turns[0].anchor: nested deeper than 64 levels of arrays / objects");
+  });
   it("exits non-zero with one line on stderr and nothing on stdout for a bad request", () => {
-    const r = spawnSync(tsx, [cli], { cwd, input: '{"estimator":"grpo","groups":[{"uid":"g","trajectories":[{"id":"a","turns":[{"reward":NaN}]}]}]}' });
+    const r = spawnSync(node, [cli], { cwd, input: '{"estimator":"grpo","groups":[{"uid":"g","trajectories":[{"id":"a","turns":[{"reward":NaN}]}]}]}' });
     expect(r.status).toBe(1);
     expect(r.stdout.toString()).toBe("");
     const lines = r.stderr.toString().trim().split("\n");
