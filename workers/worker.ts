@@ -288,6 +288,7 @@ class Worker {
     if (gpu !== null) logger.log(`assigned GPU ${gpu} (CUDA_VISIBLE_DEVICES=${gpu})`);
     const child = this.takeJobProcess();
     a.child = child;
+    logger.log(`runner in job process ${child.pid} (process group ${child.pid})`);
     // What the runner (or a crash) prints goes to the job log too.
     createInterface({ input: child.stdout! }).on("line", (l) => logger.log(l));
     createInterface({ input: child.stderr! }).on("line", (l) => logger.log(l, "warn"));

@@ -11,7 +11,7 @@ const { launchRun } = await import("../../lib/runs/launch");
 const { launchRunSchema } = await import("../../lib/schemas/runs");
 const { getRun } = await import("../../lib/db/runs");
 const { getRawDb } = await import("../../lib/db/sqlite");
-const { getJob, requestCancel } = await import("../../lib/jobs");
+const { getJob, requestCancel, tailLog } = await import("../../lib/jobs");
 
 afterEach(killAllWorkers);
 afterAll(() => env.cleanup());
@@ -37,9 +37,17 @@ function descendants(pid: number): number[] {
 
 const finished = (runId: string) => ["succeeded", "failed", "canceled"].includes(getRun(runId).status);
 
-async function cancelMeasured(jobId: string, runId: string, workerPid: number, what: string) {
-  const below = descendants(workerPid);
-  expect(below.length, `${what}: its job process runs below the worker`).toBeGreaterThan(0);
+/** The job's process, from the worker's log line "runner in job process <pid> ...". */
+async function jobProcessOf(jobId: string): Promise<number> {
+  const line = (await tailLog(jobId, 0, 1000)).lines.map((l) => l.line).find((l) => l.startsWith("runner in job process "));
+  return Number(line!.split(" ")[4]);
+}
+
+async function cancelMeasured(jobId: string, runId: string, workerPid: number, what: string, processes = 1) {
+  const jobPid = await jobProcessOf(jobId);
+  expect(descendants(workerPid), `${what}: its job process runs below the worker`).toContain(jobPid);
+  const below = [jobPid, ...descendants(jobPid)];
+  expect(below.length, `${what}: the job process and what it started`).toBeGreaterThanOrEqual(processes);
   const t0 = Date.now();
   await requestCancel(jobId);
   await waitFor(`${what} canceled`, async () => (await getJob(jobId)).status === "canceled", 10_000, 20);
@@ -51,6 +59,7 @@ async function cancelMeasured(jobId: string, runId: string, workerPid: number, w
   // nothing runs on and nothing is written after the job ended
   await sleep(1_500);
   expect(stored(runId)).toEqual(atEnd);
+  // the job process and everything it started are gone (the worker keeps only its idle spare)
   expect(descendants(workerPid).filter((p) => below.includes(p))).toEqual([]);
   return ms;
 }
@@ -81,7 +90,7 @@ describe("cancel of each launchable kind, mid-run", () => {
       config: { steps: 1000, groupsPerStep: 2, groupSize: 4, evalInterval: 1000, evalEpisodes: 8, checkpointInterval: 1000, threads: 1 },
     });
     await waitFor("training steps stored", () => stored(train.runId).steps >= 2, 120_000, 100);
-    await cancelMeasured(train.jobId!, train.runId, w.pid, "train (1,000 steps)");
+    await cancelMeasured(train.jobId!, train.runId, w.pid, "train (1,000 steps)", 2); // with its engine
 
     // onnx-eval: 100,000 held-out tasks
     const evalRun = await launch({ jobKind: "onnx-eval", name: "big-eval", config: { sourceRunId: source.runId, episodes: 100_000, episodesPerBatch: 20 } });
