@@ -96,6 +96,8 @@ class Worker {
   private readonly gpus = new GpuPool(detectGpus());
   /** job processes alive, killed if this process exits unexpectedly */
   readonly children = new Set<ChildProcess>();
+  /** a job process started in advance, waiting for its job (hides the ~0.5-1 s start) */
+  private spare: ChildProcess | null = null;
 
   constructor(private readonly cfg: WorkerConfig) {}
 
@@ -135,9 +137,6 @@ class Worker {
     this.dropSpare();
     await Promise.all([...this.active.values()].map((a) => a.done));
   }
-
-  /** A job process, started in advance and waiting for its job (hides the ~0.5-1 s start). */
-  private spare: ChildProcess | null = null;
 
   private forkJobProcess(): ChildProcess {
     const child = fork(JOB_PROCESS, [], { execArgv: JOB_EXEC_ARGV, detached: true, stdio: ["ignore", "pipe", "pipe", "ipc"] });
