@@ -29,6 +29,15 @@ fi
 echo "== build"
 NEXT_TELEMETRY_DISABLED=1 node_modules/.bin/next build >/dev/null
 
+echo "== API contract (Schemathesis against the generated OpenAPI document)"
+PY="${TURNLENS_PYTHON:-python3}"
+stamp="node_modules/.turnlens-pip-api-$(sha1sum test/api/requirements.txt | cut -c1-12)"
+if [ ! -f "$stamp" ]; then
+  "$PY" -m pip install --quiet --disable-pip-version-check -r test/api/requirements.txt
+  touch "$stamp"
+fi
+bash scripts/test-api-contract.sh
+
 echo "== python client tests (pytest)"
 # The client (clients/python, standard library only) against the build above on a temp database;
 # TRL for its callback test in a venv over the engine's torch/transformers (first time ~20 s).

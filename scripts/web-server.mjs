@@ -4,6 +4,28 @@
 //   node scripts/web-server.mjs   (env: TURNLENS_HOST, PORT; run from the project root after `next build`)
 import http from "node:http";
 import next from "next";
+import { register } from "tsx/esm/api";
+
+// The API's methods per path come from the route declarations (lib/api/routes.ts): a method a path
+// does not declare is a 405 that lists the ones it does (RFC 9110's Allow header).
+register();
+const { ROUTES } = await import("../lib/api/routes.ts");
+const API = "/api/v1";
+const allowed = new Map();
+for (const r of ROUTES) {
+  const re = "^" + API + r.path.replace(/\{\w+\}/g, "[^/]+") + "/?$";
+  if (!allowed.has(re)) allowed.set(re, { re: new RegExp(re), methods: new Set(["OPTIONS"]) });
+  allowed.get(re).methods.add(r.method);
+  if (r.method === "GET") allowed.get(re).methods.add("HEAD");
+}
+/** The declared methods of an API path (the most specific template wins), or null when none matches. */
+function methodsOf(pathname) {
+  let best = null;
+  for (const a of allowed.values()) if (a.re.test(pathname) && (!best || a.re.source.length > best.re.source.length)) best = a;
+  // /runs/filters and /runs/import also match /runs/{id}: a literal segment beats a parameter
+  const literal = [...allowed.values()].find((a) => a.re.source === "^" + pathname.replace(/\/$/, "") + "/?$");
+  return (literal ?? best)?.methods ?? null;
+}
 
 const hostname = process.env.TURNLENS_HOST || "127.0.0.1";
 const port = Number(process.env.PORT || 3000);
@@ -18,13 +40,18 @@ function refuse(res, status, error, path, headers = {}) {
   res.end(JSON.stringify({ error, issues: [{ path, message: error }] }));
 }
 
-const server = http.createServer((req, res) => {
+// Query strings of long percent-encoded parameters (a credit `params` JSON) exceed Node's 16 KB default.
+const server = http.createServer({ maxHeaderSize: 64 * 1024 }, (req, res) => {
   if (!METHODS.has(req.method)) return refuse(res, 405, `method ${req.method} is not supported`, "method", { allow: "GET, HEAD, POST, DELETE, OPTIONS" });
   const pathname = (req.url ?? "/").split("?")[0];
   try {
     decodeURIComponent(pathname);
   } catch {
     return refuse(res, 400, "malformed path: a segment is not valid percent-encoding", "params");
+  }
+  if (pathname.startsWith(API + "/")) {
+    const methods = methodsOf(pathname);
+    if (methods && !methods.has(req.method)) return refuse(res, 405, `${req.method} is not allowed on ${pathname}`, "method", { allow: [...methods].join(", ") });
   }
   handle(req, res);
 });

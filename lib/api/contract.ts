@@ -2,7 +2,7 @@
 // answer. The route handler (lib/api/route.ts) enforces it and the OpenAPI document
 // (lib/api/openapi.ts) is generated from it, so the two cannot drift apart.
 import { z } from "zod";
-import { idSchema } from "../schemas/common";
+import { idSchema, queryInt } from "../schemas/common";
 
 export type Method = "GET" | "POST" | "DELETE";
 
@@ -36,14 +36,8 @@ export interface RouteContract<Q extends z.ZodType = z.ZodType, B extends z.ZodT
 }
 
 /** A path parameter's schema, by name: ids are ids, `step` a decimal step number. */
-export const pathParamSchema = (name: string): z.ZodType<string | number> =>
-  name === "step"
-    ? z
-        .string()
-        .regex(/^(0|[1-9]\d{0,9})$/, "must be a step number (a decimal integer >= 0)")
-        .transform(Number)
-        .pipe(z.number().int().max(2 ** 31 - 1))
-    : idSchema;
+export const pathParamSchema = (name: string): z.ZodType<string | number> => (name === "step" ? STEP : idSchema);
+const STEP = queryInt(0, 2 ** 31 - 1);
 
 export function pathParamNames(path: string): string[] {
   return [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);

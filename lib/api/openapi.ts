@@ -4,7 +4,7 @@
 import { z } from "zod";
 import { pathParamNames, pathParamSchema, statusesOf, type RouteContract } from "./contract";
 import { ROUTES } from "./routes";
-import { errorSchema } from "../schemas/common";
+import { documentedAs, errorSchema } from "../schemas/common";
 
 type Json = Record<string, unknown>;
 
@@ -26,7 +26,21 @@ class SchemaSet {
 
   /** JSON Schema of `s`, its named parts registered as components (input schemas get an "Input" suffix). */
   of(s: z.ZodType, io: "input" | "output"): Json {
-    const js = z.toJSONSchema(s, { io, unrepresentable: "any", target: "draft-2020-12", cycles: "ref", reused: "inline" }) as Json;
+    const js = z.toJSONSchema(s, {
+      io,
+      unrepresentable: "any",
+      target: "draft-2020-12",
+      cycles: "ref",
+      reused: "inline",
+      override: (ctx) => {
+        const doc = documentedAs.get(ctx.zodSchema as unknown as z.ZodType);
+        if (!doc) return;
+        const js = ctx.jsonSchema as Json;
+        const description = js.description;
+        for (const k of Object.keys(js)) delete js[k];
+        Object.assign(js, doc, description ? { description } : {});
+      },
+    }) as Json;
     const suffix = io === "input" ? "Input" : "";
     const defs = (js.$defs ?? {}) as Record<string, Json>;
     delete js.$defs;

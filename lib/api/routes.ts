@@ -4,7 +4,7 @@ import { z } from "zod";
 import { defineRoute } from "./contract";
 import { creditOverviewQuerySchema, creditSourceQuerySchema } from "../db/credit";
 import { finishRunSchema } from "../runs/actions";
-import { queryInt } from "../schemas/common";
+import { emptyBodySchema, queryInt } from "../schemas/common";
 import { jobListQuerySchema, jobListSchema, jobSchema, logLinesSchema, logQuerySchema } from "../schemas/jobs";
 import { logMetricsSchema, metricKeyInfoSchema, metricKeySchema, seriesQuerySchema, seriesSchema } from "../schemas/metrics";
 import { groupSchema, pageQuerySchema, rolloutStepInputSchema, rolloutStepSchema, trajectoryListQuerySchema, trajectorySchema, turnSchema } from "../schemas/rollouts";
@@ -56,8 +56,8 @@ export const routes = {
     response: z.object({ deleted: z.string() }),
     errors: [409],
   }),
-  runCancel: defineRoute({ id: "cancelRun", method: "POST", path: "/runs/{id}/cancel", summary: "Cancel a run's job (a running job stops within 5 s)", tag: "runs", response: runSchema, status: 200, errors: [409] }),
-  runRetry: defineRoute({ id: "retryRun", method: "POST", path: "/runs/{id}/retry", summary: "Re-queue a failed or canceled run", tag: "runs", response: runSchema, status: 200, errors: [409] }),
+  runCancel: defineRoute({ id: "cancelRun", method: "POST", path: "/runs/{id}/cancel", summary: "Cancel a run's job (a running job stops within 5 s)", tag: "runs", response: runSchema, body: emptyBodySchema, status: 200, errors: [409] }),
+  runRetry: defineRoute({ id: "retryRun", method: "POST", path: "/runs/{id}/retry", summary: "Re-queue a failed or canceled run", tag: "runs", response: runSchema, body: emptyBodySchema, status: 200, errors: [409] }),
   runFinish: defineRoute({
     id: "finishRun",
     method: "POST",
@@ -75,6 +75,7 @@ export const routes = {
     path: "/runs/{id}/resume",
     summary: "Reopen a finished imported run for writes (needs its write key)",
     tag: "ingest",
+    body: emptyBodySchema,
     response: runSchema,
     status: 200,
     ingest: true,

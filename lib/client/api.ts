@@ -26,11 +26,14 @@ export function setApiToken(token: string | null): void {
 export async function callApi<T>(path: string, init: { method?: string; body?: unknown; query?: Record<string, string | number | boolean | undefined | null> } = {}): Promise<T> {
   const url = new URL("/api/v1" + path, typeof window === "undefined" ? "http://127.0.0.1" : window.location.origin);
   for (const [k, v] of Object.entries(init.query ?? {})) if (v !== undefined && v !== null && v !== "") url.searchParams.set(k, String(v));
+  const method = init.method ?? "GET";
+  // every write is JSON (the server refuses others: a cross-site form cannot send it), `{}` when it has no input
+  const body = init.body !== undefined ? init.body : method === "POST" ? {} : undefined;
   const headers: Record<string, string> = {};
-  if (init.body !== undefined) headers["content-type"] = "application/json";
+  if (body !== undefined) headers["content-type"] = "application/json";
   const token = typeof window !== "undefined" ? localStorage.getItem(TOKEN_KEY) : null;
   if (token) headers.authorization = `Bearer ${token}`;
-  const res = await fetch(url, { method: init.method ?? "GET", headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
+  const res = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const data = await res.json().catch(() => null);
   if (!res.ok) throw new ApiClientError(res.status, data?.error ?? `HTTP ${res.status}`, data?.issues ?? []);
   return data as T;

@@ -9,6 +9,7 @@
 // (lib/db/rollouts.ts), so a loaded step and anything computed from it are cached by step id.
 import { z } from "zod";
 import { runCredit, flatten, getEstimator, isEstimatorId, type CreditDiagnostics, type Group, type Turn } from "../credit";
+import { ESTIMATOR_IDS } from "../credit/registry";
 import { trajectoryScores } from "../credit/flat";
 import { buildAnchorGroups } from "../credit/gigpo";
 import { summarizeAdvantages } from "../credit/result";
@@ -520,7 +521,7 @@ export function creditOverview(runId: string, source: CreditSource = {}, opts: {
 
 const paramsJson = z
   .string()
-  .max(20_000)
+  .max(1000)
   .transform((s, ctx) => {
     try {
       const v = JSON.parse(s);
@@ -535,7 +536,10 @@ const paramsJson = z
 /** `?estimator=&params=`: which advantages to show. */
 export const creditSourceQuerySchema = z
   .object({
-    estimator: z.string().max(100).optional().describe("Estimator id to recompute with (lib/credit registry); omitted or `stored` = the advantages stored with the turns."),
+    estimator: z
+      .enum(["stored", ...ESTIMATOR_IDS])
+      .optional()
+      .describe("Estimator id to recompute with (lib/credit registry); omitted or `stored` = the advantages stored with the turns."),
     params: paramsJson.optional().describe("The estimator's parameters as JSON; omitted = the training params for the training estimator, else the defaults."),
   })
   .strict();

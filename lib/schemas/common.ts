@@ -4,15 +4,24 @@ import { z } from "zod";
 export const idSchema = z.string().min(1).max(64).regex(/^[A-Za-z0-9_-]+$/, "must be an id (letters, digits, _ or -)");
 
 /**
- * Query-string integers arrive as text: plain decimal only (an empty value, "0x10" or "1e3" is a
- * 400, not a silent 0 or 16), then range-checked.
+ * How a schema appears in the OpenAPI document when zod's own JSON Schema would say less than the
+ * schema checks: a query integer parses text but is documented as the integer range it accepts.
  */
-export const queryInt = (min: number, max: number) =>
-  z
+export const documentedAs = new WeakMap<z.ZodType, Record<string, unknown>>();
+
+/**
+ * Query-string and path integers arrive as text: plain decimal only (an empty value, "0x10" or
+ * "1e3" is a 400, not a silent 0 or 16), then range-checked.
+ */
+export const queryInt = (min: number, max: number) => {
+  const s = z
     .string()
     .regex(/^-?\d{1,15}$/, "must be a decimal integer")
     .transform(Number)
     .pipe(z.number().int().min(min).max(max));
+  documentedAs.set(s, { type: "integer", minimum: min, maximum: max });
+  return s;
+};
 
 export const errorSchema = z
   .object({
@@ -38,3 +47,6 @@ export const batchIdSchema = z
   .describe("Client batch id: a retry with the same id and the same content is answered with the stored result (200); other content is a 409.");
 
 export const tagsSchema = z.array(z.string().min(1).max(64)).max(32).default([]);
+
+/** The body of an action that takes no input (cancel, retry, resume): `{}`, sent as JSON like every write. */
+export const emptyBodySchema = z.object({}).strict().meta({ id: "Empty" });

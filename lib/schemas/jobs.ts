@@ -31,6 +31,8 @@ export const jobListQuerySchema = z
     status: z
       .string()
       .max(200)
+      // the grammar, for the OpenAPI document; the transform names the unknown status in its message
+      .regex(/^ *((queued|running|succeeded|failed|canceled) *(, *(queued|running|succeeded|failed|canceled) *)*)?$/, "must be statuses (queued, running, succeeded, failed, canceled) separated by commas")
       .optional()
       .transform((s, ctx) => {
         if (s === undefined || s.trim() === "") return undefined;

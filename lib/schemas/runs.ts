@@ -111,6 +111,12 @@ export function parseConfigFilter(text: string): ConfigClause[] {
   return out;
 }
 
+// The grammar parseConfigFilter reads, as a pattern the OpenAPI document can carry: comparisons
+// take a decimal number, = != ~ any text without ';'.
+const CONFIG_PATH = "[A-Za-z_][A-Za-z0-9_-]*(\\.[A-Za-z0-9_-]+)*";
+const CONFIG_CLAUSE = `${CONFIG_PATH} *((=|!=|~)[^;]*|(>=|<=|>|<) *-?[0-9]{1,15}(\\.[0-9]{1,15})?([eE][-+]?[0-9]{1,2})? *)`;
+const CONFIG_FILTER_PATTERN = new RegExp(`^ *(${CONFIG_CLAUSE})?( *; *(${CONFIG_CLAUSE})?)* *$`);
+
 export const runListQuerySchema = z
   .object({
     q: z.string().max(200).optional().describe("Search in run names."),
@@ -123,6 +129,7 @@ export const runListQuerySchema = z
     config: z
       .string()
       .max(2000)
+      .regex(CONFIG_FILTER_PATTERN, "must be clauses like lr<=1e-4 or envConfig.size=6, joined by ;")
       .optional()
       .superRefine((s, ctx) => {
         try {
@@ -185,6 +192,7 @@ export const compareQuerySchema = z
   .object({
     runs: z
       .string()
+      .regex(/^[A-Za-z0-9_-]{1,64}(,[A-Za-z0-9_-]{1,64}){0,49}$/, "must be 1 to 50 comma-separated run ids")
       .transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean))
       .pipe(z.array(idSchema).min(1, "name at least one run").max(50, "compare at most 50 runs"))
       .describe("Comma-separated run ids."),

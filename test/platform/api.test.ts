@@ -68,7 +68,7 @@ describe("launch validation", () => {
     expect(r.json.jobId).toBeTruthy();
     // The stored config carries the environment's defaults, so the run is reproducible as stored.
     expect(Object.keys(r.json.config.envConfig).length).toBeGreaterThan(0);
-    const c = await call(cancelRoute.POST, "POST", `/api/v1/runs/${r.json.id}/cancel`, { params: { id: r.json.id } });
+    const c = await call(cancelRoute.POST, "POST", `/api/v1/runs/${r.json.id}/cancel`, { body: {}, params: { id: r.json.id } });
     expect(c.status).toBe(200);
     expect(c.json.status).toBe("canceled");
   });
