@@ -12,8 +12,12 @@ export interface SokobanSearch {
   states: number;
 }
 
-/** BFS from the level's start; stops (plan null) once more than maxStates states are seen. */
-export function searchSokoban(level: SokobanLevel, maxStates = 2_000_000): SokobanSearch {
+/**
+ * BFS from the level's start; stops (plan null) once more than maxStates states are seen, or
+ * once every plan shorter than maxDepth moves is ruled out (minMoves = maxDepth then): the
+ * generator only asks whether a level takes at least that many moves.
+ */
+export function searchSokoban(level: SokobanLevel, maxStates = 2_000_000, maxDepth = Infinity): SokobanSearch {
   const { width, walls } = level;
   const targets = new Set(level.targets);
   const moves: [string, number][] = [["up", -width], ["down", width], ["left", -1], ["right", 1]];
@@ -24,6 +28,7 @@ export function searchSokoban(level: SokobanLevel, maxStates = 2_000_000): Sokob
   for (let qi = 0; qi < queue.length; qi++) {
     const cur = queue[qi];
     const curKey = key(cur.player, cur.boxes);
+    if (cur.depth >= maxDepth && !cur.boxes.every((b) => targets.has(b))) return { plan: null, minMoves: maxDepth, states: parent.size };
     if (cur.boxes.every((b) => targets.has(b))) {
       const plan: string[] = [];
       for (let k: string | null = curKey; k !== null; ) {

@@ -215,7 +215,7 @@ export function generateSokoban(config: GenConfig, seed: number): SokobanLevel {
   for (let attempt = 0; attempt < 2000; attempt++) {
     const rng = createRng(mixSeed("sokoban", seed, attempt));
     const level = tryGenerate(config, rng);
-    if (level && (minMoves === 0 || searchSokoban(level, SOLVER_STATES).minMoves >= minMoves)) return level;
+    if (level && (minMoves === 0 || searchSokoban(level, SOLVER_STATES, minMoves).minMoves >= minMoves)) return level;
   }
   throw new Error(`sokoban: could not generate a ${config.width}x${config.height} level with ${config.numBoxes} boxes${minMoves ? ` and an optimal solution of at least ${minMoves} moves (lower minSolutionMoves or raise reverseSteps)` : ""}`);
 }
