@@ -25,6 +25,8 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# The checkout whose build is served (default this one), as in the client tests.
+SERVE = Path(os.environ.get("TURNLENS_SERVER_DIR") or ROOT)
 sys.path.insert(0, str(ROOT / "clients" / "python"))
 
 import turnlens  # noqa: E402
@@ -42,8 +44,8 @@ def start_server(work: Path):
     port = free_port()
     env = {**os.environ, "DATABASE_URL": f"file:{work / 'bench.db'}", "NEXT_TELEMETRY_DISABLED": "1"}
     env.pop("TURNLENS_API_TOKEN", None)
-    subprocess.run(["node", "scripts/db-migrate.mjs", "deploy"], cwd=ROOT, env=env, check=True, capture_output=True)
-    proc = subprocess.Popen([str(ROOT / "node_modules/.bin/next"), "start", "-H", "127.0.0.1", "-p", str(port)], cwd=ROOT, env=env,
+    subprocess.run(["node", "scripts/db-migrate.mjs", "deploy"], cwd=SERVE, env=env, check=True, capture_output=True)
+    proc = subprocess.Popen([str(SERVE / "node_modules/.bin/next"), "start", "-H", "127.0.0.1", "-p", str(port)], cwd=SERVE, env=env,
                             stdout=open(work / "server.log", "w"), stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     for _ in range(300):
@@ -133,7 +135,7 @@ def main() -> None:
     ap.add_argument("--points", type=int, default=500_000)
     ap.add_argument("--turns", type=int, default=200_000)
     args = ap.parse_args()
-    if not (ROOT / ".next" / "BUILD_ID").exists():
+    if not (SERVE / ".next" / "BUILD_ID").exists():
         raise SystemExit("bench: build the dashboard first: node_modules/.bin/next build")
     work = Path(tempfile.mkdtemp(prefix="turnlens-bench-ingest-"))
     os.environ["TURNLENS_DIR"] = str(work / "home")

@@ -196,3 +196,79 @@ def test_context_manager_marks_a_crashed_loop_failed(server):
     info = server.get(f"/api/v1/runs/{run.id}")
     assert info["status"] == "failed" and "boom" in info["error"]
     assert server.metrics(run.id)["x"] == {0: 1.0}
+
+
+class DropFirstAnswers:
+    """A loopback TCP proxy that forwards each request to the server but, for the first `drop`
+    requests whose first line matches `match`, closes the client's connection instead of
+    returning the answer: the server stored the batch, the client never heard."""
+
+    def __init__(self, upstream_port: int, match: bytes, drop: int = 2):
+        import socket
+
+        self.upstream, self.match, self.left = upstream_port, match, drop
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        import http.client
+
+        up = http.client.HTTPConnection("127.0.0.1", self.upstream, timeout=30)
+        f = conn.makefile("rb")
+        try:
+            while True:
+                line = f.readline()
+                if not line:
+                    return
+                headers, length = [], 0
+                while True:
+                    h = f.readline()
+                    if h in (b"\r\n", b"\n", b""):
+                        break
+                    name, _, value = h.decode().partition(":")
+                    if name.lower() == "content-length":
+                        length = int(value)
+                    if name.lower() not in ("host", "connection"):
+                        headers.append((name, value.strip()))
+                body = f.read(length) if length else None
+                method, path, _ = line.decode().split(" ", 2)
+                up.request(method, path, body=body, headers=dict(headers))
+                resp = up.getresponse()
+                data = resp.read()
+                if self.match in line and self.left > 0:
+                    self.left -= 1
+                    return  # the answer is lost
+                head = f"HTTP/1.1 {resp.status} {resp.reason}\r\nContent-Type: {resp.getheader('content-type', 'application/json')}\r\nContent-Length: {len(data)}\r\n\r\n"
+                conn.sendall(head.encode() + data)
+        except OSError:
+            return
+        finally:
+            conn.close()
+            up.close()
+
+
+def test_a_batch_whose_answer_was_lost_is_resent_and_stored_once(server):
+    proxy = DropFirstAnswers(server.port, b"/steps", drop=2)
+    run = turnlens.init(project="client-tests", name="lost-answers", url=proxy.url)
+    for step in range(5):
+        run.log_rollouts(step, rollout_groups(step))
+        run.log(metric_values(step), step=step)
+    run.finish()
+    assert run.rejected == []
+    assert proxy.left == 0, "both answers were dropped"
+    # a resent batch was answered from what the server had stored (200, not 201)
+    assert run.sent["retried_batches"] >= 1, run.sent
+    steps = server.steps(run.id)
+    assert steps["total"] == 5 and all(s["trajectories"] == 8 for s in steps["steps"])
+    assert sum(len(server.trajectories(run.id, s)) for s in range(5)) == 40

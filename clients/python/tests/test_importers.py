@@ -179,7 +179,8 @@ def test_mlflow_store_params_and_histories(server, tmp_path, capsys):
     assert cli.main(["--url", server.url, "import", "mlflow", str(tmp_path / "mlruns"), "--project", "imports"]) == 0
     out = capsys.readouterr().out
     assert f"-> run {rep['runId']}: 0 rows imported, 60 already present, 2 rejected" in out
-    assert "rejected x1: expected 'timestamp value step', got 'garbage line'" in out
+    assert "metrics/train/reward:31: timestamp: 'garbage' is not a number" in out
+    assert "metrics/train/reward:32: value: 'abc' is not a number" in out
 
 
 # ------------------------------------------------------------------ generic JSONL

@@ -46,6 +46,13 @@ def _param(v: str) -> Any:
     return {"True": True, "False": False, "true": True, "false": False}.get(v, v)
 
 
+def _number(text: str, what: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise shapes.ShapeError(f"{what}: {text[:40]!r} is not a number") from None
+
+
 def _files(d: Path) -> Dict[str, Path]:
     return {p.relative_to(d).as_posix(): p for p in sorted(d.rglob("*")) if p.is_file()} if d.is_dir() else {}
 
@@ -86,12 +93,10 @@ def read(path: str, env_id: str = "external") -> List[Source]:
                 try:
                     if len(parts) not in (2, 3):
                         raise shapes.ShapeError(f"expected 'timestamp value step', got {line[:80]!r}")
-                    ts = float(parts[0])
-                    step = parts[2] if len(parts) == 3 else 0
-                    value = float(parts[1])
-                    points.append(shapes.metric_point({mkey: value}, int(step) if str(step).lstrip("-").isdigit() else step,
-                                                      ts / 1000 if ts > 0 else None))
-                except ValueError as e:  # ShapeError is a ValueError; float() errors too
+                    ts, value = _number(parts[0], "timestamp"), _number(parts[1], "value")
+                    step = int(parts[2]) if len(parts) == 3 and parts[2].lstrip("-").isdigit() else (parts[2] if len(parts) == 3 else 0)
+                    points.append(shapes.metric_point({mkey: value}, step, ts / 1000 if ts > 0 else None))
+                except shapes.ShapeError as e:
                     src.reject(where, str(e))
         src.add_metrics(points, f"{name} metrics")
         out.append(src)
