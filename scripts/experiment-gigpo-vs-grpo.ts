@@ -16,6 +16,7 @@ import { launchRunSchema } from "../lib/schemas/runs";
 import { getRun } from "../lib/db/runs";
 import { readSeries } from "../lib/db/metrics";
 import { defaultConfig } from "../lib/envs/registry";
+import type { SokobanConfig } from "../lib/envs/sokoban";
 import { permutationTest, welchTTest } from "./stats";
 
 const args = process.argv.slice(2);
@@ -35,7 +36,7 @@ const TAG = "experiment:gigpo-vs-grpo";
 if (STEPS % EVAL_INTERVAL !== 0) throw new Error(`--steps must be a multiple of ${EVAL_INTERVAL} (the evaluation interval)`);
 
 // The Sokoban defaults: 6x6, one box, levels whose optimal solution takes at least 4 moves.
-const envConfig = { ...defaultConfig("sokoban"), maxTurns: 20 };
+const envConfig = { ...(defaultConfig("sokoban") as SokobanConfig), maxTurns: 20 };
 const base = {
   envId: "sokoban",
   envConfig,
