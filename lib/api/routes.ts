@@ -8,7 +8,7 @@ import { emptyBodySchema, queryInt } from "../schemas/common";
 import { jobListQuerySchema, jobListSchema, jobSchema, logLinesSchema, logQuerySchema } from "../schemas/jobs";
 import { logMetricsSchema, metricKeyInfoSchema, metricKeySchema, seriesQuerySchema, seriesSchema } from "../schemas/metrics";
 import { groupSchema, pageQuerySchema, rolloutStepInputSchema, rolloutStepSchema, trajectoryListQuerySchema, trajectorySchema, turnSchema } from "../schemas/rollouts";
-import { compareQuerySchema, importedRunSchema, importRunSchema, launchRunSchema, runListQuerySchema, runListSchema, runSchema } from "../schemas/runs";
+import { compareQuerySchema, importedRunSchema, runFiltersSchema, importRunSchema, launchRunSchema, runListQuerySchema, runListSchema, runSchema } from "../schemas/runs";
 
 const page = <T extends z.ZodType>(key: string, item: T) => z.object({ [key]: z.array(item), total: z.number(), page: z.number(), pageSize: z.number() });
 const none = z.object({}).strict();
@@ -45,6 +45,7 @@ export const routes = {
     summary: "What the runs table can filter and sort by (environments, estimators, tags, metric keys, config paths)",
     tag: "runs",
     query: none,
+    response: runFiltersSchema,
   }),
   runGet: defineRoute({ id: "getRun", method: "GET", path: "/runs/{id}", summary: "Get a run", tag: "runs", query: none, response: runSchema }),
   runDelete: defineRoute({

@@ -8,6 +8,7 @@
 // Speed: a GROUP BY over 10^6 rows costs ~250 ms in SQLite, so writes also maintain MetricRollup
 // buckets at widths 16, 256, 4096 and 65536; a read aggregates the coarsest rollup not wider than
 // the stride (at most 16 rollup rows per output bucket).
+import type { MetricKeyInfo, Series } from "../schemas/metrics";
 import { getRawDb, writeTransaction, type Fence, type RawDb } from "./sqlite";
 
 export const ROLLUP_LEVELS = [16, 256, 4096, 65536] as const;
@@ -143,16 +144,8 @@ export interface SeriesOptions {
   stride?: number;
 }
 
-export interface SeriesResult {
-  key: string;
-  stride: number;
-  reset: boolean;
-  fromStep: number;
-  count: number;
-  steps: number[];
-  values: number[];
-  wallTimes: number[];
-}
+/** The API's series response (lib/schemas/metrics.ts), wall times always present here. */
+export type SeriesResult = Series & { wallTimes: number[] };
 
 /**
  * The smallest power-of-two stride whose aligned buckets (2 points each) plus the kept first and
@@ -167,15 +160,7 @@ export function chooseStride(firstStep: number, lastStep: number, maxPoints: num
   return s;
 }
 
-export interface SeriesInfo {
-  key: string;
-  count: number;
-  firstStep: number;
-  lastStep: number;
-  lastValue: number;
-  minValue: number;
-  maxValue: number;
-}
+export type SeriesInfo = MetricKeyInfo;
 
 export function listSeries(runId: string, db: RawDb = getRawDb()): SeriesInfo[] {
   return db

@@ -1,7 +1,7 @@
 // Rollout storage: step -> group -> trajectory -> turn. Written in bulk (one IMMEDIATE transaction
 // per step, fenced by the job's lease), read in pages by cursor.
 import { randomUUID } from "node:crypto";
-import type { RolloutStepInput } from "../schemas/rollouts";
+import type { GroupOut, RolloutStepInput, RolloutStepOut, TrajectoryOut, TurnOut } from "../schemas/rollouts";
 import { getRawDb, sqliteDateTime, writeTransaction, type Fence, type RawDb } from "./sqlite";
 
 export class StepExistsError extends Error {
@@ -78,16 +78,8 @@ export function writeRolloutStep(runId: string, input: RolloutStepInput, fence: 
   );
 }
 
-export interface StepRow {
-  id: string;
-  step: number;
-  estimator: string | null;
-  groups: number;
-  trajectories: number;
-  successRate: number | null;
-  meanReward: number | null;
-  createdAt: string;
-}
+/** Row types are the API's response schemas (lib/schemas/rollouts.ts): one definition of each shape. */
+export type StepRow = RolloutStepOut;
 
 export function listSteps(runId: string, page = 1, pageSize = 100, db: RawDb = getRawDb()): { steps: StepRow[]; total: number } {
   const total = db.prepare(`SELECT COUNT(*) FROM "RolloutStep" WHERE "runId" = ?`).pluck().get(runId) as number;
@@ -106,16 +98,7 @@ export function listSteps(runId: string, page = 1, pageSize = 100, db: RawDb = g
   return { steps, total };
 }
 
-export interface GroupRow {
-  id: string;
-  uid: string;
-  envId: string;
-  taskSeed: number;
-  step: number;
-  trajectories: number;
-  successRate: number;
-  meanReward: number;
-}
+export type GroupRow = GroupOut;
 
 export function listGroups(runId: string, step: number, db: RawDb = getRawDb()): GroupRow[] {
   const rows = db
@@ -131,17 +114,7 @@ export function listGroups(runId: string, step: number, db: RawDb = getRawDb()):
   return rows.sort((a, b) => a.uid.localeCompare(b.uid, "en", { numeric: true }));
 }
 
-export interface TrajectoryRow {
-  id: string;
-  groupId: string;
-  uid: string;
-  step: number;
-  index: number;
-  reward: number;
-  success: boolean;
-  length: number;
-  truncated: boolean;
-}
+export type TrajectoryRow = Omit<TrajectoryOut, "turns">;
 
 const TRAJ_SELECT = `SELECT t."id", t."groupId", g."uid", s."step", t."index", t."reward", t."success", t."length", t."truncated"
   FROM "Trajectory" t JOIN "RolloutGroup" g ON g."id" = t."groupId" JOIN "RolloutStep" s ON s."id" = g."stepId"`;
@@ -175,23 +148,7 @@ export function listTrajectories(runId: string, f: TrajectoryFilter = {}, db: Ra
   return { trajectories: rows.map(toTrajectory), total };
 }
 
-export interface TurnRow {
-  seq: number;
-  trajectoryId: string;
-  index: number;
-  observation: string;
-  action: string;
-  reward: number;
-  valid: boolean;
-  done: boolean;
-  anchor: string | null;
-  agent: number | null;
-  tokenCount: number | null;
-  logprob: number | null;
-  entropy: number | null;
-  advantage: number | null;
-  info: unknown;
-}
+export type TurnRow = TurnOut;
 
 const TURN_COLS = `"seq","trajectoryId","index","observation","action","reward","valid","done","anchor","agent","tokenCount","logprob","entropy","advantage","info"`;
 

@@ -2,7 +2,7 @@
 import { randomUUID } from "node:crypto";
 import { enqueueInTransaction } from "../jobs/queue";
 import type { EnqueueInput } from "../jobs/schemas";
-import { parseConfigFilter, type RunListQuery, type RunOut } from "../schemas/runs";
+import { parseConfigFilter, type RunFilters, type RunListQuery, type RunOut } from "../schemas/runs";
 import { getDb } from "./client";
 import { deleteRunMetrics } from "./metrics";
 import { getRawDb, sqliteDateTime, writeTransaction, type RawDb } from "./sqlite";
@@ -201,16 +201,7 @@ export function listRuns(q: RunListQuery, db: RawDb = getRawDb()): { runs: RunOu
   return { runs: rows.map((r) => toRun(r, sums.get(r.id)!)), total };
 }
 
-export interface RunFilters {
-  envIds: string[];
-  estimators: string[];
-  tags: string[];
-  kinds: string[];
-  /** metric keys with the number of runs that log them, most common first */
-  metricKeys: { key: string; runs: number }[];
-  /** dotted config paths seen in the most recent runs (leaves only) */
-  configKeys: string[];
-}
+export type { RunFilters } from "../schemas/runs";
 
 /** The values the runs-table filters offer (distinct columns, tags, metric keys, config paths). */
 export function runFilters(db: RawDb = getRawDb()): RunFilters {

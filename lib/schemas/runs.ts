@@ -188,6 +188,19 @@ export const runListSchema = z
   .meta({ id: "RunList" });
 export type RunList = z.infer<typeof runListSchema>;
 
+/** What the runs table can filter and sort by (GET /runs/filters). */
+export const runFiltersSchema = z
+  .object({
+    envIds: z.array(z.string()),
+    estimators: z.array(z.string()),
+    tags: z.array(z.string()),
+    kinds: z.array(z.string()),
+    metricKeys: z.array(z.object({ key: z.string(), runs: z.number() })).describe("Metric keys with the number of runs that log them, most common first."),
+    configKeys: z.array(z.string()).describe("Dotted config paths seen in the most recent runs (leaves only)."),
+  })
+  .meta({ id: "RunFilters" });
+export type RunFilters = z.infer<typeof runFiltersSchema>;
+
 export const compareQuerySchema = z
   .object({
     runs: z

@@ -115,7 +115,8 @@ describe("group credit (heatmap slice)", () => {
     const ctx = { params: { id: runId, step: "0", groupId: g.id } };
     const unknown = await call(creditRoute.GET, "GET", `/api/v1/runs/${runId}/steps/0/groups/${g.id}/credit?estimator=nope`, ctx);
     expect(unknown.status).toBe(400);
-    expect(unknown.json.error).toMatch(/unknown estimator "nope"; known: grpo/);
+    expect(unknown.json.issues[0].path).toBe("query.estimator");
+    expect(unknown.json.error).toMatch(/query\.estimator: .*"grpo"/);
     const badParam = await call(creditRoute.GET, "GET", `/api/v1/runs/${runId}/steps/0/groups/${g.id}/credit?${q({ estimator: "grpo", params: { bogus: 1 } })}`, ctx);
     expect(badParam.status).toBe(400);
     expect(badParam.json.error).toMatch(/params\.bogus: unknown parameter/);
