@@ -185,7 +185,7 @@ class Run:
                     return
                 except queue.Full:
                     self._spilling = True
-            spool.append_lines(self.spool_dir / f"spill-{self._spill_n:06d}.jsonl", [{"item": list(item)}])
+            spool.append_lines(self.spool_dir / f"spill-{self._spill_n:06d}.jsonl", [{"item": list(item)}], fsync=False)
 
     # ---------------------------------------------------------------- sender thread
 

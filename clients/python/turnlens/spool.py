@@ -37,13 +37,16 @@ def write_json_atomic(path: Path, value: Any) -> None:
     os.replace(tmp, path)
 
 
-def append_lines(path: Path, items: List[Dict[str, Any]]) -> None:
+def append_lines(path: Path, items: List[Dict[str, Any]], fsync: bool = True) -> None:
+    """fsync=False for the spill of a full queue: it is written from the training loop, where an fsync
+    per call would block it; the OS still keeps the lines if the process (not the machine) dies."""
     if not items:
         return
     with open(path, "a") as f:
         f.write("".join(json.dumps(i, separators=(",", ":")) + "\n" for i in items))
-        f.flush()
-        os.fsync(f.fileno())
+        if fsync:
+            f.flush()
+            os.fsync(f.fileno())
 
 
 def read_lines(path: Path) -> Iterator[Dict[str, Any]]:
