@@ -3,7 +3,7 @@
 // GiGPO turns: the credit CLI (`npm run --silent credit`, and the node command it runs) against
 // scripts/credit-reference.py, a float64 Python port of the same semantics, on the same input
 // file in the same run, with the ratio. Run: `npm run bench:credit` (`-- --quick`: 10^4 and 10^5
-// only, no end-to-end part).
+// only, no end-to-end part; `-- --e2e`: only runCredit and the end-to-end part).
 //
 // Batches look like agent rollouts: groups of 8 trajectories of 5-15 turns (mean 10) that walk
 // a 4x4 grid from the same start, so anchors (rendered observations, ~50 chars) repeat across
@@ -85,7 +85,8 @@ function main(): void {
   v8.setFlagsFromString("--expose-gc");
   const gc = vm.runInNewContext("gc") as () => void;
   const quick = process.argv.includes("--quick");
-  const sizes = quick ? [1e4, 1e5] : [1e4, 1e5, 1e6];
+  const e2eOnly = process.argv.includes("--e2e"); // only runCredit vs kernel and end to end
+  const sizes = e2eOnly ? [] : quick ? [1e4, 1e5] : [1e4, 1e5, 1e6];
   const reps = (n: number) => (n >= 1e6 ? 6 : n >= 1e5 ? 8 : 20);
 
   console.log(`lib/credit benchmark (node ${process.version}, ${process.platform}/${process.arch})`);
@@ -170,21 +171,33 @@ function runCreditVsKernel(gc: () => void): void {
   console.log(`  runCredit advantages-only   ${fmt(adv)}`);
 }
 
-/** Wall time of a command reading `input` on stdin and writing stdout to `output` (best of reps). */
-function timeCommand(cmd: string, args: string[], input: string, output: string, reps: number): number {
-  let b = Infinity;
+const TIME = "/usr/bin/time";
+const hasTime = spawnSync(TIME, ["-f", "%U", "true"]).status === 0;
+
+/**
+ * Best wall time and best CPU time (user + system, via /usr/bin/time when present) of a command
+ * reading `input` on stdin and writing stdout to `output`, in seconds. CPU time is the steadier
+ * figure on a shared machine, where wall time mostly measures the other jobs.
+ */
+function timeCommand(cmd: string, args: string[], input: string, output: string, reps: number): { wall: number; cpu: number } {
+  let wall = Infinity;
+  let cpu = Infinity;
   for (let r = 0; r < reps; r++) {
     const inFd = openSync(input, "r");
     const outFd = openSync(output, "w");
     const t0 = performance.now();
-    const res = spawnSync(cmd, args, { stdio: [inFd, outFd, "pipe"], cwd: join(import.meta.dirname, "..") });
-    const t = performance.now() - t0;
+    const res = hasTime
+      ? spawnSync(TIME, ["-f", "cpu %U %S", cmd, ...args], { stdio: [inFd, outFd, "pipe"], cwd: join(import.meta.dirname, "..") })
+      : spawnSync(cmd, args, { stdio: [inFd, outFd, "pipe"], cwd: join(import.meta.dirname, "..") });
+    const t = (performance.now() - t0) / 1000;
     closeSync(inFd);
     closeSync(outFd);
     if (res.status !== 0) throw new Error(`${cmd} ${args.join(" ")} exited ${res.status}: ${res.stderr}`);
-    b = Math.min(b, t);
+    wall = Math.min(wall, t);
+    const m = /cpu ([\d.]+) ([\d.]+)\s*$/.exec(res.stderr.toString());
+    if (m) cpu = Math.min(cpu, Number(m[1]) + Number(m[2]));
   }
-  return b;
+  return { wall, cpu };
 }
 
 /** The CLI against the Python port on one 10^6-turn GiGPO request file. */
@@ -196,13 +209,11 @@ function endToEnd(): void {
     const mb = (f: string) => (readFileSync(f).length / 2 ** 20).toFixed(0);
     const py = process.env.TURNLENS_PYTHON ?? "python3";
     const hasNumpy = spawnSync(py, ["-c", "import numpy"]).status === 0;
-    console.log(`\nend to end, gigpo, 10^6 turns, request ${mb(input)} MB (best of 3, wall s, process start included):`);
+    console.log(`\nend to end, gigpo, 10^6 turns, request ${mb(input)} MB (best of 3, process start included):`);
     spawnSync("node", ["scripts/credit-cli.mjs", "--build"], { cwd: join(import.meta.dirname, "..") });
-    const rows: [string, number, string][] = [];
     const run = (label: string, cmd: string, args: string[], out: string) => {
-      const t = timeCommand(cmd, args, input, join(dir, out), 3) / 1000;
-      rows.push([label, t, join(dir, out)]);
-      console.log(`  ${label.padEnd(58)} ${t.toFixed(2).padStart(6)} s  (response ${mb(join(dir, out))} MB)`);
+      const t = timeCommand(cmd, args, input, join(dir, out), 3);
+      console.log(`  ${label.padEnd(58)} ${t.wall.toFixed(2).padStart(6)} s wall ${t.cpu.toFixed(2).padStart(6)} s cpu  (response ${mb(join(dir, out))} MB)`);
       return t;
     };
     const npmFull = run("npm run --silent credit (full response)", "npm", ["run", "--silent", "credit"], "full.json");
@@ -219,9 +230,10 @@ function endToEnd(): void {
     let worst = 0;
     a.forEach((t, i) => t.advantages.forEach((x, j) => (worst = Math.max(worst, Math.abs(x - b[i].advantages[j]) / Math.max(1, Math.abs(x))))));
     console.log(`  max relative difference CLI vs Python port: ${worst.toExponential(1)}`);
-    console.log(
-      `  ratio Python / CLI: full ${(pyT / npmFull).toFixed(1)}x, advantages-only ${(pyT / npmAdv).toFixed(1)}x (npm run), ${(pyT / nodeAdv).toFixed(1)}x (node)`,
-    );
+    const ratio = (k: "wall" | "cpu") =>
+      `full ${(pyT[k] / npmFull[k]).toFixed(1)}x, advantages-only ${(pyT[k] / npmAdv[k]).toFixed(1)}x (npm run), ${(pyT[k] / nodeAdv[k]).toFixed(1)}x (node)`;
+    console.log(`  ratio Python / CLI, wall: ${ratio("wall")}`);
+    if (hasTime) console.log(`  ratio Python / CLI, cpu:  ${ratio("cpu")}`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
