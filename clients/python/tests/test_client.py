@@ -272,3 +272,45 @@ def test_a_batch_whose_answer_was_lost_is_resent_and_stored_once(server):
     steps = server.steps(run.id)
     assert steps["total"] == 5 and all(s["trajectories"] == 8 for s in steps["steps"])
     assert sum(len(server.trajectories(run.id, s)) for s in range(5)) == 40
+
+
+def test_a_script_that_exits_without_finish_still_delivers_and_marks_the_run_failed(server, tmp_path):
+    script = tmp_path / "forgetful.py"
+    script.write_text(
+        "import turnlens\n"
+        f"run = turnlens.init(project='client-tests', name='no-finish', url={server.url!r})\n"
+        "for s in range(2000):\n"
+        "    run.log({'x': float(s)}, step=s)\n"
+        "print(run.id)\n"  # and exit: no finish()
+    )
+    env = {"PYTHONPATH": turnlens.__path__[0].rsplit("/", 1)[0], "TURNLENS_DIR": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    run_id = out.stdout.strip()
+    assert len(server.metrics(run_id)["x"]) == 2000
+    info = server.get(f"/api/v1/runs/{run_id}")
+    assert info["status"] == "failed" and "without run.finish()" in info["error"]
+
+
+def test_offline_logging_into_a_finished_run_syncs_after_resume(server, tmp_path):
+    from turnlens.sync import sync
+
+    with turnlens.init(project="client-tests", name="resume-offline", url=server.url) as run:
+        run.log({"x": 0.0}, step=0)
+    with turnlens.init(resume=run.id, mode="offline", url=server.url, spool_dir=str(tmp_path / "sp")) as later:
+        later.log({"x": 1.0}, step=1)
+    [rep] = sync(str(tmp_path / "sp"))
+    assert rep["runId"] == run.id and rep["rejected"] == [] and rep["pending"] == 0
+    assert server.metrics(run.id)["x"] == {0: 0.0, 1: 1.0}
+    assert server.get(f"/api/v1/runs/{run.id}")["status"] == "succeeded"
+
+
+def test_sync_against_a_dead_server_keeps_everything_pending(tmp_path):
+    from conftest import free_port
+    from turnlens.sync import sync
+
+    run = turnlens.init(name="later", mode="offline", spool_dir=str(tmp_path / "sp"))
+    run.log({"x": 1.0}, step=0)
+    run.finish()
+    [rep] = sync(str(tmp_path / "sp"), url=f"http://127.0.0.1:{free_port()}", timeout=1)
+    assert rep["pending"] == 2 and rep["sent"] == 0 and "gave up" in rep["error"]

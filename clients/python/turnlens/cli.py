@@ -29,26 +29,34 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.cmd == "sync":
         from .sync import sync
 
+        from .transport import ApiError
+
         try:
             reports = sync(args.dir, args.url, args.token)
         except FileNotFoundError as e:
             print(f"turnlens sync: {e}", file=sys.stderr)
             return 2
+        except ApiError as e:  # e.g. 403: the write key is not the run's
+            print(f"turnlens sync: {e}", file=sys.stderr)
+            return 1
         if args.json:
             print(json.dumps(reports, indent=2))
         for r in reports:
             if not args.json:
-                print(f"{r['dir']}: run {r['runId']}: sent {r['sent']} request(s), rejected {len(r['rejected'])}, pending {r['pending']}")
+                print(f"{r['dir']}: run {r['runId']}: sent {r['sent']} request(s), rejected {len(r['rejected'])}, pending {r['pending']}"
+                      + (f" ({r['error']})" if r.get("error") else ""))
                 for why in r["rejected"]:
                     print(f"  rejected: {why}")
         return 1 if any(r["pending"] for r in reports) else 0
 
     from .importers import run_import
 
+    from .transport import ApiError, Unavailable
+
     try:
         reports = run_import(args.kind, args.path, project=args.project, name=args.name, env_id=args.env_id,
                              url=args.url, token=args.token)
-    except (FileNotFoundError, ValueError) as e:
+    except (FileNotFoundError, ValueError, ApiError, Unavailable) as e:
         print(f"turnlens import: {e}", file=sys.stderr)
         return 2
     if args.json:

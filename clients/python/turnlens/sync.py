@@ -36,6 +36,14 @@ def sync_dir(d: Path, url: Optional[str] = None, token: Optional[str] = None, ti
             spool.write_json_atomic(d / "run.json", state)  # a second sync reuses this run
             report["runId"] = state["runId"]
         key = state.get("writeKey") or spool.load_write_key(state["runId"])
+        records = list(spool.read_lines(d / "records.jsonl"))
+        done = int((d / "synced").read_text()) if (d / "synced").exists() else 0
+        if done < len(records) or list(d.glob("spill-*.jsonl")):
+            # a run finished meanwhile (e.g. an offline run resumed by id) takes writes again after resume
+            _, run = transport.request("GET", f"/api/v1/runs/{state['runId']}", deadline=time.monotonic() + timeout)
+            if run.get("status") != "running":
+                transport.request("POST", f"/api/v1/runs/{state['runId']}/resume", {}, write_key=key,
+                                  deadline=time.monotonic() + timeout)
         # Calls a crashed process left in spill files become records (with fresh batch ids) first.
         spills = sorted(d.glob("spill-*.jsonl"))
         if spills:
@@ -60,6 +68,10 @@ def sync_dir(d: Path, url: Optional[str] = None, token: Optional[str] = None, ti
                 report["sent"] += 1
             (d / "synced").write_text(str(i + 1))
         report["pending"] = 0
+    except Unavailable as e:  # the server is down: everything not marked synced stays for the next sync
+        done = int((d / "synced").read_text()) if (d / "synced").exists() else 0
+        report["pending"] = max(1, sum(1 for _ in spool.read_lines(d / "records.jsonl")) - done)
+        report["error"] = str(e)
     finally:
         transport.close()
     return report
@@ -73,8 +85,8 @@ class _Stats:
         self.sent = {"points": 0, "turns": 0, "requests": 0, "retried_batches": 0}
 
 
-def sync(path: str, url: Optional[str] = None, token: Optional[str] = None) -> List[Dict[str, Any]]:
+def sync(path: str, url: Optional[str] = None, token: Optional[str] = None, timeout: float = 60.0) -> List[Dict[str, Any]]:
     dirs = spool_dirs(Path(path))
     if not dirs:
         raise FileNotFoundError(f"{path}: no run spool here (a directory with run.json, or a folder of them)")
-    return [sync_dir(d, url, token) for d in dirs]
+    return [sync_dir(d, url, token, timeout) for d in dirs]
