@@ -19,6 +19,8 @@ test.describe.configure({ mode: "serial" });
 
 const STEPS = [0, 1, 2, 3].map((s) => gigpoStep(s, { groups: 3, G: 6, maxTurns: 8, seed: 11 }));
 const runs: Record<string, string> = {};
+/** each imported run's write key header (POST /runs/import returns it once) */
+const keys: Record<string, Record<string, string>> = {};
 let api: APIRequestContext;
 
 async function ok<T = any>(p: Promise<{ ok(): boolean; status(): number; json(): Promise<T>; text(): Promise<string> }>): Promise<T> {
@@ -42,10 +44,12 @@ test.beforeAll(async ({ playwright }) => {
       }),
     );
     runs[name] = run.id;
-    await ok(api.post(`/api/v1/runs/${run.id}/metrics`, { data: { points: curve(80, seed + (est === "gigpo" ? 0 : 10), ceiling) } }));
+    keys[run.id] = { "x-turnlens-write-key": run.writeKey };
+    await ok(api.post(`/api/v1/runs/${run.id}/metrics`, { data: { points: curve(80, seed + (est === "gigpo" ? 0 : 10), ceiling) }, headers: keys[run.id] }));
   }
-  for (const s of STEPS) await ok(api.post(`/api/v1/runs/${runs["gigpo-lake-s0"]}/steps`, { data: s }));
-  for (const id of Object.values(runs)) await ok(api.post(`/api/v1/runs/${id}/finish`, { data: { status: "succeeded" } }));
+  const g0 = runs["gigpo-lake-s0"];
+  for (const s of STEPS) await ok(api.post(`/api/v1/runs/${g0}/steps`, { data: s, headers: keys[g0] }));
+  for (const id of Object.values(runs)) await ok(api.post(`/api/v1/runs/${id}/finish`, { data: { status: "succeeded" }, headers: keys[id] }));
 });
 
 test.afterAll(async () => {
