@@ -31,7 +31,7 @@ export const jobListQuerySchema = z
     status: z
       .string()
       .max(200)
-      // the grammar, for the OpenAPI document; the transform names the unknown status in its message
+      // the grammar, also in the OpenAPI document; its message lists the statuses
       .regex(/^ *((queued|running|succeeded|failed|canceled) *(, *(queued|running|succeeded|failed|canceled) *)*)?$/, "must be statuses (queued, running, succeeded, failed, canceled) separated by commas")
       .optional()
       .transform((s, ctx) => {
