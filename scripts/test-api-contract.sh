@@ -15,6 +15,14 @@ trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$dir"' EXIT
 for _ in $(seq 1 60); do curl -sf "http://127.0.0.1:$port/api/v1/projects" >/dev/null && break; sleep 0.5; done
 # some stored data, so operations on existing runs are reached too
 node --import tsx scripts/seed-contract-data.ts "http://127.0.0.1:$port" >/dev/null
+# a valid OpenAPI 3.1 document first (every $ref resolves, every schema is JSON Schema 2020-12)
+"$PY" - "http://127.0.0.1:$port/api/v1/openapi.json" <<'PYEOF'
+import json, sys, urllib.request
+from openapi_spec_validator import validate
+doc = json.load(urllib.request.urlopen(sys.argv[1]))
+validate(doc)
+print(f"openapi: valid OpenAPI {doc['openapi']} document, {sum(len(v) for v in doc['paths'].values())} operations, {len(doc['components']['schemas'])} schemas")
+PYEOF
 status=0
 "$PY" -m schemathesis.cli --config-file test/api/schemathesis.toml run --no-color \
   "http://127.0.0.1:$port/api/v1/openapi.json" --url "http://127.0.0.1:$port/api/v1" || status=$?
