@@ -1,0 +1,253 @@
+#!/usr/bin/env python3
+"""npm run bench:peers — TurnLens (through its Python client and HTTP) beside Trackio and MLflow
+(each through its own Python API on local storage), the same workloads, interleaved, in one run.
+
+First run: creates node_modules/.turnlens-peers-venv (--system-site-packages) and installs
+trackio 0.43 and mlflow 3.17 from PyPI into it (about 85 s here), then re-runs itself there.
+Workloads (each system in turn, round after round; the median of the rounds is printed):
+  write      N metric points (log calls of 10 keys) until stored (finish/end_run returned)
+  chart      one key's series as a chart asks for it (TurnLens: downsampled to 1,500 points)
+  all-points every raw point of one key
+  run-query  R runs with a numeric config value, filter on it and sort by it
+  turns      T agent turns as one step's rollouts (TurnLens) / a table (Trackio, MLflow)
+Options: --points (100000), --runs (100), --turns (20000), --rounds (3). Ratios are the peer's
+time divided by TurnLens's (> 1: TurnLens faster).
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+VENV = ROOT / "node_modules" / ".turnlens-peers-venv"
+SERVE = Path(os.environ.get("TURNLENS_SERVER_DIR") or ROOT)
+KEYS = [f"train/k{i}" for i in range(10)]
+
+
+def ensure_venv() -> None:
+    import importlib.util
+
+    # find_spec, not import: trackio reads TRACKIO_DIR when first imported (set later, per run)
+    if importlib.util.find_spec("trackio") and importlib.util.find_spec("mlflow"):
+        return
+    py = VENV / "bin" / "python"
+    if os.environ.get("TURNLENS_PEERS_VENV") == "1":
+        raise SystemExit("bench:peers: trackio/mlflow still not importable in the venv")
+    if not py.exists():
+        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(VENV)], check=True)
+    t0 = time.time()
+    subprocess.run([str(VENV / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", "trackio==0.43.*", "mlflow==3.17.*"], check=True)
+    print(f"bench:peers: installed trackio and mlflow in {time.time() - t0:.0f} s", flush=True)
+    os.execve(str(py), [str(py), __file__, *sys.argv[1:]], {**os.environ, "TURNLENS_PEERS_VENV": "1"})
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+# ------------------------------------------------------------------ the three systems
+
+
+class TurnLens:
+    name = "TurnLens"
+
+    def __init__(self, url: str):
+        import turnlens
+
+        self.tl, self.url, self.n = turnlens, url, 0
+
+    def _get(self, path):
+        with urllib.request.urlopen(self.url + path, timeout=120) as r:
+            return r.read()
+
+    def write(self, points):
+        run = self.tl.init(project="peers", name=f"write-{self.n}", url=self.url, finish_timeout=600)
+        self.n += 1
+        for step in range(points // len(KEYS)):
+            run.log({k: step * 0.001 + i for i, k in enumerate(KEYS)}, step=step)
+        run.finish()
+        self.last = run.id
+
+    def chart(self):
+        self._get(f"/api/v1/runs/{self.last}/metrics/series?key=train/k0&maxPoints=1500")
+
+    def all_points(self):
+        self._get(f"/api/v1/runs/{self.last}/metrics/export?format=csv&key=train/k0")
+
+    def make_runs(self, n):
+        for i in range(n):
+            with self.tl.init(project="peers-query", name=f"q{i}", config={"lr": i * 1e-5}, url=self.url) as run:
+                run.log({"final/reward": (i * 7919) % 1000 / 1000}, step=0)
+
+    def query(self):
+        q = urllib.parse.urlencode({"project": "peers-query", "config": "lr<=0.001", "sort": "metric:final/reward", "order": "desc", "pageSize": 500})
+        self._get(f"/api/v1/runs?{q}")
+
+    def turns(self, n):
+        with self.tl.init(project="peers", name=f"turns-{self.n}", url=self.url) as run:
+            run.log_rollouts(0, turn_groups(n))
+        self.n += 1
+
+
+class Trackio:
+    name = "Trackio"
+
+    def __init__(self, d: Path):
+        os.environ["TRACKIO_DIR"] = str(d)
+        import trackio
+        from trackio.sqlite_storage import SQLiteStorage
+
+        self.t, self.s, self.n = trackio, SQLiteStorage, 0
+
+    def write(self, points):
+        self.last = f"write-{self.n}"
+        self.n += 1
+        self.t.init(project="peers", name=self.last, embed=False)
+        for step in range(points // len(KEYS)):
+            self.t.log({k: step * 0.001 + i for i, k in enumerate(KEYS)}, step=step)
+        self.t.finish()
+
+    def chart(self):
+        self.s.get_metric_values("peers", self.last, "train/k0", max_points=1500)
+
+    def all_points(self):
+        self.s.get_metric_values("peers", self.last, "train/k0")
+
+    def make_runs(self, n):
+        for i in range(n):
+            self.t.init(project="peers-query", name=f"q{i}", config={"lr": i * 1e-5}, embed=False)
+            self.t.log({"final/reward": (i * 7919) % 1000 / 1000}, step=0)
+            self.t.finish()
+
+    def query(self):
+        # Trackio has no server-side run query: read every run's config and last value, filter, sort
+        configs = self.s.get_all_run_configs("peers-query")
+        rows = []
+        for run, cfg in configs.items():
+            if cfg.get("lr", 1) <= 0.001:
+                vals = self.s.get_metric_values("peers-query", run, "final/reward")
+                rows.append((vals[-1]["value"] if vals else None, run))
+        rows.sort(key=lambda r: (r[0] is None, -(r[0] or 0)))
+
+    def turns(self, n):
+        self.t.init(project="peers", name=f"turns-{self.n}", embed=False)
+        self.n += 1
+        self.t.log({"rollouts": self.t.Table(dataframe=turn_frame(n))}, step=0)
+        self.t.finish()
+
+
+class MLflow:
+    name = "MLflow"
+
+    def __init__(self, d: Path):
+        import mlflow
+
+        mlflow.set_tracking_uri(f"sqlite:///{d / 'mlflow.db'}")
+        self.m, self.c, self.n = mlflow, mlflow.tracking.MlflowClient(), 0
+        self.exp = mlflow.set_experiment("peers").experiment_id
+        self.qexp = self.c.create_experiment("peers-query")
+
+    def write(self, points):
+        from mlflow.entities import Metric
+
+        with self.m.start_run(experiment_id=self.exp) as run:
+            self.last = run.info.run_id
+            ts = int(time.time() * 1000)
+            batch = []
+            for step in range(points // len(KEYS)):
+                batch += [Metric(k, step * 0.001 + i, ts, step) for i, k in enumerate(KEYS)]
+                if len(batch) >= 1000:  # MLflow's log_batch limit is 1,000 metrics
+                    self.c.log_batch(self.last, metrics=batch)
+                    batch = []
+            if batch:
+                self.c.log_batch(self.last, metrics=batch)
+
+    def chart(self):
+        self.c.get_metric_history(self.last, "train/k0")  # no server-side downsampling
+
+    def all_points(self):
+        self.c.get_metric_history(self.last, "train/k0")
+
+    def make_runs(self, n):
+        for i in range(n):
+            with self.m.start_run(experiment_id=self.qexp):
+                self.m.log_param("lr", i * 1e-5)
+                self.m.log_metric("final/reward", (i * 7919) % 1000 / 1000, step=0)
+
+    def query(self):
+        # MLflow params are strings (a filter on them compares text): sort on the server, filter here
+        runs = self.c.search_runs([self.qexp], max_results=500, order_by=["metrics.`final/reward` DESC"])
+        [r for r in runs if float(r.data.params.get("lr", 1)) <= 0.001]
+
+    def turns(self, n):
+        with self.m.start_run(experiment_id=self.exp):
+            self.m.log_table(turn_frame(n), artifact_file="rollouts.json")
+
+
+def turn_groups(n):
+    per = 8 * 8
+    return {f"task-{g}": [[{"observation": f"obs {g} {t} {k} " + "x" * 40, "action": "left", "reward": float(k == 7),
+                            "anchor": f"s{k}", "advantage": 0.1 * k} for k in range(8)] for t in range(8)] for g in range(max(1, n // per))}
+
+
+def turn_frame(n):
+    import pandas as pd
+
+    rows = [{"uid": uid, "trajectory": t, "turn": k, **turn} for uid, trajs in turn_groups(n).items() for t, tr in enumerate(trajs) for k, turn in enumerate(tr)]
+    return pd.DataFrame(rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--points", type=int, default=100_000)
+    ap.add_argument("--runs", type=int, default=100)
+    ap.add_argument("--turns", type=int, default=20_000)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    ensure_venv()
+    sys.path.insert(0, str(ROOT / "clients" / "python"))
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from importlib import import_module
+
+    ingest = import_module("bench-ingest")  # its server start-up (fresh SQLite file, free port)
+    work = Path(tempfile.mkdtemp(prefix="turnlens-bench-peers-"))
+    os.environ["TURNLENS_DIR"] = str(work / "home")
+    proc, url = ingest.start_server(work)
+    systems = [TurnLens(url), Trackio(work / "trackio"), MLflow(work)]
+    try:
+        times = {(s.name, w): [] for s in systems for w in ("write", "chart", "all-points", "run-query", "turns")}
+        for s in systems:
+            s.make_runs(args.runs)
+        for r in range(args.rounds):
+            for s in systems:  # interleaved: every system once per round
+                times[(s.name, "write")].append(timed(lambda: s.write(args.points)))
+                times[(s.name, "chart")].append(min(timed(s.chart) for _ in range(5)))
+                times[(s.name, "all-points")].append(min(timed(s.all_points) for _ in range(3)))
+                times[(s.name, "run-query")].append(min(timed(s.query) for _ in range(5)))
+                times[(s.name, "turns")].append(timed(lambda: s.turns(args.turns)))
+            print(f"round {r + 1}/{args.rounds} done", flush=True)
+        print(f"\nbench:peers ({os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}); median of {args.rounds} rounds, seconds; "
+              f"{args.points:,} points, {args.runs} runs, {args.turns:,} turns")
+        print("| workload | TurnLens | Trackio | MLflow | Trackio / TurnLens | MLflow / TurnLens |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        for w in ("write", "chart", "all-points", "run-query", "turns"):
+            m = {s.name: statistics.median(times[(s.name, w)]) for s in systems}
+            print(f"| {w} | {m['TurnLens']:.4f} | {m['Trackio']:.4f} | {m['MLflow']:.4f} | {m['Trackio'] / m['TurnLens']:.2f}x | {m['MLflow'] / m['TurnLens']:.2f}x |")
+    finally:
+        import signal
+
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait()
+
+
+if __name__ == "__main__":
+    main()
