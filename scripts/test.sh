@@ -18,6 +18,9 @@ fi
 echo "== typecheck"
 node_modules/.bin/tsc --noEmit -p tsconfig.json
 
+echo "== layers (imports flow one way, ARCHITECTURE.md)"
+node scripts/check-layers.mjs
+
 echo "== unit and integration tests (vitest)"
 node_modules/.bin/vitest run
 

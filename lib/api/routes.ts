@@ -2,7 +2,7 @@
 // (`route(routes.runsList, …)`), and /api/v1/openapi.json is generated from this list.
 import { z } from "zod";
 import { defineRoute } from "./contract";
-import { creditOverviewQuerySchema, creditSourceQuerySchema } from "../db/credit";
+import { creditOverviewQuerySchema, creditSourceQuerySchema } from "../schemas/credit";
 import { finishRunSchema } from "../runs/actions";
 import { emptyBodySchema, queryInt } from "../schemas/common";
 import { jobListQuerySchema, jobListSchema, jobSchema, logLinesSchema, logQuerySchema } from "../schemas/jobs";

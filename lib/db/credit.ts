@@ -7,16 +7,13 @@
 // batch, because some estimators normalise across the batch (REINFORCE++, MAPO, MARS), so a
 // group's values are the ones training would have seen. Steps are written once
 // (lib/db/rollouts.ts), so a loaded step and anything computed from it are cached by step id.
-import { z } from "zod";
 import { runCredit, flatten, getEstimator, isEstimatorId, type CreditDiagnostics, type Group, type Turn } from "../credit";
-import { ESTIMATOR_IDS } from "../credit/registry";
 import { trajectoryScores } from "../credit/flat";
 import { buildAnchorGroups } from "../credit/gigpo";
 import { summarizeAdvantages } from "../credit/result";
 import { anchorGroupIds, renumber } from "../charts/prepare-heatmap";
 import { NotFoundError } from "./runs";
 import { getRawDb, type RawDb } from "./sqlite";
-import { queryInt } from "../schemas/common";
 
 /** A small least-recently-used map (steps are immutable once written, so entries never go stale). */
 class Lru<K, V> {
@@ -515,38 +512,3 @@ export function creditOverview(runId: string, source: CreditSource = {}, opts: {
     diagnostics: summaries.map((s) => s.diag),
   };
 }
-
-// ---------------------------------------------------------------- query schemas of the credit routes
-
-
-const paramsJson = z
-  .string()
-  .max(1000)
-  .transform((s, ctx) => {
-    try {
-      const v = JSON.parse(s);
-      if (v !== null && typeof v === "object" && !Array.isArray(v)) return v as Record<string, unknown>;
-    } catch {
-      /* reported below */
-    }
-    ctx.addIssue({ code: "custom", message: 'must be a JSON object of estimator parameters, e.g. {"gamma":0.9}' });
-    return z.NEVER;
-  });
-
-/** `?estimator=&params=`: which advantages to show. */
-export const creditSourceQuerySchema = z
-  .object({
-    estimator: z
-      .enum(["stored", ...ESTIMATOR_IDS])
-      .optional()
-      .describe("Estimator id to recompute with (lib/credit registry); omitted or `stored` = the advantages stored with the turns."),
-    params: paramsJson.optional().describe("The estimator's parameters as JSON; omitted = the training params for the training estimator, else the defaults."),
-  })
-  .strict();
-
-export const creditOverviewQuerySchema = creditSourceQuerySchema
-  .extend({
-    maxSteps: queryInt(1, 1000).default(50).describe("Show at most this many training steps (evenly sampled)."),
-    maxTurns: queryInt(1, 1000).default(200).describe("Turn-index columns."),
-  })
-  .strict();

@@ -1,0 +1,66 @@
+// The layering check (scripts/check-layers.mjs) on small made-up trees: it must catch a
+// forbidden import whatever form the import takes, and pass the directions ARCHITECTURE.md allows.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+// @ts-expect-error: a plain .mjs script without type declarations
+import { checkLayers } from "../../scripts/check-layers.mjs";
+
+const dirs: string[] = [];
+function tree(files: Record<string, string>): string {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "tl-layers-"));
+  dirs.push(root);
+  for (const [rel, text] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
+    fs.writeFileSync(path.join(root, rel), text);
+  }
+  return root;
+}
+afterEach(() => {
+  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+
+describe("checkLayers", () => {
+  it("rejects a component that imports lib/db, through the alias, a relative path or a type import", () => {
+    for (const spec of ['import { x } from "@/lib/db/store";', 'import type { X } from "../lib/db/store";', 'export { x } from "../lib/db/store";']) {
+      const root = tree({ "lib/db/store.ts": "export const x = 1; export type X = number;", "components/view.tsx": spec });
+      const { violations } = checkLayers(root);
+      expect(violations).toHaveLength(1);
+      expect(violations[0]).toMatch(/^components\/view\.tsx imports .*: components may not import lib\/db/);
+    }
+  });
+
+  it("rejects an import that runs back up (lib/db -> lib/api, lib/schemas -> lib/runs)", () => {
+    const root = tree({
+      "lib/api/errors.ts": "export class E extends Error {}",
+      "lib/runs/svc.ts": "export const s = 1;",
+      "lib/db/runs.ts": 'import { E } from "../api/errors"; export const r = E;',
+      "lib/schemas/runs.ts": 'import { s } from "../runs/svc"; export const q = s;',
+    });
+    const { violations } = checkLayers(root);
+    expect(violations.map((v: string) => v.split(" imports ")[0]).sort()).toEqual(["lib/db/runs.ts", "lib/schemas/runs.ts"]);
+  });
+
+  it("passes the allowed direction and imports inside one layer", () => {
+    const root = tree({
+      "lib/schemas/runs.ts": "export const q = 1;",
+      "lib/schemas/more.ts": 'import { q } from "./runs"; export const m = q;',
+      "lib/db/runs.ts": 'import { q } from "../schemas/runs"; export const r = q;',
+      "lib/runs/launch.ts": 'import { r } from "../db/runs"; export const l = r;',
+      "lib/api/routes.ts": 'import { l } from "../runs/launch"; export const a = l;',
+      "app/page.tsx": 'import { a } from "@/lib/api/routes"; export default a;',
+    });
+    expect(checkLayers(root).violations).toEqual([]);
+  });
+
+  it("names a layer missing from the table instead of passing it silently", () => {
+    const root = tree({ "lib/newroom/x.ts": 'import { q } from "../schemas/runs"; export const x = q;', "lib/schemas/runs.ts": "export const q = 1;" });
+    expect(checkLayers(root).violations[0]).toMatch(/layer lib\/newroom is not in LAYERS/);
+  });
+
+  it("the repository itself has no import outside the table and its listed debts", () => {
+    const { violations } = checkLayers();
+    expect(violations).toEqual([]);
+  });
+});
