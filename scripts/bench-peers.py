@@ -16,6 +16,7 @@ time divided by TurnLens's (> 1: TurnLens faster).
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -247,6 +248,7 @@ def main() -> None:
 
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
