@@ -101,10 +101,15 @@ class Server:
 def server():
     work = Path(tempfile.mkdtemp(prefix="turnlens-client-"))
     s = Server(work)
-    s.start()
-    yield s
-    s.kill()
-    shutil.rmtree(work, ignore_errors=True)
+    # A SIGTERM (e.g. from `timeout`) unwinds through this fixture, so the server does not outlive the tests.
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        s.start()
+        yield s
+    finally:
+        s.kill()
+        signal.signal(signal.SIGTERM, previous)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
