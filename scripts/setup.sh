@@ -14,10 +14,11 @@ fi
 # onnxruntime-node's postinstall would fetch CUDA libraries from outside npm; the CPU build ships in the package.
 export ONNXRUNTIME_NODE_INSTALL=skip
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ] || [ package.json -nt node_modules/.package-lock.json ]; then
-  echo "setup: installing Node packages (npm install, versions from package-lock.json)…"
-  # Not `npm ci`: this npm leaves other platforms' optional packages (@next/swc-darwin-*, ...) out of
-  # the lock file, and `npm ci` then refuses it as out of sync; `npm install` keeps the locked versions.
-  npm install --no-audit --no-fund --loglevel=error
+  echo "setup: installing Node packages (npm ci, exactly package-lock.json)…"
+  # The lock lists every platform's optional packages (@next/swc-*, @tailwindcss/oxide-*), so
+  # `npm ci` accepts it on Linux, macOS and Windows. After changing dependencies, regenerate it
+  # and check `npm ci --dry-run --os=darwin --cpu=arm64` (and --os=win32 --cpu=x64) still passes.
+  npm ci --no-audit --no-fund --loglevel=error
 fi
 
 if [ -f workers/engine/requirements.txt ]; then
