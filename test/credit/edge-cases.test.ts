@@ -183,7 +183,7 @@ describe("MAPO memory is linear in turns", () => {
     // count every Float64Array MAPO allocates (the old keys were groups x longest = 4 M entries)
     globalThis.Float64Array = class extends Real {
       constructor(...args: ConstructorParameters<typeof Real>) {
-        super(...(args as [number]));
+        super(...(args as unknown as [number]));
         longest = Math.max(longest, this.length);
       }
     } as typeof Float64Array;
