@@ -204,98 +204,176 @@ const envelopeSchema = z.object({
 });
 
 // ---------------------------------------------------------------------------------------------
-// Request params (see PROTOCOL.md for defaults and meaning)
+// Request params: the protocol's one definition. scripts/gen-engine-protocol.ts turns these into
+// workers/engine/protocol.schema.json, which the Python engine validates every request against
+// and PROTOCOL.md's parameter tables are generated from. A `.default()` here is THE default:
+// the engine reads it from the schema (workers/engine/commands/update.py UpdateArgs), so neither
+// side writes it again, and the client sends only what the caller set.
 // ---------------------------------------------------------------------------------------------
 
-export interface ChatMessage {
-  role: string;
-  content: string;
-}
-export type Prompt = string | ChatMessage[];
-/** Allowed completions: strings (tokenized without specials), single token ids, or token-id arrays. */
-export type AllowedSet = Array<string | number | number[]>;
+const count = int.min(1);
+const tokenIds = z.array(int.nonnegative());
+const device = z.enum(["auto", "cpu", "cuda"]);
 
-export interface InitParams {
-  model?: "tiny" | (string & {});
-  tiny?: { n_layer?: number; n_head?: number; d_model?: number; context_length?: number; mlp_ratio?: number };
-  tokenizer?:
-    | { kind: "word"; corpus: string[] }
-    | { kind: "char"; corpus?: string[] }
-    | { kind: "hf"; path?: string; chat_template?: boolean };
-  lora?: { r?: number; alpha?: number; target_modules?: string | string[] } | null;
-  optimizer?: { lr?: number; betas?: [number, number]; weight_decay?: number; eps?: number };
-  kl_coef?: number;
-  seed?: number;
-  device?: "auto" | "cpu" | "cuda";
-  threads?: number;
-}
+export const chatMessageSchema = z.looseObject({ role: z.string(), content: z.string() });
+export const promptSchema = z.union([z.string(), z.array(chatMessageSchema)]);
+/** Allowed completions: strings (tokenized without specials), single token ids, or token-id arrays. */
+export const allowedSetSchema = z
+  .array(z.union([z.string(), int.nonnegative(), tokenIds]))
+  .min(1)
+  .describe("allowed completions: strings (encoded without special tokens), token ids, or token-id arrays");
+
+const promptFields = {
+  prompts: z.array(promptSchema).optional().describe("strings or chat-message arrays `[{role, content}]`; exactly one of `prompts` / `prompt_ids`"),
+  prompt_ids: z.array(tokenIds).optional().describe("token-id arrays, used as is; exactly one of `prompts` / `prompt_ids`"),
+};
+const temperature = z.number().min(0).default(1).describe("`0` = greedy (log-probs reported at T = 1)");
+const allowedFields = {
+  allowed: allowedSetSchema.optional().describe("one `allowed` set for every prompt (see above)"),
+  allowed_per_prompt: z
+    .array(allowedSetSchema.nullable())
+    .optional()
+    .describe("one set per prompt (`null` = unrestricted); at most one of `allowed` / `allowed_per_prompt`"),
+};
+
+export const initParamsSchema = z.strictObject({
+  model: z.string().default("tiny").describe('`"tiny"`, or the path of a local Hugging Face causal-LM directory (`AutoModelForCausalLM` + `AutoTokenizer`, `local_files_only`)'),
+  tiny: z
+    .strictObject({
+      n_layer: count.default(2).describe("transformer blocks"),
+      n_head: count.default(4).describe("attention heads per block; must divide `d_model`"),
+      d_model: count.default(64).describe("residual stream width"),
+      context_length: count.default(256).describe("longest prompt + response in tokens"),
+      mlp_ratio: count.default(4).describe("MLP hidden width = `mlp_ratio * d_model`"),
+    })
+    .optional()
+    .describe("shape of the tiny model (vocab size comes from the tokenizer)"),
+  tokenizer: z
+    .strictObject({
+      kind: z.enum(["word", "char", "hf"]).optional().describe('tiny: `"word"` (default; `corpus` required) or `"char"` (no corpus: printable ASCII + `\\t\\n`); HF: `"hf"`'),
+      corpus: z.array(z.string()).optional().describe("tiny: the texts the vocabulary is built from"),
+      path: z.string().optional().describe("HF: tokenizer directory (default: the model directory)"),
+      chat_template: z.boolean().optional().describe("HF: wrap string prompts as one user message (default: when the tokenizer has a template)"),
+    })
+    .optional()
+    .describe("the tokenizer"),
+  lora: z
+    .strictObject({
+      r: count.default(8).describe("adapter rank"),
+      alpha: z.number().min(0).default(16).describe("scaling"),
+      target_modules: z.union([z.string(), z.array(z.string())]).default("all-linear").describe("module names, or `all-linear`"),
+    })
+    .optional()
+    .describe("HF only: train a LoRA adapter (peft); only the adapter trains"),
+  optimizer: z
+    .strictObject({
+      lr: z.number().min(0).default(3e-4).describe("AdamW learning rate"),
+      betas: z.tuple([z.number().min(0).lt(1), z.number().min(0).lt(1)]).default([0.9, 0.99]).describe("AdamW betas"),
+      weight_decay: z.number().min(0).default(0).describe("decoupled weight decay"),
+      eps: z.number().gt(0).default(1e-8).describe("AdamW epsilon"),
+    })
+    .optional()
+    .describe("AdamW"),
+  kl_coef: z.number().min(0).default(0).describe("default KL coefficient of `update`; **> 0 keeps a frozen reference** (a copy of the initial weights; with LoRA: the base model, adapter disabled)"),
+  seed: int.nonnegative().default(0).describe("weight init, sampling, minibatch shuffling"),
+  device: device.default("auto").describe("`auto`: CUDA with bf16 autocast when `torch.cuda.is_available()`, else CPU fp32"),
+  threads: count.optional().describe("`torch.set_num_threads` (default: torch's). On the shared 2-core machines use **1**: with 2 threads and another busy process the step time went from 0.15 s to 1.4-3 s"),
+});
+
+export const generateParamsSchema = z.strictObject({
+  ...promptFields,
+  n: count.default(1).describe("samples per prompt; `responses[i * n + j]` is sample `j` of prompt `i`"),
+  max_new_tokens: count.optional().describe("default: with `allowed` on every prompt, the longest completion + 1, else 32 (both capped by the context); an explicit value that does not fit the context is an `InvalidRequest`"),
+  temperature,
+  top_p: z.number().gt(0).max(1).default(1).describe("nucleus sampling, in (0, 1]"),
+  greedy: z.boolean().default(false).describe("argmax"),
+  stop: z.array(z.string().min(1)).default([]).describe("stop strings: the sample ends at the token that completes one; `text` is cut before it, `response_ids` keep every sampled token"),
+  seed: int.nonnegative().optional().describe("a generator for this request only (reproducible); otherwise the engine's generator advances"),
+  ...allowedFields,
+});
+
+export const logprobsParamsSchema = z.strictObject({
+  ...promptFields,
+  responses: z.array(z.string()).optional().describe("one per prompt, encoded without special tokens; exactly one of `responses` / `response_ids`"),
+  response_ids: z.array(tokenIds).optional().describe("one token-id array per prompt"),
+  append_eos: z.boolean().default(false).describe('score "the response, then end"'),
+  temperature,
+  micro_batch_size: count.default(256).describe("rows per forward"),
+  model: z.enum(["policy", "reference"]).default("policy").describe("`reference` needs `kl_coef > 0` at init"),
+  ...allowedFields,
+});
+
+export const updateSampleSchema = z.strictObject({
+  prompt_ids: tokenIds.min(1).describe("the prompt's token ids"),
+  response_ids: tokenIds.min(1).describe("the trained response's token ids"),
+  advantages: z.union([z.number(), z.array(z.number())]).describe("one number broadcast to every token, or one per token"),
+  old_logprobs: z.array(z.number()).optional().describe("behaviour log-probs per token (from `generate`); omitted = the current policy's (ratio 1 in the first epoch)"),
+  mask: z.array(z.union([z.literal(0), z.literal(1)])).optional().describe("per token: 1 = train, 0 = context only (e.g. environment text inside a multi-turn response)"),
+  allowed: allowedSetSchema.optional().describe("overrides the request's `allowed` for this sample"),
+});
+
+export const updateParamsSchema = z.strictObject({
+  samples: z.array(updateSampleSchema).min(1).describe("the PPO batch"),
+  clip_ratio: z.number().min(0).default(0.2).describe("epsilon; `clip_ratio_low` / `clip_ratio_high` set the two sides separately (clip-higher)"),
+  clip_ratio_low: z.number().min(0).max(1).optional().describe("default: `clip_ratio`"),
+  clip_ratio_high: z.number().min(0).optional().describe("default: `clip_ratio`"),
+  kl_coef: z.number().min(0).optional().describe("beta (default: init's `kl_coef`); > 0 needs the reference kept at init"),
+  kl_estimator: z.enum(["k1", "k2", "k3"]).default("k3").describe("`k1` = log pi − log pi_ref; `k2` = ½(log pi − log pi_ref)²; `k3` = r − 1 − log r with r = pi_ref / pi (Schulman 2020)"),
+  entropy_coef: z.number().default(0).describe("entropy bonus"),
+  loss_agg_mode: z.enum(["token-mean", "seq-mean-token-mean"]).default("token-mean").describe("see below"),
+  epochs: count.default(1).describe("passes over the samples (reshuffled each time)"),
+  minibatch_size: count.optional().describe("samples per optimizer step (default: all samples)"),
+  micro_batch_size: count.optional().describe("samples per forward/backward (default: the minibatch; gradient accumulation, same step as one big batch)"),
+  max_grad_norm: z.number().min(0).default(1).describe("clip the global gradient norm; `0` = no clipping"),
+  temperature,
+  lr: z.number().min(0).optional().describe("sets the learning rate from now on (schedules live in the caller)"),
+  allowed: allowedSetSchema.optional().describe("default `allowed` set of every sample"),
+});
+
+const noParams = z.strictObject({});
+
+/** Every command's params: the input of scripts/gen-engine-protocol.ts. */
+export const requestParamsSchemas = {
+  ping: noParams,
+  info: noParams,
+  init: initParamsSchema,
+  generate: generateParamsSchema,
+  logprobs: logprobsParamsSchema,
+  update: updateParamsSchema,
+  save: z.strictObject({ path: z.string().describe("checkpoint directory") }),
+  load: z.strictObject({
+    path: z.string().describe("checkpoint directory"),
+    device: device.optional().describe("overrides the saved device"),
+    threads: count.optional().describe("overrides the saved thread count"),
+  }),
+  export_onnx: z.strictObject({
+    path: z.string().regex(/\.onnx$/).describe("the `.onnx` file to write"),
+    verify: z.boolean().default(true).describe("run the file in onnxruntime and return `max_abs_diff` against torch"),
+  }),
+  shutdown: noParams,
+} as const satisfies Record<EngineCommand, z.ZodType>;
+
+export type ChatMessage = z.infer<typeof chatMessageSchema>;
+export type Prompt = z.input<typeof promptSchema>;
+export type AllowedSet = z.input<typeof allowedSetSchema>;
 
 type PromptInput = { prompts: Prompt[]; prompt_ids?: never } | { prompt_ids: number[][]; prompts?: never };
 
-export type GenerateParams = PromptInput & {
-  n?: number;
-  max_new_tokens?: number;
-  temperature?: number;
-  top_p?: number;
-  greedy?: boolean;
-  stop?: string[];
-  seed?: number;
-  allowed?: AllowedSet;
-  allowed_per_prompt?: Array<AllowedSet | null>;
-};
-
+type InitInput = z.input<typeof initParamsSchema>;
+/** `lora: null` = no adapter (the engine reads a null field as absent). */
+export type InitParams = Omit<InitInput, "lora"> & { lora?: InitInput["lora"] | null };
+export type GenerateParams = PromptInput & Omit<z.input<typeof generateParamsSchema>, "prompts" | "prompt_ids">;
 export type LogprobsParams = PromptInput &
-  ({ responses: string[]; response_ids?: never } | { response_ids: number[][]; responses?: never }) & {
-    append_eos?: boolean;
-    temperature?: number;
-    micro_batch_size?: number;
-    model?: "policy" | "reference";
-    allowed?: AllowedSet;
-    allowed_per_prompt?: Array<AllowedSet | null>;
-  };
+  ({ responses: string[]; response_ids?: never } | { response_ids: number[][]; responses?: never }) &
+  Omit<z.input<typeof logprobsParamsSchema>, "prompts" | "prompt_ids" | "responses" | "response_ids">;
+export type UpdateSample = z.input<typeof updateSampleSchema>;
+export type UpdateParams = z.input<typeof updateParamsSchema>;
 
-export interface UpdateSample {
-  prompt_ids: number[];
-  response_ids: number[];
-  /** One advantage for the whole response (broadcast to its tokens) or one per token. */
-  advantages: number | number[];
-  /** Behaviour log-probs per token (from generate); omitted = the current policy's. */
-  old_logprobs?: number[];
-  /** 1 = train on this token, 0 = context only (e.g. environment text inside a multi-turn response). */
-  mask?: number[];
-  allowed?: AllowedSet;
-}
-
-export interface UpdateParams {
-  samples: UpdateSample[];
-  clip_ratio?: number;
-  clip_ratio_low?: number;
-  clip_ratio_high?: number;
-  kl_coef?: number;
-  kl_estimator?: "k1" | "k2" | "k3";
-  entropy_coef?: number;
-  loss_agg_mode?: "token-mean" | "seq-mean-token-mean";
-  epochs?: number;
-  minibatch_size?: number;
-  micro_batch_size?: number;
-  max_grad_norm?: number;
-  temperature?: number;
-  lr?: number;
-  allowed?: AllowedSet;
-}
-
-export interface EngineParams {
-  ping: Record<string, never>;
-  info: Record<string, never>;
+export type EngineParams = { [C in Exclude<EngineCommand, "init">]: z.input<(typeof requestParamsSchemas)[C]> } & {
   init: InitParams;
   generate: GenerateParams;
   logprobs: LogprobsParams;
-  update: UpdateParams;
-  save: { path: string };
-  load: { path: string; device?: "auto" | "cpu" | "cuda"; threads?: number };
-  export_onnx: { path: string; verify?: boolean };
-  shutdown: Record<string, never>;
-}
+};
 
 // ---------------------------------------------------------------------------------------------
 // Client

@@ -132,3 +132,52 @@ def test_stdout_carries_only_protocol_lines(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.decode().splitlines() == ['{"id": 1}']
     assert "python print" in proc.stderr.decode() and "raw fd write" in proc.stderr.decode()
+
+
+def test_requests_are_checked_against_the_generated_schema(engine_proc):
+    """protocol.schema.json (generated from the TypeScript zod schemas) rejects a bad request
+    before the command runs, naming the field; null still means "absent"."""
+    e = engine_proc
+    cases = [
+        ("update", {"samples": [{"prompt_ids": [1], "response_ids": [2], "advantages": "high"}]},
+         "params.samples[0].advantages: expected a number or an array of a number"),
+        ("update", {"samples": [{"prompt_ids": [1], "response_ids": [2], "advantages": 1, "weight": 2}]},
+         "params.samples[0]: unknown field(s) weight"),
+        ("update", {"samples": []}, "params.samples: expected at least 1 item(s)"),
+        ("update", {"samples": [{"prompt_ids": [1], "response_ids": [2], "advantages": 1}], "kl_estimator": "k4"},
+         'params.kl_estimator: expected one of "k1", "k2", "k3"'),
+        ("init", {"optimizer": {"betas": [0.9, 1.5]}}, "params.optimizer.betas[1]: expected a number >= 0 < 1"),
+        ("generate", {"prompts": ["S F"], "top_p": 2}, "params.top_p: expected a number > 0 <= 1, got 2"),
+        ("export_onnx", {"path": "policy.pt"}, "params.path: expected a string matching"),
+        ("save", {}, "params.path: required"),
+    ]
+    for cmd, params, message in cases:
+        r = e.call(cmd, params, ok=False)
+        assert r["error"]["type"] == "InvalidRequest", (cmd, r)
+        assert r["error"]["message"].startswith(message), (cmd, r["error"]["message"])
+    from workers.engine.protocol import validate_params
+
+    validate_params("generate", {"prompts": ["S F"], "seed": None, "allowed_per_prompt": [None]})  # null = absent
+
+
+def test_defaults_written_once_in_the_schema():
+    """update's defaults live in the schema (UpdateArgs and LossConfig read them); init's
+    dataclasses must agree with the defaults the schema documents."""
+    from workers.engine import loss as L
+    from workers.engine.commands.update import UpdateArgs
+    from workers.engine.config import InitConfig
+    from workers.engine.model import TinyConfig
+    from workers.engine.protocol import param_defaults, protocol_schema
+
+    d = param_defaults("update")
+    u = UpdateArgs()
+    assert (u.clip_ratio, u.kl_estimator, u.epochs, u.max_grad_norm) == (d["clip_ratio"], d["kl_estimator"], d["epochs"], d["max_grad_norm"])
+    assert L.LossConfig().clip_ratio_low == d["clip_ratio"] == 0.2
+    init = protocol_schema()["params"]["init"]["properties"]
+    cfg = InitConfig()
+    assert (cfg.model, cfg.kl_coef, cfg.seed, cfg.device) == (init["model"]["default"], init["kl_coef"]["default"],
+                                                              init["seed"]["default"], init["device"]["default"])
+    opt = {k: v["default"] for k, v in init["optimizer"]["properties"].items()}
+    assert (cfg.lr, list(cfg.betas), cfg.weight_decay, cfg.eps) == (opt["lr"], opt["betas"], opt["weight_decay"], opt["eps"])
+    tiny = {k: v["default"] for k, v in init["tiny"]["properties"].items()}
+    assert {k: getattr(TinyConfig(), k) for k in tiny} == tiny

@@ -17,6 +17,8 @@ from typing import Callable
 
 import torch
 
+from .protocol import param_defaults
+
 # ---------------------------------------------------------------------------------------------
 # KL estimators: registry filled by a decorator (unknown names list the known ones)
 # ---------------------------------------------------------------------------------------------
@@ -93,20 +95,23 @@ def token_weights(
 # PPO-clip loss
 # ---------------------------------------------------------------------------------------------
 
+# update's defaults, from the protocol schema (written once, in workers/engine-client.ts)
+_D = param_defaults("update")
+
 
 @dataclass
 class LossConfig:
-    clip_ratio_low: float = 0.2
+    clip_ratio_low: float = float(_D["clip_ratio"])
     """epsilon below 1: the ratio is clipped at 1 - clip_ratio_low."""
-    clip_ratio_high: float = 0.2
+    clip_ratio_high: float = float(_D["clip_ratio"])
     """epsilon above 1: the ratio is clipped at 1 + clip_ratio_high (DAPO's clip-higher if larger)."""
     kl_coef: float = 0.0
     """beta: weight of the KL(pi || pi_ref) penalty added to the loss (GRPO style, not in the reward)."""
-    kl_estimator: str = "k3"
+    kl_estimator: str = _D["kl_estimator"]
     """Per-token KL estimator: k1, k2 or k3 (see KL_ESTIMATORS)."""
-    entropy_coef: float = 0.0
+    entropy_coef: float = float(_D["entropy_coef"])
     """Weight of the entropy bonus (subtracted from the loss)."""
-    loss_agg_mode: str = "token-mean"
+    loss_agg_mode: str = _D["loss_agg_mode"]
     """token-mean or seq-mean-token-mean (see token_weights)."""
 
 

@@ -203,6 +203,107 @@ def check_float_list(value: Any, where: str, length: int | None = None) -> list[
 
 
 # ---------------------------------------------------------------------------------------------
+# Schema validation: protocol.schema.json, generated from the TypeScript client's zod schemas
+# (scripts/gen-engine-protocol.ts), checks every request's params before a command reads them.
+# The commands still check what a schema cannot say (token ids inside the vocabulary, one
+# advantage per token, exactly one of prompts / prompt_ids).
+# ---------------------------------------------------------------------------------------------
+
+SCHEMA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "protocol.schema.json")
+_schema_cache: dict | None = None
+_validators: dict = {}
+
+
+def protocol_schema() -> dict:
+    global _schema_cache
+    if _schema_cache is None:
+        with open(SCHEMA_PATH, encoding="utf-8") as f:
+            _schema_cache = json.load(f)
+    return _schema_cache
+
+
+def param_defaults(cmd: str) -> dict[str, Any]:
+    """The defaults the schema declares for a command's top-level params (the one place they are written)."""
+    props = protocol_schema()["params"][cmd].get("properties", {})
+    return {name: s["default"] for name, s in props.items() if "default" in s}
+
+
+def _drop_nulls(v: Any) -> Any:
+    """A null field means "absent" in this protocol (Params reads it as the default)."""
+    if isinstance(v, dict):
+        return {k: _drop_nulls(x) for k, x in v.items() if x is not None}
+    if isinstance(v, list):
+        return [_drop_nulls(x) for x in v]
+    return v
+
+
+def _where(path) -> str:
+    out = "params"
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def _expected(schema: Any) -> str:
+    """A schema in words: "an integer >= 1", "a number or an array of numbers"."""
+    if not isinstance(schema, dict):
+        return "nothing" if schema is False else "anything"
+    if "anyOf" in schema or "oneOf" in schema:
+        return " or ".join(_expected(s) for s in schema.get("anyOf", schema.get("oneOf")))
+    if "const" in schema:
+        return json.dumps(schema["const"])
+    if "enum" in schema:
+        return "one of " + ", ".join(json.dumps(v) for v in schema["enum"])
+    t = schema.get("type")
+    words = {"integer": "an integer", "number": "a number", "string": "a string", "boolean": "a boolean",
+             "object": "an object", "null": "null"}
+    if t == "array":
+        return "an array" + (f" of {_expected(schema['items'])}" if isinstance(schema.get("items"), dict) else "")
+    text = words.get(t, "a value")
+    for key, op in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="), ("exclusiveMaximum", "<")):
+        if key in schema and abs(schema[key]) != 9007199254740991:
+            text += f" {op} {schema[key]}"
+    return text
+
+
+def _message(err) -> str:
+    where = _where(err.absolute_path)
+    v, kw, inst = err.validator_value, err.validator, err.instance
+    shown = json.dumps(inst)[:80] if _is_jsonable(inst) else repr(inst)[:80]
+    if kw == "additionalProperties":
+        known = sorted(err.schema.get("properties", {}))
+        unknown = sorted(set(inst) - set(known))
+        return f"{where}: unknown field(s) {', '.join(unknown)} (known: {', '.join(known) or 'none'})"
+    if kw == "required":
+        missing = [k for k in v if k not in inst]
+        return f"{where}.{missing[0]}: required" if missing else f"{where}: {err.message}"
+    if kw in ("minItems", "maxItems"):
+        return f"{where}: expected {'at least' if kw == 'minItems' else 'at most'} {v} item(s), got {len(inst)}"
+    if kw == "minLength":
+        return f"{where}: expected a non-empty string"
+    if kw == "pattern":
+        return f"{where}: expected a string matching {v}, got {shown}"
+    if kw in ("anyOf", "oneOf", "type", "enum", "const"):
+        return f"{where}: expected {_expected(err.schema)}, got {shown}"
+    if kw in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+        return f"{where}: expected {_expected(err.schema)}, got {shown}"
+    return f"{where}: {err.message}"
+
+
+def validate_params(cmd: str, data: Any) -> None:
+    """Raise InvalidRequest naming the first field of ``data`` that breaks ``cmd``'s schema."""
+    if cmd not in _validators:
+        from jsonschema import Draft202012Validator
+
+        _validators[cmd] = Draft202012Validator(protocol_schema()["params"][cmd])
+    errors = list(_validators[cmd].iter_errors(_drop_nulls(data if data is not None else {})))
+    if errors:
+        # the shallowest error, then the first in document order: the field the caller got wrong
+        err = min(errors, key=lambda e: (len(e.absolute_path), [str(x) for x in e.absolute_path]))
+        raise InvalidRequest(_message(err))
+
+
+# ---------------------------------------------------------------------------------------------
 # JSON output: non-finite floats become null (JSON has no NaN/Infinity)
 # ---------------------------------------------------------------------------------------------
 

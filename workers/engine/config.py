@@ -1,0 +1,65 @@
+"""The engine's configuration: what init sets up and a checkpoint records (engine.json "init")."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import torch
+
+from .model import TinyConfig
+from .protocol import InvalidRequest
+
+
+@dataclass
+class InitConfig:
+    model: str = "tiny"
+    """ "tiny" (trained from scratch) or the path of a local Hugging Face causal-LM directory."""
+    tiny: TinyConfig = field(default_factory=TinyConfig)
+    """Shape of the tiny transformer (ignored for Hugging Face models)."""
+    tokenizer_kind: str = "word"
+    """tiny: "word" or "char" (vocabulary built from the init corpus); HF: "hf"."""
+    tokenizer_path: str | None = None
+    """HF only: tokenizer directory (default: the model directory)."""
+    chat_template: bool | None = None
+    """HF only: wrap string prompts as one user message through the chat template
+    (None: when the tokenizer has one). Message-list prompts always use it."""
+    lora: dict | None = None
+    """HF only: {"r", "alpha", "target_modules"} to train a LoRA adapter (peft). No LoRA dropout:
+    the engine runs the model in eval mode (PPO ratios need deterministic forwards)."""
+    lr: float = 3e-4
+    """AdamW learning rate (the calibration prototype used 3e-4)."""
+    betas: tuple[float, float] = (0.9, 0.99)
+    """AdamW betas (beta2 0.99 as in the calibration prototype)."""
+    weight_decay: float = 0.0
+    """AdamW decoupled weight decay."""
+    eps: float = 1e-8
+    """AdamW epsilon."""
+    kl_coef: float = 0.0
+    """Default KL(pi || pi_ref) coefficient of update; > 0 keeps a frozen reference copy."""
+    seed: int = 0
+    """Seeds weights init, sampling and minibatch shuffling."""
+    device: str = "auto"
+    """auto: CUDA (bf16 autocast) when torch.cuda.is_available(), else CPU; or cpu / cuda."""
+    threads: int | None = None
+    """torch.set_num_threads (None: leave torch's default). 1-2 on the 2-core CPU machines."""
+
+    def to_json(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["betas"] = list(self.betas)
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> "InitConfig":
+        d = dict(d)
+        d["tiny"] = TinyConfig(**d.get("tiny", {}))
+        d["betas"] = tuple(d.get("betas", (0.9, 0.99)))
+        return cls(**d)
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise InvalidRequest('params.device: "cuda" requested but torch.cuda.is_available() is false')
+    return torch.device(name)
