@@ -227,13 +227,22 @@ export function readSeries(runId: string, key: string, opts: SeriesOptions = {},
   };
 }
 
-/** Full-resolution rows for export (no sampling), in step order, streamed. */
-export function* iterateMetrics(runId: string, keys: string[] | null, db: RawDb = getRawDb()): Generator<MetricPoint> {
-  const stmt = keys
-    ? db.prepare(`SELECT "key","step","value","wallTime" FROM "Metric" WHERE "runId" = ? AND "key" = ? ORDER BY "step"`)
-    : db.prepare(`SELECT "key","step","value","wallTime" FROM "Metric" WHERE "runId" = ? ORDER BY "key","step"`);
-  if (keys) for (const k of keys) yield* stmt.iterate(runId, k) as Iterable<MetricPoint>;
-  else yield* stmt.iterate(runId) as Iterable<MetricPoint>;
+/**
+ * Full-resolution rows for export (no sampling), key by key in step order, as chunks of raw
+ * `[key, step, value, wallTime]` rows. Each chunk is its own query: no cursor stays open between
+ * chunks, so the connection keeps serving other requests while a large export streams.
+ */
+export function* metricChunks(runId: string, keys: string[] | null, chunk = 20_000, db: RawDb = getRawDb()): Generator<[string, number, number, number][]> {
+  const page = db.prepare(`SELECT "key","step","value","wallTime" FROM "Metric" WHERE "runId" = ? AND "key" = ? AND "step" > ? ORDER BY "step" LIMIT ?`).raw();
+  const all = keys ?? (db.prepare(`SELECT "key" FROM "MetricSeries" WHERE "runId" = ? ORDER BY "key"`).pluck().all(runId) as string[]);
+  for (const key of all) {
+    for (let after = -1; ; ) {
+      const rows = page.all(runId, key, after, chunk) as [string, number, number, number][];
+      if (rows.length) yield rows;
+      if (rows.length < chunk) break;
+      after = rows[rows.length - 1][1];
+    }
+  }
 }
 
 /** Metric rows have no foreign key (cheap bulk writes): deleting a run removes them here. */

@@ -100,6 +100,9 @@ describe("ingest from an external trainer", () => {
     expect(s.json.steps.at(-1)).toBe(2999);
     const csv = await call(exportRoute.GET, "GET", `/api/v1/runs/${runId}/metrics/export?format=csv&key=train/reward`, { params: { id: runId } });
     expect(csv.text.trim().split("\n").length).toBe(3001);
+    const json = await call(exportRoute.GET, "GET", `/api/v1/runs/${runId}/metrics/export?format=json`, { params: { id: runId } });
+    expect(json.json).toHaveLength(6000);
+    expect(json.json[0]).toEqual({ key: "train/kl", step: 0, value: 0.01, wallTime: expect.any(Number) });
   });
 
   it("rejects a non-finite metric value naming the field", async () => {

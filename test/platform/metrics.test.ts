@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { useTempDatabase } from "../helpers/temp-db";
 
 useTempDatabase("metrics");
-const { writeMetrics, readSeries, chooseStride, listSeries, iterateMetrics, truncateMetricsAfter } = await import("@/lib/db/metrics");
+const { writeMetrics, readSeries, chooseStride, listSeries, metricChunks, truncateMetricsAfter } = await import("@/lib/db/metrics");
 const { getRawDb, writeTransaction } = await import("@/lib/db/sqlite");
 const { createRun } = await import("@/lib/db/runs");
 const { mergeSeries } = await import("@/lib/charts/series-merge");
@@ -93,7 +93,7 @@ describe("writeMetrics + readSeries", () => {
     expect(info.lastStep).toBe(69_999);
     expect(info.lastValue).toBe(truth.get(69_999));
     // Export is full resolution.
-    expect([...iterateMetrics(runId, ["loss"])].length).toBe(truth.size);
+    expect([...metricChunks(runId, ["loss"], 7)].flat().length).toBe(truth.size);
   });
 
   it("live polling by cursor reproduces a full fetch", () => {

@@ -1,33 +1,32 @@
 import { route } from "@/lib/api/route";
 import { routes } from "@/lib/api/routes";
 import { assertRunExists } from "@/lib/db/runs";
-import { iterateMetrics } from "@/lib/db/metrics";
+import { metricChunks } from "@/lib/db/metrics";
 
-/** Full-resolution export (no sampling), streamed: every stored point of the run, or of the given keys. */
+/** Full-resolution export (no sampling), streamed chunk by chunk: every stored point of the run, or of the given keys. */
 export const GET = route(routes.metricsExport, ({ params, query: q }) => {
   assertRunExists(params.id);
   const keys = q.key === undefined ? null : Array.isArray(q.key) ? q.key : [q.key];
-  const rows = iterateMetrics(params.id, keys);
+  const chunks = metricChunks(params.id, keys);
   const enc = new TextEncoder();
   const csv = q.format === "csv";
   let first = true;
   const stream = new ReadableStream({
     pull(controller) {
-      const chunk: string[] = [];
-      if (first) chunk.push(csv ? "key,step,value,wall_time\n" : "[");
-      for (let i = 0; i < 5000; i++) {
-        const r = rows.next();
-        if (r.done) {
-          if (!csv) chunk.push("]");
-          controller.enqueue(enc.encode(chunk.join("")));
-          controller.close();
-          return;
-        }
-        const p = r.value;
-        chunk.push(csv ? `${JSON.stringify(p.key)},${p.step},${p.value},${p.wallTime}\n` : `${first ? "" : ","}${JSON.stringify(p)}`);
-        first = false;
+      const head = first ? (csv ? "key,step,value,wall_time\n" : "[") : "";
+      const next = chunks.next();
+      if (next.done) {
+        controller.enqueue(enc.encode(head + (csv ? "" : "]")));
+        controller.close();
+        return;
       }
-      controller.enqueue(enc.encode(chunk.join("")));
+      const rows = next.value;
+      const quoted = JSON.stringify(rows[0][0]); // one key per chunk
+      const out: string[] = [];
+      if (csv) for (const r of rows) out.push(`${quoted},${r[1]},${r[2]},${r[3]}\n`);
+      else for (const r of rows) out.push(`{"key":${quoted},"step":${r[1]},"value":${r[2]},"wallTime":${r[3]}}`);
+      controller.enqueue(enc.encode(head + (csv ? out.join("") : (first ? "" : ",") + out.join(","))));
+      first = false;
     },
   });
   const name = `${params.id}-metrics.${q.format}`;
