@@ -3,6 +3,7 @@
 //   * a run page with 20 charts (every chart's line drawn, as its static first paint or as the
 //     interactive Recharts chart; the viewport is tall enough to show all 20, so lazy mounting
 //     does not hide any work),
+//   * the compare page of two runs over the 20 metric keys (every chart drawn, with its legend),
 //   * a 64 x 50 credit heatmap of a run with 10^6 turns (all 3,200 cells), stored advantages and
 //     recomputed under GRPO over the step's 10,000 turns.
 // Time is measured in the page from navigation start (performance.now()) to the frame where the
@@ -68,6 +69,15 @@ const cases: Case[] = [
     viewport: { width: 1400, height: 2600 },
     // every chart's line is on screen (the static first paint or the interactive Recharts chart)
     drawn: `[...document.querySelectorAll('figure[data-testid^="chart-"]')].filter((f) => f.querySelector('path.chart-line[d^="M"], path.recharts-line-curve')).length >= ${meta.chartKeys}`,
+  },
+  {
+    // two runs overlaid on every key either logs (the 20-chart run's 10^5-point series, downsampled
+    // by the API), in namespace sections with a legend per chart; tall enough to show every chart
+    name: `compare page, 2 runs x ${meta.chartKeys} charts`,
+    shot: "bench-compare",
+    url: `/compare?runs=${meta.chartRun},${meta.turnsRun}`,
+    viewport: { width: 1400, height: 3400 },
+    drawn: `(() => { const f = [...document.querySelectorAll('figure[data-testid^="compare-chart-"]')]; return f.length >= ${meta.chartKeys} && f.every((x) => x.querySelector('path.recharts-line-curve') && x.querySelector('[data-testid="legend-item"]')); })()`,
   },
   {
     name: `heatmap ${meta.heatmap.rows} x ${meta.heatmap.cols}, stored (run of ${meta.turns.toLocaleString()} turns)`,

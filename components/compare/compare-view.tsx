@@ -1,9 +1,11 @@
 "use client";
 // Compare runs: every metric the runs log, overlaid per run, or grouped by a config key with the
 // group mean and a band (min-max, std or standard error) over its runs; and a config diff table.
+// Charts sit in the run page's namespace sections; each has a legend (colour, name, last value),
+// and hovering a line or a legend entry highlights that run or group in every chart.
 // Runs, grouping, band, smoothing, x-axis and log scale are in the URL.
 import Link from "next/link";
-import { useMemo, useState } from "react";
+import { createContext, useContext, useMemo, useState } from "react";
 import { useQueries, useQuery } from "@tanstack/react-query";
 import { Area, CartesianGrid, ComposedChart, Line, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import { compareQuery, seriesQuery } from "@/lib/queries";
@@ -12,6 +14,7 @@ import { envStepKey, prepareSeries } from "@/lib/charts/prepare-series";
 import { colorAt } from "@/lib/charts/palette";
 import { niceScale } from "@/lib/charts/domain";
 import { fmt } from "@/lib/charts/format";
+import { byNamespace, lastValue } from "@/lib/charts/namespaces";
 import type { RunOut } from "@/lib/schemas/runs";
 import type { Series } from "@/lib/schemas/metrics";
 import { ChartControls, useChartView, type ChartView } from "@/components/charts/chart-controls";
@@ -21,7 +24,12 @@ import { useUrlState } from "@/components/ui/use-url-state";
 import { cardCls, inputCls, labelCls } from "@/components/ui/controls";
 import { StatusBadge } from "@/components/ui/status-badge";
 
+/** The line under the pointer (a run id, or a group's mean `m<i>`), highlighted in every chart. */
+const HoverCtx = createContext<{ hover: string | null; setHover: (k: string | null) => void }>({ hover: null, setHover: () => {} });
+
 export function CompareView() {
+  const [hover, setHover] = useState<string | null>(null);
+  const hoverCtx = useMemo(() => ({ hover, setHover }), [hover]);
   const { get, set } = useUrlState();
   const ids = useMemo(() => (get("runs") ?? "").split(",").filter(Boolean), [get]);
   const { data, error } = useQuery(compareQuery(ids));
@@ -36,15 +44,20 @@ export function CompareView() {
     return [...RUN_GROUP_FIELDS, ...[...cfg].sort()];
   }, [runs]);
   const keys = data?.keys ?? [];
+  const sections = useMemo(() => byNamespace(keys.map((k) => k.key)), [keys]);
   const envKey = envStepKey(keys.map((k) => k.key));
   // grouped: a run wears its group's colour (the colour of the mean line it contributes to)
   const colorOfRun = (id: string) => (groupKey ? colorAt(Math.max(0, groups.findIndex((g) => g.runIds.includes(id)))) : colorAt(Math.max(0, ids.indexOf(id))));
 
   if (ids.length === 0)
     return (
-      <p className="text-sm text-zinc-500">
-        No runs selected. Tick runs in the <Link href="/runs" className="text-indigo-600 hover:underline">runs table</Link> and press Compare.
-      </p>
+      <div className="space-y-3">
+        <h1 className="text-xl font-semibold tracking-tight">Compare runs</h1>
+        <p className="text-sm text-zinc-500">
+          No runs selected. Tick runs in the <Link href="/runs" className="text-indigo-600 hover:underline">runs table</Link> and press Compare: every metric they log is
+          overlaid, run by run or grouped by a config key (mean and band), with a config diff.
+        </p>
+      </div>
     );
   return (
     <div className="space-y-4">
@@ -92,11 +105,19 @@ export function CompareView() {
           </ul>
         ) : null}
       </div>
-      <div className="grid gap-3 md:grid-cols-2 xl:grid-cols-3">
-        {keys.map((k) => (
-          <CompareChart key={k.key} metricKey={k.key} runs={runs} groups={groupKey ? groups : null} band={band} view={view} envKey={envKey} colorOfRun={colorOfRun} />
+      <HoverCtx.Provider value={hoverCtx}>
+        {/* the run page's namespace sections and order (lib/charts/namespaces.ts) */}
+        {sections.map(([ns, ks]) => (
+          <section key={ns} aria-label={`${ns} metrics`} data-testid={`compare-section-${ns}`}>
+            {sections.length > 1 ? <h2 className="mb-1.5 text-xs font-medium uppercase tracking-wide text-zinc-500">{ns}</h2> : null}
+            <div className="grid gap-3 md:grid-cols-2 xl:grid-cols-3">
+              {ks.map((k) => (
+                <CompareChart key={k} metricKey={k} runs={runs} groups={groupKey ? groups : null} band={band} view={view} envKey={envKey} colorOfRun={colorOfRun} />
+              ))}
+            </div>
+          </section>
         ))}
-      </div>
+      </HoverCtx.Provider>
       {runs.length ? <ConfigDiff runs={runs} colorOfRun={colorOfRun} /> : null}
     </div>
   );
@@ -107,7 +128,7 @@ function CompareChart(props: { metricKey: string; runs: RunOut[]; groups: RunGro
   return (
     <figure ref={ref} className={`${cardCls} p-3`} data-testid={`compare-chart-${props.metricKey}`}>
       <figcaption className="mb-1 truncate text-sm font-medium" title={props.metricKey}>{props.metricKey}</figcaption>
-      {seen ? <CompareBody {...props} /> : <div className="h-52 animate-pulse rounded bg-zinc-100 dark:bg-zinc-800/50" />}
+      {seen ? <CompareBody {...props} /> : <div className="h-64 animate-pulse rounded bg-zinc-100 dark:bg-zinc-800/50" />}
     </figure>
   );
 }
@@ -167,10 +188,13 @@ function CompareBody({ metricKey, runs, groups, band, view, envKey, colorOfRun }
     }
     return niceScale(vals);
   }, [rows, lines, view.log]);
-  if (!loaded) return <div className="h-52 animate-pulse rounded bg-zinc-100 dark:bg-zinc-800/50" />;
+  const { hover, setHover } = useContext(HoverCtx);
+  const legend = useMemo(() => lines.map((l) => ({ ...l, last: lastValue(rows.map((r) => r[l.key])) })), [rows, lines]);
+  if (!loaded) return <div className="h-64 animate-pulse rounded bg-zinc-100 dark:bg-zinc-800/50" />;
   if (!lines.length) return <p className="py-10 text-center text-sm text-zinc-500">none of the runs logs this metric{view.x === "env" ? " with an env-step counter" : ""}</p>;
   return (
-    <div className="h-52">
+    <div>
+      <div className="h-52">
       <ResponsiveContainer width="100%" height="100%">
         <ComposedChart data={rows} margin={{ top: 4, right: 8, bottom: 0, left: 0 }}>
           <CartesianGrid strokeDasharray="3 3" stroke="currentColor" strokeOpacity={0.12} />
@@ -182,9 +206,24 @@ function CompareBody({ metricKey, runs, groups, band, view, envKey, colorOfRun }
             formatter={(v, name) => (Array.isArray(v) ? [`${fmt(v[0])} – ${fmt(v[1])}`, `${name} band`] : [fmt(v === null ? null : Number(v)), name])}
           />
           {lines.map((l) => (l.band ? <Area key={l.band} dataKey={l.band} name={l.name} stroke="none" fill={l.color} fillOpacity={0.18} isAnimationActive={false} connectNulls={false} legendType="none" /> : null))}
-          {lines.map((l) => <Line key={l.key} dataKey={l.key} name={l.name} stroke={l.color} strokeWidth={1.7} dot={false} isAnimationActive={false} connectNulls={false} />)}
+          {lines.map((l) => (
+            <Line key={l.key} dataKey={l.key} name={l.name} stroke={l.color} strokeWidth={hover === l.key ? 3 : 1.7} strokeOpacity={hover && hover !== l.key ? 0.2 : 1}
+              dot={false} isAnimationActive={false} connectNulls={false} onMouseEnter={() => setHover(l.key)} onMouseLeave={() => setHover(null)} />
+          ))}
         </ComposedChart>
       </ResponsiveContainer>
+      </div>
+      {/* legend: run or group, colour, last value; hovering an entry highlights its line in every chart */}
+      <ul className="mt-1.5 space-y-0.5 text-xs" aria-label={`Legend of ${metricKey}`} data-testid="chart-legend">
+        {legend.map((l) => (
+          <li key={l.key} className={`flex items-center gap-1.5 rounded px-1 ${hover === l.key ? "bg-zinc-100 dark:bg-zinc-800" : ""} ${hover && hover !== l.key ? "opacity-50" : ""}`}
+            onMouseEnter={() => setHover(l.key)} onMouseLeave={() => setHover(null)} data-testid="legend-item" data-line={l.key} data-highlight={hover === l.key || undefined}>
+            <span className="h-0.5 w-4 shrink-0 rounded" style={{ background: l.color, height: 3 }} aria-hidden />
+            <span className="min-w-0 flex-1 truncate" title={l.name}>{l.name}</span>
+            <span className="tabular-nums text-zinc-500" title="last value" data-testid="legend-last">{fmt(l.last)}</span>
+          </li>
+        ))}
+      </ul>
     </div>
   );
 }

@@ -1,14 +1,19 @@
 "use client";
 // Launch form generated from the zod schemas (via JSON Schema): job kind, environment and their
 // parameters with defaults and help text; when the job kind's config has an `estimator`, an
-// estimator selector and its parameters from the lib/credit registry. Server validation errors
-// are shown inline at their field. "Clone and edit" arrives here prefilled.
+// estimator selector and its parameters from the lib/credit registry. Fields sit in titled
+// sections (lib/forms/launch-layout.ts), advanced ones folded. The body Launch would send is
+// checked in the browser with the server's zod schema on every edit (lib/forms/validate.ts), so
+// Launch is disabled while anything on screen is invalid; server errors land at their field too.
+// "Clone and edit" arrives here prefilled.
 import { useMemo, useState } from "react";
 import { useRouter } from "next/navigation";
 import { useMutation } from "@tanstack/react-query";
 import { ApiClientError, callApi } from "@/lib/client/api";
-import { checkField, defaultsOf, schemaFields, type JsonSchema } from "@/lib/forms/schema-fields";
-import type { RunOut } from "@/lib/schemas/runs";
+import { defaultsOf, schemaFields, type Field, type JsonSchema } from "@/lib/forms/schema-fields";
+import { addError, invalidJsonPaths, issuePathKey, plainIssue, plainMessage, zodFromJsonSchema, type FieldErrors } from "@/lib/forms/validate";
+import { layOut } from "@/lib/forms/launch-layout";
+import { launchRunSchema, type RunOut } from "@/lib/schemas/runs";
 import { SchemaFields } from "@/components/forms/schema-form";
 import type { EstimatorInfo } from "@/components/credit/estimator-catalog";
 import { ESTIMATOR_KEYS, estimatorParamFields, estimatorParamValues, estimatorSection } from "./launch-estimators";
@@ -74,7 +79,9 @@ function LaunchFormFor({ catalog, estimators, job, prefill, pickJob }: {
   const [estValues, setEstValues] = useState<Record<string, unknown>>(() => estimatorParamValues(est, prefill?.config.estimatorParams));
   const [name, setName] = useState(prefill ? `${prefill.name}-clone` : "");
   const [tags, setTags] = useState((prefill?.tags ?? []).join(", "));
-  const [errors, setErrors] = useState<Record<string, Record<string, string>>>({});
+  // the server's field errors (from the last Launch), cleared as their section is edited
+  const [errors, setErrors] = useState<FieldErrors>({});
+  const [serverBanner, setServerBanner] = useState<string[]>([]);
 
   const pickEnv = (id: string) => {
     setEnvId(id);
@@ -88,42 +95,85 @@ function LaunchFormFor({ catalog, estimators, job, prefill, pickJob }: {
     setErrors((e) => ({ ...e, est: {} }));
   };
 
+  // The body exactly as it will be sent: what the checks below judge is what Launch sends.
+  const body = {
+    jobKind: job.id,
+    name: name.trim() || undefined,
+    tags: tags.split(",").map((t) => t.trim()).filter(Boolean),
+    parentRunId: prefill?.parentRunId,
+    config: { ...jobValues, ...(hasEnv ? { envId, envConfig: envValues } : {}), ...(estSection ? { estimator: estId, estimatorParams: estValues } : {}) },
+  };
+  const envZod = useMemo(() => zodFromJsonSchema(env.configSchema), [env]);
+  const estZod = useMemo(() => (est ? zodFromJsonSchema(est.paramsSchema) : null), [est]);
+  const client = useMemo(() => {
+    const errs: FieldErrors = {};
+    const banner: string[] = [];
+    for (const [path, msg] of invalidJsonPaths(body.config)) addError(errs, issuePathKey(["config", ...path.split(".")]), msg, banner);
+    const parsed = launchRunSchema.safeParse(body);
+    if (!parsed.success) for (const i of parsed.error.issues) addError(errs, issuePathKey(i.path as (string | number)[]), plainIssue(i), banner);
+    if (hasEnv) {
+      const r = envZod.safeParse(envValues);
+      if (!r.success) for (const i of r.error.issues) addError(errs, issuePathKey(["config", "envConfig", ...(i.path as (string | number)[])]), plainIssue(i), banner);
+    }
+    if (estZod) {
+      const r = estZod.safeParse(estValues);
+      if (!r.success) for (const i of r.error.issues) addError(errs, issuePathKey(["config", "estimatorParams", ...(i.path as (string | number)[])]), plainIssue(i), banner);
+    }
+    return { errs, banner, invalid: banner.length > 0 || Object.values(errs).some((e) => Object.keys(e).length) };
+    // body is rebuilt every render from these
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [jobValues, envValues, estValues, name, tags, envId, estId, job, envZod, estZod]);
+
   const launch = useMutation({
-    mutationFn: () =>
-      callApi<RunOut>("/runs", {
-        method: "POST",
-        body: {
-          jobKind: job.id,
-          name: name.trim() || undefined,
-          tags: tags.split(",").map((t) => t.trim()).filter(Boolean),
-          parentRunId: prefill?.parentRunId,
-          config: { ...jobValues, ...(hasEnv ? { envId, envConfig: envValues } : {}), ...(estSection ? { estimator: estId, estimatorParams: estValues } : {}) },
-        },
-      }),
+    mutationFn: () => callApi<RunOut>("/runs", { method: "POST", body }),
     onSuccess: (run) => router.push(`/runs/${run.id}`),
     onError: (err) => {
       if (!(err instanceof ApiClientError)) return;
-      // Route each issue to its field: body.config.envConfig.<f>, body.config.estimatorParams.<f>, body.config.<f>.
-      const next: Record<string, Record<string, string>> = { env: {}, job: {}, est: {}, other: {} };
-      for (const i of err.issues) {
-        const m = i.path.match(/^body\.config\.envConfig\.(\w+)/);
-        const e = i.path.match(/^body\.config\.estimatorParams\.(\w+)/);
-        const j = i.path.match(/^body\.config\.(\w+)$/);
-        if (m) next.env[m[1]] = i.message;
-        else if (e) next.est[e[1]] = i.message;
-        else if (j && j[1] === "estimator") next.est.estimator = i.message;
-        else if (j) next.job[j[1]] = i.message;
-        else next.other[i.path] = i.message;
-      }
+      // Route each server issue to its field (body.config.model.layers -> Model section, model.layers).
+      const next: FieldErrors = {};
+      const banner: string[] = [];
+      for (const i of err.issues) addError(next, issuePathKey(i.path), plainMessage(i.message), banner);
       setErrors(next);
+      setServerBanner(banner);
     },
   });
-
-  const clientInvalid = [
-    ...jobFields.map((f) => checkField(f, jobValues[f.name])),
-    ...envFields.map((f) => checkField(f, envValues[f.name])),
-    ...estFields.map((f) => checkField(f, estValues[f.name])),
-  ].some(Boolean);
+  // a field's own check first, then what the server said about it (until the field changes)
+  const errorsOf = (section: string) => ({ ...(errors[section] ?? {}), ...(client.errs[section] ?? {}) });
+  const clientInvalid = client.invalid;
+  const sections = layOut(job.id, jobFields, hasEnv, Boolean(estSection));
+  const fieldsGrid = (fields: Field[]) => (
+    <SchemaFields idPrefix="job" fields={fields} values={jobValues} errors={errorsOf("job")} onChange={(k, v) => { setJobValues((s) => ({ ...s, [k]: v })); setErrors((e) => ({ ...e, job: {} })); }} />
+  );
+  const envBlock = hasEnv ? (
+    <div className="mb-4">
+      <label htmlFor="env-select" className="mb-1 block text-sm font-medium">Environment</label>
+      <select id="env-select" value={envId} onChange={(e) => pickEnv(e.target.value)} className={`${inputCls} mb-2 sm:w-80`}>
+        {catalog.envs.map((e) => <option key={e.id} value={e.id}>{e.title} ({e.id})</option>)}
+      </select>
+      <p className="mb-4 text-sm text-zinc-500">{env.description}</p>
+      <SchemaFields idPrefix="env" fields={envFields} values={envValues} errors={errorsOf("env")} onChange={(k, v) => { setEnvValues((s) => ({ ...s, [k]: v })); setErrors((e) => ({ ...e, env: {} })); }} />
+    </div>
+  ) : null;
+  const estBlock = estSection ? (
+    <div data-testid="estimator-section">
+      <label htmlFor="estimator-select" className="mb-1 block text-sm font-medium">Credit estimator</label>
+      <select id="estimator-select" value={estId} onChange={(e) => pickEstimator(e.target.value)} className={`${inputCls} mb-1 sm:w-[32rem]`} aria-describedby="estimator-help">
+        {estSection.options.map((o) => <option key={o.id} value={o.id}>{o.title} ({o.id})</option>)}
+      </select>
+      <p id="estimator-help" className="mb-4 text-sm text-zinc-500">
+        {estSection.help ? `${estSection.help} ` : ""}
+        {est ? <a href={est.paper.url} target="_blank" rel="noreferrer" className="text-indigo-600 hover:underline dark:text-indigo-400">{est.paper.title} ({est.paper.year})</a> : null}
+        {est && est.needs.length > 1 ? <span> · needs per turn: {est.needs.join(", ")}</span> : null}
+      </p>
+      {errorsOf("est").estimator ? <p className="mb-2 text-xs text-red-600" role="alert">{errorsOf("est").estimator}</p> : null}
+      {estFields.length ? (
+        <SchemaFields idPrefix="est" fields={estFields} values={estValues} errors={errorsOf("est")} onChange={(k, v) => { setEstValues((s) => ({ ...s, [k]: v })); setErrors((e) => ({ ...e, est: {} })); }} />
+      ) : (
+        <p className="text-sm text-zinc-500">This estimator has no parameters.</p>
+      )}
+    </div>
+  ) : null;
+  const topErr = errorsOf("top");
 
   return (
     <form
@@ -149,57 +199,43 @@ function LaunchFormFor({ catalog, estimators, job, prefill, pickJob }: {
         <div className="grid gap-4 sm:grid-cols-2">
           <div>
             <label htmlFor="run-name" className="mb-1 block text-sm font-medium">name</label>
-            <input id="run-name" value={name} onChange={(e) => setName(e.target.value)} placeholder="generated from the config" className={inputCls} />
+            <input id="run-name" value={name} onChange={(e) => { setName(e.target.value); setErrors((x) => ({ ...x, top: {} })); }} placeholder="generated from the config" className={inputCls}
+              aria-invalid={topErr.name ? true : undefined} aria-describedby={topErr.name ? "run-name-error" : undefined} />
+            {topErr.name ? <p id="run-name-error" className="mt-1 text-xs text-red-600" role="alert" data-testid="error-name">{topErr.name}</p> : null}
           </div>
           <div>
             <label htmlFor="run-tags" className="mb-1 block text-sm font-medium">tags</label>
-            <input id="run-tags" value={tags} onChange={(e) => setTags(e.target.value)} placeholder="comma separated" className={inputCls} />
+            <input id="run-tags" value={tags} onChange={(e) => { setTags(e.target.value); setErrors((x) => ({ ...x, top: {} })); }} placeholder="comma separated" className={inputCls}
+              aria-invalid={topErr.tags ? true : undefined} aria-describedby={topErr.tags ? "run-tags-error" : undefined} />
+            {topErr.tags ? <p id="run-tags-error" className="mt-1 text-xs text-red-600" role="alert" data-testid="error-tags">{topErr.tags}</p> : null}
           </div>
         </div>
       </section>
 
-      {hasEnv ? (
-      <section className={card}>
-        <label htmlFor="env-select" className="mb-1 block font-medium">Environment</label>
-        <select id="env-select" value={envId} onChange={(e) => pickEnv(e.target.value)} className={`${inputCls} mb-2 sm:w-80`}>
-          {catalog.envs.map((e) => <option key={e.id} value={e.id}>{e.title} ({e.id})</option>)}
-        </select>
-        <p className="mb-4 text-sm text-zinc-500">{env.description}</p>
-        <SchemaFields idPrefix="env" fields={envFields} values={envValues} errors={errors.env ?? {}} onChange={(k, v) => setEnvValues((s) => ({ ...s, [k]: v }))} />
-      </section>
-      ) : null}
-
-      {estSection ? (
-        <section className={card} data-testid="estimator-section">
-          <label htmlFor="estimator-select" className="mb-1 block font-medium">Credit estimator</label>
-          <select id="estimator-select" value={estId} onChange={(e) => pickEstimator(e.target.value)} className={`${inputCls} mb-1 sm:w-[32rem]`} aria-describedby="estimator-help">
-            {estSection.options.map((o) => <option key={o.id} value={o.id}>{o.title} ({o.id})</option>)}
-          </select>
-          <p id="estimator-help" className="mb-4 text-sm text-zinc-500">
-            {estSection.help ? `${estSection.help} ` : ""}
-            {est ? <a href={est.paper.url} target="_blank" rel="noreferrer" className="text-indigo-600 hover:underline dark:text-indigo-400">{est.paper.title} ({est.paper.year})</a> : null}
-            {est && est.needs.length > 1 ? <span> · needs per turn: {est.needs.join(", ")}</span> : null}
-          </p>
-          {errors.est?.estimator ? <p className="mb-2 text-xs text-red-600" role="alert">{errors.est.estimator}</p> : null}
-          {estFields.length ? (
-            <SchemaFields idPrefix="est" fields={estFields} values={estValues} errors={errors.est ?? {}} onChange={(k, v) => setEstValues((s) => ({ ...s, [k]: v }))} />
-          ) : (
-            <p className="text-sm text-zinc-500">This estimator has no parameters.</p>
-          )}
+      {sections.map((sec) => (
+        <section key={sec.title} className={card} aria-labelledby={`sec-${sec.title}`} data-testid={`section-${sec.title}`}>
+          <h2 id={`sec-${sec.title}`} className="mb-3 font-medium">{sec.title}</h2>
+          {sec.slot === "env" ? envBlock : sec.slot === "estimator" ? estBlock : null}
+          {sec.basic.length ? fieldsGrid(sec.basic) : null}
+          {sec.advanced.length ? (
+            // folded unless one of its fields has an error (a hidden error would block Launch silently)
+            <details className="mt-4" open={sec.advanced.some((f) => Object.keys(errorsOf("job")).some((k) => k === f.name || k.startsWith(`${f.name}.`))) || undefined}>
+              <summary className="cursor-pointer text-sm text-zinc-600 dark:text-zinc-400">Advanced ({sec.advanced.length}): {sec.advanced.map((f) => f.name).join(", ")}</summary>
+              <div className="mt-3">{fieldsGrid(sec.advanced)}</div>
+            </details>
+          ) : null}
         </section>
-      ) : null}
+      ))}
 
-      {jobFields.length ? (
-        <section className={card} aria-labelledby="job-params-h">
-          <h2 id="job-params-h" className="mb-3 font-medium">{job.title}: parameters</h2>
-          <SchemaFields idPrefix="job" fields={jobFields} values={jobValues} errors={errors.job ?? {}} onChange={(k, v) => setJobValues((s) => ({ ...s, [k]: v }))} />
-        </section>
-      ) : null}
-
-      {launch.error ? (
-        <div className="rounded-md border border-red-300 bg-red-50 p-3 text-sm text-red-800 dark:border-red-900 dark:bg-red-950 dark:text-red-300" role="alert">
-          {launch.error.message}
+      {launch.error && (!(launch.error instanceof ApiClientError) || serverBanner.length || !launch.error.issues.length) ? (
+        <div className="rounded-md border border-red-300 bg-red-50 p-3 text-sm text-red-800 dark:border-red-900 dark:bg-red-950 dark:text-red-300" role="alert" data-testid="launch-error">
+          {serverBanner.length ? serverBanner.join("; ") : launch.error.message}
         </div>
+      ) : null}
+      {clientInvalid ? (
+        <p className="text-sm text-red-600" data-testid="form-invalid">
+          Fix the {Object.values(client.errs).reduce((n, e) => n + Object.keys(e).length, 0) || ""} marked field(s) to launch{client.banner.length ? `: ${client.banner.join("; ")}` : "."}
+        </p>
       ) : null}
       <button type="submit" disabled={launch.isPending || clientInvalid} className="rounded-md bg-indigo-600 px-4 py-2 text-sm font-medium text-white hover:bg-indigo-500 disabled:opacity-50">
         {launch.isPending ? "Launching…" : "Launch run"}

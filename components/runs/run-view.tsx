@@ -7,6 +7,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { callApi } from "@/lib/client/api";
 import { metricKeysQuery, runQuery } from "@/lib/queries";
 import { envStepKey, PREFETCH_CHARTS } from "@/lib/charts/prepare-series";
+import { byNamespace } from "@/lib/charts/namespaces";
 import { StatusBadge } from "@/components/ui/status-badge";
 import { ProgressBar } from "@/components/ui/progress-bar";
 import { MetricChart } from "@/components/charts/metric-chart";
@@ -14,20 +15,6 @@ import { ChartControls, useChartView } from "@/components/charts/chart-controls"
 import { btnCls, cardCls } from "@/components/ui/controls";
 import { JobLog } from "./job-log";
 import { RunTabs } from "./run-tabs";
-
-/** What researchers look at first: outcomes, then optimisation, then credit, then throughput. */
-const NAMESPACE_ORDER = ["eval", "rollout", "train", "losses", "credit", "perf"];
-
-/** Metric keys by namespace ("rollout/success_rate" -> "rollout"), known namespaces first, then first-seen order. */
-function byNamespace(keys: string[]): [string, string[]][] {
-  const out = new Map<string, string[]>();
-  for (const k of keys) {
-    const ns = k.includes("/") ? k.slice(0, k.indexOf("/")) : "other";
-    (out.get(ns) ?? out.set(ns, []).get(ns)!).push(k);
-  }
-  const rank = (ns: string) => (NAMESPACE_ORDER.includes(ns) ? NAMESPACE_ORDER.indexOf(ns) : NAMESPACE_ORDER.length);
-  return [...out.entries()].sort((a, b) => rank(a[0]) - rank(b[0]));
-}
 
 export function RunView({ runId }: { runId: string }) {
   const qc = useQueryClient();

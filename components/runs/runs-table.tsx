@@ -1,9 +1,11 @@
 "use client";
 // Runs list: search, filters (status, environment, estimator, tag, config values) and sort live in
 // the URL (shareable). Server-side pages of 100 fetched as they scroll into view; only the visible
-// rows are in the DOM, so 10^4 runs stay fast. Tick runs and press Compare.
+// rows are in the DOM, so 10^4 runs stay fast. Tick runs and press Compare. Metric columns are
+// chosen from every logged key; a header shows the key's namespace above its name (full key on
+// hover), and every column's width is dragged from its header's right edge.
 import Link from "next/link";
-import { useEffect, useMemo, useRef, useState } from "react";
+import { useEffect, useMemo, useRef, useState, type ReactNode } from "react";
 import { useQueries, useQuery } from "@tanstack/react-query";
 import { useVirtualizer } from "@tanstack/react-virtual";
 import { runFiltersQuery, runListParams, runsPageQuery, RUNS_PAGE_SIZE } from "@/lib/queries";
@@ -15,8 +17,55 @@ import { useUrlState } from "@/components/ui/use-url-state";
 import { btnCls, inputCls, primaryBtnCls } from "@/components/ui/controls";
 
 const STATUSES = ["queued", "running", "succeeded", "failed", "canceled"];
-const ROW_H = 40;
+const ROW_H = 48;
 const SELECT_KEY = "turnlens.compareSelection";
+const WIDTHS_KEY = "turnlens.runsColumnWidths";
+
+/** Column widths in px (drag a header's right edge; kept in localStorage). */
+const DEFAULT_WIDTHS: Record<string, number> = { name: 360, status: 112, envId: 112, estimator: 104, progress: 128, createdAt: 168 };
+const METRIC_WIDTH = 128;
+const MIN_WIDTH = 64;
+
+function useColumnWidths() {
+  const [widths, setWidths] = useState<Record<string, number>>({});
+  useEffect(() => {
+    try {
+      setWidths(JSON.parse(localStorage.getItem(WIDTHS_KEY) ?? "{}"));
+    } catch {
+      /* defaults */
+    }
+  }, []);
+  const widthOf = (col: string) => widths[col] ?? DEFAULT_WIDTHS[col] ?? METRIC_WIDTH;
+  const resize = (col: string, px: number) =>
+    setWidths((w) => {
+      const next = { ...w, [col]: Math.max(MIN_WIDTH, Math.round(px)) };
+      localStorage.setItem(WIDTHS_KEY, JSON.stringify(next));
+      return next;
+    });
+  return { widthOf, resize };
+}
+
+/** A drag handle on a header's right edge (pointer capture, so the drag survives leaving the header). */
+function ResizeHandle({ col, width, resize }: { col: string; width: number; resize: (col: string, px: number) => void }) {
+  return (
+    <span role="separator" aria-orientation="vertical" aria-label={`Resize column ${col}`} data-testid={`resize-${col}`} tabIndex={0}
+      className="absolute right-0 top-0 z-10 h-full w-2 cursor-col-resize touch-none hover:bg-indigo-400/40"
+      onKeyDown={(e) => (e.key === "ArrowLeft" || e.key === "ArrowRight") && (e.preventDefault(), resize(col, width + (e.key === "ArrowRight" ? 16 : -16)))}
+      onPointerDown={(e) => {
+        e.preventDefault();
+        const el = e.currentTarget;
+        el.setPointerCapture(e.pointerId);
+        const x0 = e.clientX;
+        const move = (ev: PointerEvent) => resize(col, width + ev.clientX - x0);
+        const up = () => {
+          el.removeEventListener("pointermove", move);
+          el.removeEventListener("pointerup", up);
+        };
+        el.addEventListener("pointermove", move);
+        el.addEventListener("pointerup", up);
+      }} />
+  );
+}
 
 /** Outcome metrics researchers sort by first, when the runs log them. */
 const PREFERRED_COLUMNS = ["eval/greedy_success", "eval/success_rate_cum", "rollout/success_rate", "rollout/return_mean", "eval/return_mean_cum", "train/reward"];
@@ -75,7 +124,15 @@ export function RunsTable() {
   const order = params.order ?? "desc";
   const sortBy = (key: string) => set({ sort: key === "createdAt" ? undefined : key, order: sort === key && order === "desc" ? "asc" : undefined });
   const arrow = (key: string) => (sort === key ? (order === "asc" ? " ▲" : " ▼") : "");
-  const grid = `2.25rem minmax(14rem,2fr) 7rem 7rem 6.5rem 8rem ${columns.map(() => "6.5rem").join(" ")} 10rem`;
+  const { widthOf, resize } = useColumnWidths();
+  const fixedCols = ["name", "status", "envId", "estimator", "progress"];
+  const grid = `2.25rem ${fixedCols.map((c) => `${widthOf(c)}px`).join(" ")} ${columns.map((k) => `${widthOf(k)}px`).join(" ")} ${widthOf("createdAt")}px`;
+  const header = (col: string, body: ReactNode, cls = "px-3") => (
+    <span role="columnheader" className={`relative py-2 ${cls}`}>
+      {body}
+      <ResizeHandle col={col} width={widthOf(col)} resize={resize} />
+    </span>
+  );
   const [cfgDraft, setCfgDraft] = useState(params.config ?? "");
   useEffect(() => setCfgDraft(params.config ?? ""), [params.config]);
   const removeCol = (k: string) => set({ cols: columns.filter((c) => c !== k).join(",") });
@@ -113,10 +170,19 @@ export function RunsTable() {
           <datalist id="config-keys">{filters.data?.configKeys.map((k) => <option key={k} value={k} />)}</datalist>
           <button type="submit" className={btnCls}>Apply</button>
         </form>
-        <select aria-label="Add a metric column" value="" onChange={(e) => addCol(e.target.value)} className={`${inputCls} max-w-56`}>
-          <option value="">+ metric column…</option>
-          {filters.data?.metricKeys.filter((k) => !columns.includes(k.key)).map((k) => <option key={k.key} value={k.key}>{k.key} ({k.runs})</option>)}
-        </select>
+        <details className="relative" data-testid="column-chooser">
+          <summary className={`${btnCls} cursor-pointer list-none`}>Metric columns ({columns.length})</summary>
+          <div className="absolute right-0 z-30 mt-1 max-h-80 w-80 overflow-auto rounded-md border border-zinc-200 bg-white p-2 text-sm shadow-lg dark:border-zinc-700 dark:bg-zinc-900" role="group" aria-label="Metric columns to show">
+            {filters.data?.metricKeys.length ? null : <p className="text-zinc-500">No metrics logged yet.</p>}
+            {filters.data?.metricKeys.map((k) => (
+              <label key={k.key} className="flex items-center gap-2 rounded px-1 py-0.5 hover:bg-zinc-100 dark:hover:bg-zinc-800">
+                <input type="checkbox" className="accent-indigo-600" checked={columns.includes(k.key)} onChange={(e) => (e.target.checked ? addCol(k.key) : removeCol(k.key))} />
+                <span className="min-w-0 flex-1 break-all font-mono text-xs">{k.key}</span>
+                <span className="text-xs text-zinc-400" title="runs that log it">{k.runs}</span>
+              </label>
+            ))}
+          </div>
+        </details>
         {Object.keys(params).length ? <button className={btnCls} onClick={() => set(Object.fromEntries(Object.keys(params).map((k) => [k, undefined])))}>Clear filters</button> : null}
       </div>
       {bad ? <p className="text-sm text-red-600" role="alert">Could not load runs: {String(bad.message)}</p> : null}
@@ -131,18 +197,23 @@ export function RunsTable() {
         <div ref={box} className="max-h-[calc(100vh-15rem)] min-h-40 overflow-auto" data-testid="runs-scroll">
           <div role="row" className="sticky top-0 z-10 grid w-max min-w-full border-b border-zinc-200 bg-white text-left text-xs text-zinc-500 dark:border-zinc-800 dark:bg-zinc-900" style={{ gridTemplateColumns: grid }}>
             <span role="columnheader" className="px-2 py-2"><span className="sr-only">select</span></span>
-            <span role="columnheader" className="px-3 py-2"><button onClick={() => sortBy("name")}>Name{arrow("name")}</button></span>
-            <span role="columnheader" className="px-3 py-2"><button onClick={() => sortBy("status")}>Status{arrow("status")}</button></span>
-            <span role="columnheader" className="px-3 py-2"><button onClick={() => sortBy("envId")}>Env{arrow("envId")}</button></span>
-            <span role="columnheader" className="px-3 py-2"><button onClick={() => sortBy("estimator")}>Estimator{arrow("estimator")}</button></span>
-            <span role="columnheader" className="px-3 py-2">Progress</span>
+            {header("name", <button onClick={() => sortBy("name")}>Name{arrow("name")}</button>)}
+            {header("status", <button onClick={() => sortBy("status")}>Status{arrow("status")}</button>)}
+            {header("envId", <button onClick={() => sortBy("envId")}>Env{arrow("envId")}</button>)}
+            {header("estimator", <button onClick={() => sortBy("estimator")}>Estimator{arrow("estimator")}</button>)}
+            {header("progress", "Progress")}
             {columns.map((k) => (
-              <span role="columnheader" key={k} className="flex items-center justify-end gap-1 px-2 py-2 text-right">
-                <button onClick={() => sortBy(`metric:${k}`)} title={`sort by the last value of ${k}`} className="truncate">{k.split("/").pop()}{arrow(`metric:${k}`)}</button>
+              <span role="columnheader" key={k} className="relative flex items-start justify-end gap-1 px-2 py-1 text-right" title={k} data-testid="metric-header" data-key={k}>
+                {/* the namespace above the name: "eval/success_rate_cum" and "rollout/success_rate" stay apart */}
+                <button onClick={() => sortBy(`metric:${k}`)} title={`sort by the last value of ${k}`} className="min-w-0 text-right leading-tight">
+                  {k.includes("/") ? <span className="block truncate text-[10px] text-zinc-400">{k.slice(0, k.lastIndexOf("/") + 1)}</span> : null}
+                  <span className="block break-all">{k.split("/").pop()}{arrow(`metric:${k}`)}</span>
+                </button>
                 <button onClick={() => removeCol(k)} aria-label={`Remove column ${k}`} className="text-zinc-400 hover:text-zinc-700">×</button>
+                <ResizeHandle col={k} width={widthOf(k)} resize={resize} />
               </span>
             ))}
-            <span role="columnheader" className="px-3 py-2"><button onClick={() => sortBy("createdAt")}>Created{arrow("createdAt")}</button></span>
+            {header("createdAt", <button onClick={() => sortBy("createdAt")}>Created{arrow("createdAt")}</button>)}
           </div>
           <div style={{ height: v.getTotalSize(), position: "relative" }} className="w-max min-w-full">
             {items.map((it) => {
@@ -171,15 +242,19 @@ function Row({ r, columns, selected, toggle }: { r: RunOut; columns: string[]; s
       <span role="cell" className="px-2">
         <input type="checkbox" className="size-4 accent-indigo-600" checked={selected} onChange={() => toggle(r.id)} aria-label={`Select ${r.name} for comparison`} />
       </span>
-      <span role="cell" className="truncate px-3">
-        <Link href={`/runs/${r.id}`} className="font-medium text-indigo-700 hover:underline dark:text-indigo-400">{r.name}</Link>
-        {r.tags.map((t) => <span key={t} className="ml-1.5 rounded bg-zinc-100 px-1 text-[11px] text-zinc-600 dark:bg-zinc-800 dark:text-zinc-400">{t}</span>)}
+      <span role="cell" className="min-w-0 px-3 leading-tight" title={[r.name, ...r.tags].join("\n")}>
+        <Link href={`/runs/${r.id}`} className="block truncate font-medium text-indigo-700 hover:underline dark:text-indigo-400">{r.name}</Link>
+        {r.tags.length ? (
+          <span className="mt-0.5 flex gap-1 overflow-hidden" data-testid="run-tags">
+            {r.tags.map((t) => <span key={t} className="shrink-0 rounded bg-zinc-100 px-1 text-[11px] text-zinc-600 dark:bg-zinc-800 dark:text-zinc-400">{t}</span>)}
+          </span>
+        ) : null}
       </span>
       <span role="cell" className="px-3"><StatusBadge status={r.status} /></span>
       <span role="cell" className="truncate px-3 font-mono text-xs">{r.envId ?? "—"}</span>
       <span role="cell" className="truncate px-3 font-mono text-xs">{r.estimator ?? <span className="text-zinc-400">{r.jobKind ?? r.kind}</span>}</span>
       <span role="cell" className="px-3"><ProgressBar value={r.progress} /></span>
-      {columns.map((k) => <span role="cell" key={k} className="px-2 text-right tabular-nums">{fmt(r.summary[k])}</span>)}
+      {columns.map((k) => <span role="cell" key={k} className="px-2 text-right tabular-nums" title={`${k}: ${r.summary[k] ?? "not logged"}`}>{fmt(r.summary[k])}</span>)}
       <span role="cell" className="truncate px-3 text-xs text-zinc-500" title={r.createdAt} suppressHydrationWarning>{new Date(r.createdAt).toLocaleString()}</span>
     </>
   );

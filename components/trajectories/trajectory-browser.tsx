@@ -15,6 +15,7 @@ import { RunCrumbs } from "@/components/runs/run-crumbs";
 import { TurnList } from "./turn-list";
 import { DISPLAY_TOKENS_NOTE } from "./token-view";
 import { useStepGroups } from "@/components/runs/use-step-groups";
+import { defaultGroup } from "@/lib/charts/prepare-heatmap";
 
 const numOrNull = (s: string | null) => (s === null || s === "" || !Number.isFinite(Number(s)) ? null : Number(s));
 
@@ -23,7 +24,9 @@ export function TrajectoryBrowser({ runId }: { runId: string }) {
   const { get, set, run, steps, step, groups } = useStepGroups(runId);
   const mixedOnly = get("mixed") === "1";
   const shownGroups = useMemo(() => (groups?.groups ?? []).filter((g) => !mixedOnly || (g.successRate > 0 && g.successRate < 1)), [groups, mixedOnly]);
-  const groupId = get("group") ?? shownGroups[0]?.id;
+  // like the credit heatmap: open on the first group with mixed outcomes (an all-fail or
+  // all-success group has every advantage 0 under group-relative estimators: nothing to see)
+  const groupId = get("group") ?? defaultGroup(shownGroups)?.id;
   const est = get("est") ?? undefined;
   const pRaw = get("p");
   const source = useMemo(() => ({ estimator: est, params: parseParamsJson(pRaw) }), [est, pRaw]);
@@ -93,13 +96,13 @@ export function TrajectoryBrowser({ runId }: { runId: string }) {
   return (
     <div className="space-y-4">
       <RunCrumbs runId={runId} section="trajectories" active="trajectories" />
-      <div className="grid gap-4 lg:grid-cols-[16rem_1fr]">
+      <div className="grid gap-4 lg:grid-cols-[18rem_1fr]">
         <aside className="space-y-4 lg:sticky lg:top-16 lg:max-h-[calc(100vh-5rem)] lg:self-start lg:overflow-y-auto">
           <div className={cardCls}>
             <label htmlFor="step-select" className={`block border-b border-zinc-200 px-3 py-2 dark:border-zinc-800 ${labelCls}`}>Step / batch</label>
-            <select id="step-select" className={`m-2 w-[calc(100%-1rem)] ${inputCls}`} value={step ?? ""} onChange={(e) => set({ step: e.target.value, group: undefined, traj: undefined, turn: undefined })}>
+            <select id="step-select" className={`m-2 w-[calc(100%-1rem)] min-w-0 truncate pr-7 ${inputCls}`} value={step ?? ""} onChange={(e) => set({ step: e.target.value, group: undefined, traj: undefined, turn: undefined })}>
               {steps?.steps.map((s) => (
-                <option key={s.id} value={s.step}>step {s.step} · {s.trajectories} traj · {s.successRate === null ? "—" : `${Math.round(s.successRate * 100)} % success`}</option>
+                <option key={s.id} value={s.step}>step {s.step} · {s.trajectories} traj · {s.successRate === null ? "—" : `${Math.round(s.successRate * 100)} % ok`}</option>
               ))}
             </select>
             {steps && steps.steps.length === 0 ? <p className="px-3 pb-3 text-sm text-zinc-500">No rollouts stored yet.</p> : null}
@@ -123,7 +126,7 @@ export function TrajectoryBrowser({ runId }: { runId: string }) {
             <ul className="max-h-[28rem] overflow-auto p-1">
               {shownGroups.map((x) => (
                 <li key={x.id}>
-                  <button onClick={() => set({ group: x.id, traj: undefined, turn: undefined })} aria-current={x.id === groupId}
+                  <button onClick={() => set({ group: x.id, traj: undefined, turn: undefined })} aria-current={x.id === groupId} data-testid="group-item" data-success-rate={x.successRate}
                     className={`flex w-full items-center justify-between rounded px-2 py-1 text-left text-sm ${x.id === groupId ? "bg-indigo-50 text-indigo-900 dark:bg-indigo-950 dark:text-indigo-200" : "hover:bg-zinc-100 dark:hover:bg-zinc-800"}`}>
                     <span className="truncate font-mono text-xs">{x.uid}</span>
                     <span className="text-xs tabular-nums text-zinc-500">{Math.round(x.successRate * 100)} %</span>
