@@ -70,8 +70,6 @@ export const ALLOWED_DEBT = {
   "lib/ingest/write-access.ts -> lib/api/errors.ts": "#14 error hierarchy",
   // #14 the train-job schema reads the rollout's context strategies (lib/schemas -> lib/rollout).
   "lib/schemas/train.ts -> lib/rollout/context.ts": "#14 schemas at the bottom",
-  // #14 the launch catalog types its JSON Schema with the form helper's interface.
-  "lib/runs/catalog.ts -> lib/forms/schema-fields.ts": "#14 JsonSchema type to lib/schemas",
 };
 
 const SCANNED = ["app", "components", "lib", "workers"];

@@ -1,22 +1,8 @@
 // Turns a JSON Schema object (made from our zod schemas with z.toJSONSchema) into form fields, so
 // every launch form is generated from the one schema the API validates with.
-export interface JsonSchema {
-  type?: string | string[];
-  properties?: Record<string, JsonSchema>;
-  required?: string[];
-  default?: unknown;
-  description?: string;
-  enum?: unknown[];
-  minimum?: number;
-  maximum?: number;
-  exclusiveMinimum?: number;
-  exclusiveMaximum?: number;
-  anyOf?: JsonSchema[];
-  oneOf?: JsonSchema[];
-  const?: unknown;
-  minLength?: number;
-  maxLength?: number;
-}
+import type { JsonSchema } from "../schemas/json-schema";
+
+export type { JsonSchema };
 
 /** One choice of a discriminated union (`model.kind`, `context.strategy`): its tag and its own fields. */
 export interface Variant {

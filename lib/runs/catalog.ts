@@ -2,7 +2,7 @@
 import { z } from "zod";
 import { envRegistry } from "../envs/registry";
 import { launchableKinds } from "../jobs/kinds";
-import type { JsonSchema } from "../forms/schema-fields";
+import type { JsonSchema } from "../schemas/json-schema";
 
 const toJsonSchema = (s: z.ZodType) => z.toJSONSchema(s, { io: "input", unrepresentable: "any" }) as JsonSchema;
 
