@@ -1,8 +1,11 @@
 // Shared fixtures of the worker tests: worker processes, runs, polling. (Temp databases: temp-db.ts.)
 import { spawn, type ChildProcess } from "node:child_process";
+import { afterAll, afterEach, beforeAll, beforeEach, expect } from "vitest";
 import { getDb } from "../../lib/db/client";
 import { getRawDb } from "../../lib/db/sqlite";
 import { ROOT } from "./temp-db";
+
+import { useTempDatabase } from "./temp-db";
 
 export { useTempDatabase, ROOT } from "./temp-db";
 
@@ -91,4 +94,34 @@ export function marksOf(jobId: string): { step: number; attempt: number; token: 
     .prepare(`SELECT "seq", "time", "line" FROM "JobLog" WHERE "jobId" = ? AND "seq" < 0 ORDER BY "seq" DESC`)
     .all(jobId) as { seq: number; time: number; line: string }[];
   return rows.map((r) => ({ ...(JSON.parse(r.line) as { step: number; attempt: number; token: string; pid: number; worker: number }), time: r.time }));
+}
+
+/**
+ * The life of a worker integration file: its own temp database, no job left over between
+ * tests, no worker left running after a test or the file. Returns the database (for its dir).
+ */
+export function useWorkerSuite(name: string): () => ReturnType<typeof useTempDatabase> {
+  let env: ReturnType<typeof useTempDatabase>;
+  beforeAll(() => {
+    env = useTempDatabase(name);
+  });
+  afterAll(async () => {
+    await killAllWorkers();
+    await env.cleanup();
+  });
+  beforeEach(async () => {
+    await getDb().job.deleteMany({});
+  });
+  afterEach(async () => {
+    await killAllWorkers();
+  });
+  return () => env;
+}
+
+/** SIGTERM: each worker must shut down gracefully (exit code 0); its output is shown otherwise. */
+export async function stopGracefully(workers: WorkerProcess | WorkerProcess[]): Promise<void> {
+  const ws = Array.isArray(workers) ? workers : [workers];
+  for (const w of ws) w.child.kill("SIGTERM");
+  const exits = await Promise.all(ws.map((w) => w.exited));
+  for (const [i, e] of exits.entries()) expect(e, ws[i].output()).toEqual({ code: 0, signal: null });
 }

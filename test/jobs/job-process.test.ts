@@ -4,32 +4,14 @@
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { getDb } from "../../lib/db/client";
 import { enqueue, getJob, requestCancel, tailLog } from "../../lib/jobs";
 import { launchRun } from "../../lib/runs/launch";
 import { launchRunSchema } from "../../lib/schemas/runs";
-import { killAllWorkers, marksOf, sleep, spawnWorker, useTempDatabase, waitFor, type WorkerProcess } from "../helpers/workers";
+import { marksOf, sleep, spawnWorker, stopGracefully, useWorkerSuite, waitFor } from "../helpers/workers";
 
-let env: ReturnType<typeof useTempDatabase>;
-beforeAll(() => {
-  env = useTempDatabase("job-process");
-});
-afterAll(async () => {
-  await killAllWorkers();
-  await env.cleanup();
-});
-beforeEach(async () => {
-  await getDb().job.deleteMany({});
-});
-afterEach(async () => {
-  await killAllWorkers();
-});
-
-async function stopGracefully(w: WorkerProcess) {
-  w.child.kill("SIGTERM");
-  expect(await w.exited, w.output()).toEqual({ code: 0, signal: null });
-}
+const suite = useWorkerSuite("job-process");
 
 const alive = (pid: number) => {
   try {
@@ -132,7 +114,7 @@ describe("a job process that dies", () => {
 describe("per-kind concurrency (the registry's limit)", () => {
   it("runs at most one train job per worker, while other kinds use the free slots", async () => {
     // an "engine" that never answers: a train job then waits on it until stopped
-    const fake = path.join(env.dir, "silent-engine.sh");
+    const fake = path.join(suite().dir, "silent-engine.sh");
     fs.writeFileSync(fake, "#!/bin/sh\nexec sleep 600\n", { mode: 0o755 });
     const train = () => launchRun(launchRunSchema.parse({ jobKind: "train", config: { steps: 2, groupsPerStep: 1, groupSize: 2, threads: 1 } }));
     const a = await train();

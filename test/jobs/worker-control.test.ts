@@ -1,28 +1,10 @@
 // Integration: cancel latency, SIGTERM shutdown and runner failures, with real worker processes.
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { getDb } from "../../lib/db/client";
 import { enqueue, getJob, requestCancel, tailLog } from "../../lib/jobs";
-import { killAllWorkers, makeRun, marksOf, sleep, spawnWorker, useTempDatabase, waitFor, type WorkerProcess } from "../helpers/workers";
+import { makeRun, marksOf, sleep, spawnWorker, stopGracefully, useWorkerSuite, waitFor } from "../helpers/workers";
 
-let env: ReturnType<typeof useTempDatabase>;
-beforeAll(() => {
-  env = useTempDatabase("control");
-});
-afterAll(async () => {
-  await killAllWorkers();
-  await env.cleanup();
-});
-beforeEach(async () => {
-  await getDb().job.deleteMany({});
-});
-afterEach(async () => {
-  await killAllWorkers();
-});
-
-async function stopGracefully(w: WorkerProcess) {
-  w.child.kill("SIGTERM");
-  expect(await w.exited, w.output()).toEqual({ code: 0, signal: null });
-}
+useWorkerSuite("control");
 
 const running = async (id: string) => (await getJob(id)).status === "running" && marksOf(id).length > 0;
 

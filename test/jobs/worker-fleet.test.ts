@@ -1,31 +1,12 @@
 // Integration: real worker processes (node --import tsx workers/worker.ts) sharing one SQLite file.
 // Exactly-once under contention, recovery from a SIGKILLed worker, and giving up after maxAttempts.
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { getDb } from "../../lib/db/client";
 import { LeaseLostError, writeTransaction } from "../../lib/db/sqlite";
 import { enqueue, getJob, tailLog } from "../../lib/jobs";
-import { killAllWorkers, makeRun, marksOf, spawnWorker, useTempDatabase, waitFor, type WorkerProcess } from "../helpers/workers";
+import { makeRun, marksOf, spawnWorker, stopGracefully, useWorkerSuite, waitFor, type WorkerProcess } from "../helpers/workers";
 
-let env: ReturnType<typeof useTempDatabase>;
-beforeAll(() => {
-  env = useTempDatabase("fleet");
-});
-afterAll(async () => {
-  await killAllWorkers();
-  await env.cleanup();
-});
-beforeEach(async () => {
-  await getDb().job.deleteMany({});
-});
-afterEach(async () => {
-  await killAllWorkers();
-});
-
-async function stopGracefully(ws: WorkerProcess[]) {
-  for (const w of ws) w.child.kill("SIGTERM");
-  const exits = await Promise.all(ws.map((w) => w.exited));
-  for (const [i, e] of exits.entries()) expect(e, ws[i].output()).toEqual({ code: 0, signal: null });
-}
+useWorkerSuite("fleet");
 
 describe("worker fleet", () => {
   it("3 workers x 50 jobs: every job runs exactly once", async () => {
