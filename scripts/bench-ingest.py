@@ -45,7 +45,8 @@ def start_server(work: Path):
     env = {**os.environ, "DATABASE_URL": f"file:{work / 'bench.db'}", "NEXT_TELEMETRY_DISABLED": "1"}
     env.pop("TURNLENS_API_TOKEN", None)
     subprocess.run(["node", "scripts/db-migrate.mjs", "deploy"], cwd=SERVE, env=env, check=True, capture_output=True)
-    proc = subprocess.Popen([str(SERVE / "node_modules/.bin/next"), "start", "-H", "127.0.0.1", "-p", str(port)], cwd=SERVE, env=env,
+    proc = subprocess.Popen([shutil.which("node") or "node", "scripts/web-server.mjs"],
+                            cwd=SERVE, env={**env, "TURNLENS_HOST": "127.0.0.1", "PORT": str(port)},
                             stdout=open(work / "server.log", "w"), stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     for _ in range(300):

@@ -46,8 +46,8 @@ class Server:
 
     def start(self, timeout: float = 60.0) -> None:
         self.log = open(self.workdir / "server.log", "a")
-        self.proc = subprocess.Popen([str(SERVE / "node_modules/.bin/next"), "start", "-H", "127.0.0.1", "-p", str(self.port)],
-                                     cwd=SERVE, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen([shutil.which("node") or "node", "scripts/web-server.mjs"],
+                                     cwd=SERVE, env={**self.env, "TURNLENS_HOST": "127.0.0.1", "PORT": str(self.port)}, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
