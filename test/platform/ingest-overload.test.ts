@@ -1,0 +1,35 @@
+// Under more concurrent ingest requests than TURNLENS_INGEST_QUEUE, the extra ones are told to come
+// back later (429 with Retry-After) instead of piling their bodies up in memory; nothing is lost
+// for the ones accepted, and a retry after the delay succeeds.
+import { describe, expect, it } from "vitest";
+import { NextRequest } from "next/server";
+import { useTempDatabase } from "../helpers/temp-db";
+
+process.env.TURNLENS_INGEST_QUEUE = "2"; // read when lib/ingest/pool loads
+useTempDatabase("ingest-overload");
+const importRoute = await import("@/app/api/v1/runs/import/route");
+const metricsRoute = await import("@/app/api/v1/runs/[id]/metrics/route");
+const { getRawDb } = await import("@/lib/db/sqlite");
+
+async function post(h: (req: NextRequest, ctx: { params: Promise<Record<string, string>> }) => Promise<Response>, url: string, body: unknown, params = {}, headers = {}) {
+  const req = new NextRequest(new URL(url, "http://127.0.0.1:3000"), { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+  return h(req, { params: Promise.resolve(params) });
+}
+
+describe("ingest overload", () => {
+  it("answers 429 with Retry-After beyond the queue limit, and the retried batch is stored once", async () => {
+    const run = await (await post(importRoute.POST, "/api/v1/runs/import", { name: "flood" })).json();
+    const key = { "x-turnlens-write-key": run.writeKey };
+    const batch = (i: number) => ({ batchId: `b${i}`, points: Array.from({ length: 5000 }, (_, s) => ({ step: i * 5000 + s, values: { "train/loss": s } })) });
+    const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => post(metricsRoute.POST, "", batch(i), { id: run.id }, key)));
+    const statuses = answers.map((r) => r.status);
+    expect(statuses.filter((s) => s === 201).length).toBeGreaterThanOrEqual(2);
+    const busy = answers.filter((r) => r.status === 429);
+    expect(busy.length).toBeGreaterThan(0);
+    expect(busy[0].headers.get("retry-after")).toBe("1");
+    // the client retries the refused batches after the delay
+    for (const i of statuses.map((s, i) => (s === 429 ? i : -1)).filter((i) => i >= 0)) expect((await post(metricsRoute.POST, "", batch(i), { id: run.id }, key)).status).toBe(201);
+    const stored = getRawDb().prepare(`SELECT COUNT(*) FROM "Metric" WHERE "runId" = ?`).pluck().get(run.id);
+    expect(stored).toBe(6 * 5000);
+  });
+});
