@@ -181,3 +181,38 @@ def test_defaults_written_once_in_the_schema():
     assert (cfg.lr, list(cfg.betas), cfg.weight_decay, cfg.eps) == (opt["lr"], opt["betas"], opt["weight_decay"], opt["eps"])
     tiny = {k: v["default"] for k, v in init["tiny"]["properties"].items()}
     assert {k: getattr(TinyConfig(), k) for k in tiny} == tiny
+
+
+def test_the_fast_first_pass_gives_the_item_by_item_verdict():
+    """validate_params checks stand-ins (extremes of numeric arrays, two per group of same-shaped
+    samples) first; on random update requests, some broken in one number, the verdict must be
+    the one of checking every item."""
+    import random
+
+    from jsonschema import Draft202012Validator
+
+    from workers.engine.protocol import _compact, _drop_nulls, protocol_schema
+
+    v = Draft202012Validator(protocol_schema()["params"]["update"])
+    rng = random.Random(7)
+    bad_values = [-1, 1.5, "x", True, 2]
+    verdicts = set()
+    for _ in range(300):
+        samples = []
+        for _ in range(rng.randint(1, 12)):
+            n = rng.randint(1, 6)
+            s = {"prompt_ids": [rng.randint(0, 9) for _ in range(rng.randint(1, 5))],
+                 "response_ids": [rng.randint(0, 9) for _ in range(n)],
+                 "advantages": rng.choice([rng.uniform(-1, 1), [rng.uniform(-1, 1) for _ in range(n)]])}
+            if rng.random() < 0.5:
+                s["mask"] = [rng.randint(0, 1) for _ in range(n)]
+            samples.append(s)
+        if rng.random() < 0.5:  # break one number somewhere
+            s = rng.choice(samples)
+            key = rng.choice(["prompt_ids", "response_ids"] + (["mask"] if "mask" in s else []))
+            s[key][rng.randrange(len(s[key]))] = rng.choice(bad_values)
+        req = {"samples": samples, "clip_ratio": rng.choice([0.2, -0.1])}
+        full = v.is_valid(_drop_nulls(req))
+        assert v.is_valid(_compact(req)) == full, req
+        verdicts.add(full)
+    assert verdicts == {True, False}

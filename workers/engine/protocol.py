@@ -237,6 +237,73 @@ def _drop_nulls(v: Any) -> Any:
     return v
 
 
+# A fast first pass. Item by item, jsonschema took 0.74 s for an update of 512 samples x 64
+# tokens. The schema puts only type, range and length keywords (minItems <= 2, maxItems 2) on
+# numeric arrays and the same keywords on every item of an array of objects, so extremes stand
+# for the whole: an all-int (or all-float) array of 3+ items becomes [min, max, max], and
+# objects of an array that share a shape (keys, value types, string values, array lengths) are
+# checked as two stand-ins, one with every number at its minimum and one at its maximum. Same
+# verdict, far less work; a failure is re-checked item by item to name the exact field.
+
+
+def _num_list(v: Any) -> type | None:
+    if v and type(v[0]) in (int, float) and all(type(x) is type(v[0]) for x in v):
+        return type(v[0])
+    return None
+
+
+def _compact(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _compact(x) for k, x in v.items() if x is not None}
+    if not isinstance(v, list):
+        return v
+    if len(v) > 2 and _num_list(v):
+        lo, hi = min(v), max(v)
+        return [lo, hi, hi]
+    items = [_compact(x) for x in v]
+    if len(items) < 3 or not all(isinstance(x, dict) for x in items):
+        return items
+    groups: dict[tuple, list[dict]] = {}
+    out: list = []
+    for d in items:
+        sig = _shape(d)
+        if sig is None:
+            out.append(d)
+        else:
+            groups.setdefault(sig, []).append(d)
+    for group in groups.values():
+        out.extend(group if len(group) < 3 else [_extreme(group, min), _extreme(group, max)])
+    return out
+
+
+def _shape(d: dict) -> tuple | None:
+    """Keys, value types, string and boolean values, numeric array lengths; None: not mergeable."""
+    sig = []
+    for k in sorted(d):
+        x = d[k]
+        if type(x) in (int, float):
+            sig.append((k, type(x)))
+        elif type(x) in (str, bool):
+            sig.append((k, type(x), x))
+        elif isinstance(x, list) and _num_list(x):
+            sig.append((k, list, _num_list(x), len(x)))
+        else:
+            return None
+    return tuple(sig)
+
+
+def _extreme(group: list[dict], pick) -> dict:
+    rep = {}
+    for k, x in group[0].items():
+        if isinstance(x, list):
+            rep[k] = [pick(pick(d[k]) for d in group)] * len(x)
+        elif type(x) in (int, float):
+            rep[k] = pick(d[k] for d in group)
+        else:
+            rep[k] = x
+    return rep
+
+
 def _where(path) -> str:
     out = "params"
     for part in path:
@@ -296,7 +363,10 @@ def validate_params(cmd: str, data: Any) -> None:
         from jsonschema import Draft202012Validator
 
         _validators[cmd] = Draft202012Validator(protocol_schema()["params"][cmd])
-    errors = list(_validators[cmd].iter_errors(_drop_nulls(data if data is not None else {})))
+    data = data if data is not None else {}
+    if _validators[cmd].is_valid(_compact(data)):
+        return
+    errors = list(_validators[cmd].iter_errors(_drop_nulls(data)))  # every item: the exact field
     if errors:
         # the shallowest error, then the first in document order: the field the caller got wrong
         err = min(errors, key=lambda e: (len(e.absolute_path), [str(x) for x in e.absolute_path]))
