@@ -1,13 +1,43 @@
 import { Suspense } from "react";
 import { TrajectoryBrowser } from "@/components/trajectories/trajectory-browser";
+import { Hydrate, tryRead } from "@/components/ui/hydrate";
+import { getRun } from "@/lib/db/runs";
+import { listGroups, listSteps } from "@/lib/db/rollouts";
+import { groupCredit } from "@/lib/db/credit";
+import { defaultGroup } from "@/lib/charts/prepare-heatmap";
+import { groupCreditQuery, groupsQuery, runQuery, stepsQuery } from "@/lib/queries";
 
+export const dynamic = "force-dynamic";
 export const metadata = { title: "Trajectories" };
 
-export default async function TrajectoriesPage({ params }: { params: Promise<{ id: string }> }) {
+type Search = Record<string, string | string[] | undefined>;
+
+/**
+ * The step, its groups and the opened group's trajectories come with the page, under the client's
+ * query keys (as on the credit heatmap page); what fails here the client fetches and reports.
+ */
+export default async function TrajectoriesPage({ params, searchParams }: { params: Promise<{ id: string }>; searchParams: Promise<Search> }) {
   const { id } = await params;
+  const sp = await searchParams;
+  const one = (k: string) => (typeof sp[k] === "string" ? (sp[k] as string) : undefined);
+  const run = tryRead(() => getRun(id));
+  const steps = run ? tryRead(() => listSteps(id, 1, 1000)) : undefined;
+  const step = one("step") !== undefined ? Number(one("step")) : steps?.steps[0]?.step;
+  const groups = step !== undefined && Number.isInteger(step) ? tryRead(() => ({ groups: listGroups(id, step) })) : undefined;
+  // the browser's own choice of group: the URL's, else the first mixed one (of those shown)
+  const shown = one("mixed") === "1" ? groups?.groups.filter((g) => g.successRate > 0 && g.successRate < 1) : groups?.groups;
+  const groupId = one("group") ?? defaultGroup(shown)?.id;
+  const seed: [readonly unknown[], unknown][] = [
+    [runQuery(id).queryKey, run],
+    [stepsQuery(id).queryKey, steps],
+  ];
+  if (step !== undefined && groups) seed.push([groupsQuery(id, step).queryKey, groups]);
+  if (step !== undefined && groupId) seed.push([groupCreditQuery(id, step, groupId, {}).queryKey, tryRead(() => groupCredit(id, step, groupId, {}))]);
   return (
-    <Suspense fallback={<p className="text-sm text-zinc-500">Loading…</p>}>
-      <TrajectoryBrowser runId={id} />
-    </Suspense>
+    <Hydrate seed={seed}>
+      <Suspense fallback={<p className="text-sm text-zinc-500">Loading…</p>}>
+        <TrajectoryBrowser runId={id} />
+      </Suspense>
+    </Hydrate>
   );
 }
