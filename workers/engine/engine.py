@@ -32,11 +32,15 @@ from .protocol import (
     Params,
     UnknownCommand,
     check_int_list,
+    param_defaults,
     validate_params,
 )
 from .sampling import AllowedAutomaton, CompletionSet, policy_logprobs
 
 log = logging.getLogger("turnlens.engine")
+
+# generate, logprobs and update share one `temperature` field (and default) in the schema
+_TEMPERATURE = float(param_defaults("generate")["temperature"])
 
 __all__ = ["Engine", "InitConfig", "configure_logging"]
 
@@ -226,7 +230,7 @@ class Engine:
     @staticmethod
     def _read_temperature(p: Params) -> tuple[float, bool]:
         """temperature 0 means greedy, with log-probs reported at T = 1."""
-        t = p.float("temperature", 1.0, min=0.0)
+        t = p.float("temperature", _TEMPERATURE, min=0.0)
         return (1.0, True) if t == 0.0 else (t, False)
 
     # -----------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from ..protocol import InvalidRequest, Params
+from ..protocol import InvalidRequest, Params, param_defaults
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -22,7 +22,7 @@ ONNX_OPSET = 17
 def export_onnx(engine: "Engine", p: Params) -> dict:
     b = engine._require()
     path = Path(p.str("path"))
-    verify = p.bool("verify", True)
+    verify = p.bool("verify", param_defaults("export_onnx")["verify"])
     p.finish()
     if path.suffix != ".onnx":
         raise InvalidRequest("params.path: must end with .onnx")

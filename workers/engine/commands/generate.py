@@ -9,12 +9,14 @@ import numpy as np
 import torch
 
 from ..model import positions_from_mask
-from ..protocol import InvalidRequest, Params
+from ..protocol import InvalidRequest, Params, param_defaults
 from ..sampling import policy_logprobs, sample_tokens
 
 if TYPE_CHECKING:
     from ..engine import Engine
 
+
+_D = param_defaults("generate")  # the defaults, written once in the protocol schema
 
 # Reason codes of generate's finish_reason, in tensor form during the loop.
 _REASONS = ("length", "eos", "allowed", "stop")
@@ -24,12 +26,12 @@ def generate(engine: "Engine", p: Params) -> dict:
     b = engine._require()
     t_start = time.perf_counter()
     prompts = engine._read_prompts(p)
-    n = p.int("n", 1, min=1)
+    n = p.int("n", _D["n"], min=1)
     max_new = p.int("max_new_tokens", None, min=1)
     temperature, greedy = engine._read_temperature(p)
-    greedy = p.bool("greedy", False) or greedy
-    top_p = p.float("top_p", 1.0, min=0.0, max=1.0, min_exclusive=True)
-    stop = p.list("stop", [])
+    greedy = p.bool("greedy", _D["greedy"]) or greedy
+    top_p = p.float("top_p", float(_D["top_p"]), min=0.0, max=1.0, min_exclusive=True)
+    stop = p.list("stop", list(_D["stop"]))
     if not all(isinstance(s, str) and s for s in stop):
         raise InvalidRequest("params.stop: expected an array of non-empty strings")
     seed = p.int("seed", None, min=0)

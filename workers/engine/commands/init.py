@@ -7,11 +7,14 @@ from typing import TYPE_CHECKING
 
 from ..config import InitConfig
 from ..model import TinyConfig
-from ..protocol import InvalidRequest, Params
+from ..protocol import InvalidRequest, Params, protocol_schema
 from ..tokenizer import HFTokenizer, TinyTokenizer, TokenizerError
 
 if TYPE_CHECKING:
     from ..engine import Engine
+
+# LoRA's defaults, written once in the protocol schema
+_LORA = {k: s["default"] for k, s in protocol_schema()["params"]["init"]["properties"]["lora"]["properties"].items()}
 
 
 def init(engine: "Engine", p: Params) -> dict:
@@ -40,12 +43,12 @@ def init(engine: "Engine", p: Params) -> dict:
         if is_tiny:
             raise InvalidRequest("params.lora: LoRA applies to Hugging Face models only")
         lp = p.obj("lora")
-        tm = lp.raw("target_modules", "all-linear")
+        tm = lp.raw("target_modules", _LORA["target_modules"])
         if not (isinstance(tm, str) or (isinstance(tm, list) and all(isinstance(x, str) for x in tm))):
             raise InvalidRequest("params.lora.target_modules: expected a string or an array of strings")
         cfg.lora = {
-            "r": lp.int("r", 8, min=1),
-            "alpha": lp.float("alpha", 16.0, min=0.0),
+            "r": lp.int("r", _LORA["r"], min=1),
+            "alpha": lp.float("alpha", float(_LORA["alpha"]), min=0.0),
             "target_modules": tm,
         }
         lp.finish()

@@ -6,23 +6,25 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ..protocol import InvalidRequest, Params
+from ..protocol import InvalidRequest, Params, param_defaults
 
 if TYPE_CHECKING:
     from ..engine import Engine
+
+_D = param_defaults("logprobs")  # the defaults, written once in the protocol schema
 
 
 def logprobs(engine: "Engine", p: Params) -> dict:
     b = engine._require()
     prompts = engine._read_prompts(p)
     responses = _read_responses(engine, p, len(prompts))
-    if p.bool("append_eos", False):
+    if p.bool("append_eos", _D["append_eos"]):
         if b.tokenizer.eos_id is None:
             raise InvalidRequest("params.append_eos: the tokenizer has no EOS token")
         responses = [r + [b.tokenizer.eos_id] for r in responses]
     temperature, _ = engine._read_temperature(p)
-    micro = p.int("micro_batch_size", 256, min=1)
-    which = p.str("model", "policy", choices=("policy", "reference"))
+    micro = p.int("micro_batch_size", _D["micro_batch_size"], min=1)
+    which = p.str("model", _D["model"], choices=("policy", "reference"))
     sets = engine._read_allowed(p, len(prompts))
     p.finish()
     if which == "reference" and not b.has_reference:
