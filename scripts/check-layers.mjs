@@ -60,7 +60,6 @@ export const ALLOWED_DEBT = {
   "components/credit/group-heatmap-view.tsx -> lib/db/credit.ts": "#14 credit views (response types)",
   "components/trajectories/trajectory-browser.tsx -> lib/db/credit.ts": "#14 credit views (response types)",
   "lib/queries/index.ts -> lib/db/credit.ts": "#14 credit views (response types)",
-  "lib/queries/index.ts -> lib/db/runs.ts": "#14 RunFilters: import it from lib/schemas/runs",
   // #14 one error type hierarchy with one HTTP mapping: services throw domain errors, lib/api maps them.
   "lib/runs/launch.ts -> lib/api/errors.ts": "#14 error hierarchy",
   "lib/ingest/batches.ts -> lib/api/errors.ts": "#14 error hierarchy",

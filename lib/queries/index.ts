@@ -1,9 +1,8 @@
 // queryOptions factories per entity (TanStack Query): one place for keys, fetchers and polling.
 import { queryOptions } from "@tanstack/react-query";
 import { callApi } from "../client/api";
-import type { RunList, RunOut } from "../schemas/runs";
+import type { RunFilters, RunList, RunOut } from "../schemas/runs";
 import type { MetricKeyInfo, Series } from "../schemas/metrics";
-import type { RunFilters } from "../db/runs";
 import type { CreditOverview, GroupCredit } from "../db/credit";
 import type { JobOut, LogLines } from "../schemas/jobs";
 import type { GroupOut, RolloutStepOut, TrajectoryOut, TurnOut } from "../schemas/rollouts";
