@@ -72,12 +72,13 @@ const cases: Case[] = [
   },
   {
     // two runs overlaid on every key either logs (the 20-chart run's 10^5-point series, downsampled
-    // by the API), in namespace sections with a legend per chart; tall enough to show every chart
+    // by the API), in namespace sections with a legend per chart; tall enough to show every chart;
+    // drawn as on the run page: the static first paint or the Recharts chart
     name: `compare page, 2 runs x ${meta.chartKeys} charts`,
     shot: "bench-compare",
     url: `/compare?runs=${meta.chartRun},${meta.turnsRun}`,
     viewport: { width: 1400, height: 3400 },
-    drawn: `(() => { const f = [...document.querySelectorAll('figure[data-testid^="compare-chart-"]')]; return f.length >= ${meta.chartKeys} && f.every((x) => x.querySelector('path.recharts-line-curve') && x.querySelector('[data-testid="legend-item"]')); })()`,
+    drawn: `(() => { const f = [...document.querySelectorAll('figure[data-testid^="compare-chart-"]')]; return f.length >= ${meta.chartKeys} && f.every((x) => x.querySelector('path.chart-line[d^="M"], path.recharts-line-curve') && x.querySelector('[data-testid="legend-item"]')); })()`,
   },
   {
     name: `heatmap ${meta.heatmap.rows} x ${meta.heatmap.cols}, stored (run of ${meta.turns.toLocaleString()} turns)`,

@@ -28,7 +28,8 @@ function afterLoad(fn: () => void) {
   if (document.readyState === "complete") setTimeout(fn, 500);
   else window.addEventListener("load", () => setTimeout(fn, 500), { once: true });
 }
-function whenIdle(fn: () => void): () => void {
+/** Queue an upgrade from a static first paint to Recharts (one per idle period, after load); returns its cancel. */
+export function whenIdle(fn: () => void): () => void {
   upgrades.push(fn);
   if (!draining) {
     draining = true;

@@ -21,8 +21,18 @@ export interface StaticLine {
 /** The plot area is drawn in a 1000 x 1000 box stretched over it; strokes keep their pixel width. */
 const N = 1000;
 
-export function StaticLineChart({ points, scales, lines, log, xFormat, yFormat, dots = false }: {
+/** A further line with points of its own (Compare draws one per run or group on shared axes). */
+export interface StaticOverlay {
+  id: string;
   points: readonly ChartPoint[];
+  color: string;
+  opacity: number;
+  width: number;
+}
+
+export function StaticLineChart({ points, scales, lines, log, xFormat, yFormat, dots = false, overlays = [] }: {
+  points: readonly ChartPoint[];
+  overlays?: StaticOverlay[];
   scales: { x: AxisScale; y: AxisScale };
   lines: StaticLine[];
   log: boolean;
@@ -42,10 +52,10 @@ export function StaticLineChart({ points, scales, lines, log, xFormat, yFormat, 
   const nx = (v: number) => (v - dx0) / (dx1 - dx0 || 1);
   const ny = (v: number) => (fy(v) - fy(dy0)) / (fy(dy1) - fy(dy0) || 1);
   const inY = (v: number | null): v is number => v !== null && !(log && v <= 0) && v >= dy0 && v <= dy1;
-  const path = (key: "y" | "ySmooth") => {
+  const path = (key: "y" | "ySmooth", pts: readonly ChartPoint[] = points) => {
     let d = "";
     let pen = false;
-    for (const p of points) {
+    for (const p of pts) {
       const v = p[key];
       if (!inY(v)) {
         pen = false;
@@ -72,6 +82,9 @@ export function StaticLineChart({ points, scales, lines, log, xFormat, yFormat, 
         </g>
         {lines.map((l) => (
           <path key={l.key} className="chart-line" d={path(l.key)} fill="none" stroke={l.color} strokeOpacity={l.opacity} strokeWidth={l.width} style={stroke} />
+        ))}
+        {overlays.map((o) => (
+          <path key={o.id} className="chart-line" data-line={o.id} d={path("y", o.points)} fill="none" stroke={o.color} strokeOpacity={o.opacity} strokeWidth={o.width} style={stroke} />
         ))}
         {dots ? (
           <path d={points.filter((p) => inY(p.y)).map((p) => `M${(nx(p.x) * N).toFixed(1)},${((1 - ny(p.y!)) * N).toFixed(1)}h0`).join("")} stroke={lines[0].color} strokeWidth={6} strokeLinecap="round" style={stroke} />

@@ -5,12 +5,14 @@
 // and hovering a line or a legend entry highlights that run or group in every chart.
 // Runs, grouping, band, smoothing, x-axis and log scale are in the URL.
 import Link from "next/link";
-import { createContext, useContext, useMemo, useState } from "react";
+import { createContext, useContext, useEffect, useMemo, useState } from "react";
 import { useQueries, useQuery } from "@tanstack/react-query";
 import { Area, CartesianGrid, ComposedChart, Line, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import { compareQuery, seriesQuery } from "@/lib/queries";
 import { aggregate, commonGrid, configDiff, flattenConfig, groupRuns, RUN_GROUP_FIELDS, type BandKind, type RunGroup, type XYSeries } from "@/lib/charts/prepare-compare";
-import { envStepKey, prepareSeries } from "@/lib/charts/prepare-series";
+import { CHART_POINTS, chartScales, envStepKey, prepareSeries, type ChartPoint } from "@/lib/charts/prepare-series";
+import { StaticLineChart, type StaticOverlay } from "@/components/charts/static-line-chart";
+import { whenIdle } from "@/components/charts/metric-chart";
 import { colorAt } from "@/lib/charts/palette";
 import { niceScale } from "@/lib/charts/domain";
 import { fmt } from "@/lib/charts/format";
@@ -112,7 +114,7 @@ export function CompareView() {
             {sections.length > 1 ? <h2 className="mb-1.5 text-xs font-medium uppercase tracking-wide text-zinc-500">{ns}</h2> : null}
             <div className="grid gap-3 md:grid-cols-2 xl:grid-cols-3">
               {ks.map((k) => (
-                <CompareChart key={k} metricKey={k} runs={runs} groups={groupKey ? groups : null} band={band} view={view} envKey={envKey} colorOfRun={colorOfRun} />
+                <CompareChart key={k} eager={keys.findIndex((x) => x.key === k) < EAGER_CHARTS} metricKey={k} runs={runs} groups={groupKey ? groups : null} band={band} view={view} envKey={envKey} colorOfRun={colorOfRun} />
               ))}
             </div>
           </section>
@@ -123,20 +125,24 @@ export function CompareView() {
   );
 }
 
-function CompareChart(props: { metricKey: string; runs: RunOut[]; groups: RunGroup[] | null; band: BandKind; view: ChartView; envKey: string | null; colorOfRun: (id: string) => string }) {
+/** Charts drawn at once, in the server's HTML too (their series come with the page); the rest when scrolled to. */
+const EAGER_CHARTS = 24;
+
+function CompareChart({ eager, ...props }: { eager: boolean; metricKey: string; runs: RunOut[]; groups: RunGroup[] | null; band: BandKind; view: ChartView; envKey: string | null; colorOfRun: (id: string) => string }) {
   const [ref, seen] = useInView<HTMLElement>();
   return (
     <figure ref={ref} className={`${cardCls} p-3`} data-testid={`compare-chart-${props.metricKey}`}>
       <figcaption className="mb-1 truncate text-sm font-medium" title={props.metricKey}>{props.metricKey}</figcaption>
-      {seen ? <CompareBody {...props} /> : <div className="h-64 animate-pulse rounded bg-zinc-100 dark:bg-zinc-800/50" />}
+      {seen || eager ? <CompareBody {...props} /> : <div className="h-64 animate-pulse rounded bg-zinc-100 dark:bg-zinc-800/50" />}
     </figure>
   );
 }
 
 function CompareBody({ metricKey, runs, groups, band, view, envKey, colorOfRun }: { metricKey: string; runs: RunOut[]; groups: RunGroup[] | null; band: BandKind; view: ChartView; envKey: string | null; colorOfRun: (id: string) => string }) {
-  const series = useQueries({ queries: runs.map((r) => seriesQuery(r.id, metricKey)) });
+  // as many points as a run page chart (the server prefetches these into the page: app/compare/page.tsx)
+  const series = useQueries({ queries: runs.map((r) => seriesQuery(r.id, metricKey, CHART_POINTS)) });
   const wantEnv = view.x === "env" && !!envKey;
-  const env = useQueries({ queries: runs.map((r) => ({ ...seriesQuery(r.id, envKey ?? ""), enabled: wantEnv })) });
+  const env = useQueries({ queries: runs.map((r) => ({ ...seriesQuery(r.id, envKey ?? "", CHART_POINTS), enabled: wantEnv })) });
   const loaded = series.every((s) => s.data);
   const { rows, lines } = useMemo(() => {
     if (!loaded) return { rows: [], lines: [] as { key: string; color: string; name: string; band?: string }[] };
@@ -190,11 +196,30 @@ function CompareBody({ metricKey, runs, groups, band, view, envKey, colorOfRun }
   }, [rows, lines, view.log]);
   const { hover, setHover } = useContext(HoverCtx);
   const legend = useMemo(() => lines.map((l) => ({ ...l, last: lastValue(rows.map((r) => r[l.key])) })), [rows, lines]);
+  // First paint: the same lines as SVG (lib-free, as on the run page), swapped for the Recharts
+  // chart (tooltip, bands) on pointer or focus, or when the browser is idle.
+  const [interactive, setInteractive] = useState(false);
+  useEffect(() => (interactive ? undefined : whenIdle(() => setInteractive(true))), [interactive]);
+  const staticLines = useMemo(() => {
+    const per = lines.map((l) => ({ l, points: rows.map((r): ChartPoint => ({ x: r.x as number, step: r.x as number, y: (r[l.key] as number | null) ?? null, ySmooth: null })) }));
+    const s = chartScales(per.flatMap((p) => p.points), { log: view.log, integerX: view.x === "step" });
+    return { per, scales: s && yScale ? { x: s.x, y: yScale } : s };
+  }, [rows, lines, yScale, view.log, view.x]);
   if (!loaded) return <div className="h-64 animate-pulse rounded bg-zinc-100 dark:bg-zinc-800/50" />;
   if (!lines.length) return <p className="py-10 text-center text-sm text-zinc-500">none of the runs logs this metric{view.x === "env" ? " with an env-step counter" : ""}</p>;
+  const overlays: StaticOverlay[] = staticLines.per.map(({ l, points }) => ({
+    id: l.key,
+    points,
+    color: l.color,
+    opacity: hover && hover !== l.key ? 0.2 : 1,
+    width: hover === l.key ? 3 : 1.7,
+  }));
   return (
     <div>
-      <div className="h-52">
+      <div className="h-52" onPointerEnter={() => setInteractive(true)} onFocus={() => setInteractive(true)}>
+      {!interactive && staticLines.scales ? (
+        <StaticLineChart points={[]} overlays={overlays} scales={staticLines.scales} lines={[]} log={view.log} xFormat={xTick(view.x)} yFormat={fmt} />
+      ) : (
       <ResponsiveContainer width="100%" height="100%">
         <ComposedChart data={rows} margin={{ top: 4, right: 8, bottom: 0, left: 0 }}>
           <CartesianGrid strokeDasharray="3 3" stroke="currentColor" strokeOpacity={0.12} />
@@ -212,6 +237,7 @@ function CompareBody({ metricKey, runs, groups, band, view, envKey, colorOfRun }
           ))}
         </ComposedChart>
       </ResponsiveContainer>
+      )}
       </div>
       {/* legend: run or group, colour, last value; hovering an entry highlights its line in every chart */}
       <ul className="mt-1.5 space-y-0.5 text-xs" aria-label={`Legend of ${metricKey}`} data-testid="chart-legend">

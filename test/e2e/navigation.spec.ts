@@ -166,6 +166,8 @@ test("compare: namespace sections in the run page's order, a legend per chart, h
   // the legend's last value is the run's last logged value
   const last = curve(40, 1, 0.8).at(-1)!.values["rollout/success_rate"];
   await expect(legend.nth(0).getByTestId("legend-last")).toHaveText(fmt(last));
+  // the static first paint is swapped for the interactive chart once the browser is idle
+  await expect(chart.locator("path.recharts-line-curve")).toHaveCount(2);
   // hovering one legend entry highlights that run in every chart
   await legend.nth(1).hover();
   const lit = page.locator(`[data-testid="legend-item"][data-line="${runs["nav-grpo-s0"]}"][data-highlight="true"]`);
