@@ -18,6 +18,7 @@ import { useUrlState } from "@/components/ui/use-url-state";
 import { cardCls, inputCls, labelCls } from "@/components/ui/controls";
 import { RunCrumbs } from "@/components/runs/run-crumbs";
 import { EstimatorPicker } from "./estimator-picker";
+import { TurnDiagnosticsView } from "./turn-diagnostics-view";
 import type { EstimatorInfo } from "./estimator-catalog";
 
 /** Diagnostics that are shares (drawn on [0, 1]). */
@@ -91,6 +92,7 @@ export function CreditOverviewView({ runId, catalog }: { runId: string; catalog:
           <p className="text-xs text-zinc-500">Click a row to open that step&apos;s task groups as heatmaps.</p>
         </section>
       ) : null}
+      {data && !empty && !noStored ? <TurnDiagnosticsView d={data} /> : null}
       {data && !empty ? (
         <section aria-labelledby="diag-over-h" className="space-y-2">
           <h2 id="diag-over-h" className={labelCls}>Batch diagnostics over training</h2>

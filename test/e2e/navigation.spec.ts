@@ -122,10 +122,14 @@ test("runs table at 1440 px: full metric names, chosen columns, resizable, names
   await expect(headers.nth(1)).toContainText("rollout/");
   // choose columns: add perf/step_s, remove rollout/success_rate
   await page.getByTestId("column-chooser").locator("summary").click();
-  await page.getByRole("group", { name: "Metric columns to show" }).getByLabel("perf/step_s").check();
+  // (click, not check(): the box is controlled by the URL, which updates a tick after the click)
+  const chooser = page.getByRole("group", { name: "Metric columns to show" });
+  await chooser.getByLabel("perf/step_s").click();
   await expect(headers).toHaveCount(3);
-  await page.getByRole("group", { name: "Metric columns to show" }).getByLabel("rollout/success_rate").uncheck();
+  await expect(chooser.getByLabel("perf/step_s")).toBeChecked();
+  await chooser.getByLabel("rollout/success_rate").click();
   await expect(headers).toHaveCount(2);
+  await expect(chooser.getByLabel("rollout/success_rate")).not.toBeChecked();
   await expect(page).toHaveURL(/cols=eval%2Fsuccess_rate_cum%2Cperf%2Fstep_s/);
   await page.getByTestId("column-chooser").locator("summary").click();
   // resize a metric column by dragging its header's edge
@@ -178,4 +182,18 @@ test("compare: namespace sections in the run page's order, a legend per chart, h
   expect(widths.sort()).toEqual([1.7, 3]);
   await page.mouse.move(0, 0);
   await expect(page.locator('[data-testid="legend-item"][data-highlight="true"]')).toHaveCount(0);
+});
+
+test("credit over training has turn-level diagnostics: one line per turn index in each chart", async ({ page }) => {
+  const step = stepWithUniformFirstGroup();
+  const longest = Math.max(...step.groups.flatMap((g) => g.trajectories.map((t) => t.turns.length)));
+  const lines = Math.min(longest, 5) + (longest > 5 ? 1 : 0);
+  await page.goto(`/runs/${runs["nav-gigpo-with-a-long-descriptive-run-name-s0"]}/credit`);
+  const section = page.getByTestId("turn-diagnostics");
+  await expect(section).toBeVisible();
+  await expect(section.getByRole("list", { name: "Turn indices" }).locator("li")).toHaveCount(lines);
+  await expect(section.getByRole("list", { name: "Turn indices" }).locator("li").first()).toHaveText("turn 1");
+  for (const k of ["creditShare", "meanAdvantage", "reach"])
+    await expect(page.getByTestId(`turn-diag-${k}`).locator(".recharts-line")).toHaveCount(lines);
+  await page.screenshot({ path: "test/artifacts/turn-diagnostics.png", fullPage: true });
 });
