@@ -4,11 +4,10 @@
 // advantage, and the share of trajectories that reach it.
 import { useMemo } from "react";
 import { CartesianGrid, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
-import { turnDiagnostics, type TurnSeries } from "@/lib/charts/turn-diagnostics";
+import { turnDiagnostics, type TurnSeries, type TurnTable } from "@/lib/charts/turn-diagnostics";
 import { colorAt } from "@/lib/charts/palette";
 import { niceScale } from "@/lib/charts/domain";
 import { fmt, fmtSigned, tickFormat } from "@/lib/charts/format";
-import type { CreditOverview } from "@/lib/db/credit";
 import { cardCls, labelCls } from "@/components/ui/controls";
 
 const CHARTS: [keyof Omit<TurnSeries, "label">, string, string][] = [
@@ -17,7 +16,7 @@ const CHARTS: [keyof Omit<TurnSeries, "label">, string, string][] = [
   ["reach", "trajectories reaching the turn", "share of the step's trajectories still running at this turn"],
 ];
 
-export function TurnDiagnosticsView({ d }: { d: CreditOverview }) {
+export function TurnDiagnosticsView({ d }: { d: TurnTable }) {
   const series = useMemo(() => turnDiagnostics(d), [d]);
   if (!series.length) return null;
   return (
@@ -38,7 +37,7 @@ export function TurnDiagnosticsView({ d }: { d: CreditOverview }) {
   );
 }
 
-function TurnChart({ d, series, k, label, help }: { d: CreditOverview; series: TurnSeries[]; k: keyof Omit<TurnSeries, "label">; label: string; help: string }) {
+function TurnChart({ d, series, k, label, help }: { d: TurnTable; series: TurnSeries[]; k: keyof Omit<TurnSeries, "label">; label: string; help: string }) {
   const rows = d.steps.map((step, s) => Object.fromEntries([["step", step], ...series.map((x, i) => [`t${i}`, x[k][s]])]));
   const shares = k !== "meanAdvantage";
   const scale = shares ? { domain: [0, 1] as [number, number], ticks: [0, 0.25, 0.5, 0.75, 1] } : niceScale(series.flatMap((x) => x[k]));

@@ -2,7 +2,18 @@
 // turn of the episode gets the credit as training proceeds (share of the step's |advantage| mass at
 // each turn index), its mean advantage, and how many trajectories still run at that turn (episodes
 // shorten as a policy learns). Pure: the credit page only draws it.
-import type { CreditOverview } from "../db/credit";
+
+/** The part of the credit overview (GET /runs/{id}/credit) these diagnostics read. */
+export interface TurnTable {
+  /** the shown steps, ascending */
+  steps: number[];
+  /** turn-index columns */
+  turns: number;
+  /** step x turn index: mean and mean absolute advantage, count of turns at that index */
+  mean: (number | null)[][];
+  meanAbs: (number | null)[][];
+  count: number[][];
+}
 
 /** Turn indices drawn as their own line; later turns are summed into one "≥ N+1" line. */
 export const TURN_LINES = 5;
@@ -16,7 +27,7 @@ export interface TurnSeries {
   reach: (number | null)[];
 }
 
-export function turnDiagnostics(d: Pick<CreditOverview, "steps" | "turns" | "mean" | "meanAbs" | "count">, lines = TURN_LINES): TurnSeries[] {
+export function turnDiagnostics(d: TurnTable, lines = TURN_LINES): TurnSeries[] {
   const nLines = Math.min(lines + (d.turns > lines ? 1 : 0), d.turns);
   const cols = (i: number) => (i < lines ? [i] : Array.from({ length: d.turns - lines }, (_, j) => lines + j));
   return Array.from({ length: nLines }, (_, i) => {
