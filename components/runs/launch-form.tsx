@@ -213,8 +213,8 @@ function LaunchFormFor({ catalog, estimators, job, prefill, pickJob }: {
       </section>
 
       {sections.map((sec) => (
-        <section key={sec.title} className={card} aria-labelledby={`sec-${sec.title}`} data-testid={`section-${sec.title}`}>
-          <h2 id={`sec-${sec.title}`} className="mb-3 font-medium">{sec.title}</h2>
+        <section key={sec.title} className={card} data-testid={`section-${sec.title}`}>
+          <h2 className="mb-3 font-medium">{sec.title}</h2>
           {sec.slot === "env" ? envBlock : sec.slot === "estimator" ? estBlock : null}
           {sec.basic.length ? fieldsGrid(sec.basic) : null}
           {sec.advanced.length ? (
