@@ -58,6 +58,13 @@ def start_server(work: Path):
     raise SystemExit("bench: the server did not start (see server.log)")
 
 
+def stop_server(proc, work: Path) -> None:
+    """Stops what start_server started and removes its database."""
+    os.killpg(proc.pid, signal.SIGTERM)
+    proc.wait()
+    shutil.rmtree(work, ignore_errors=True)
+
+
 def write_points(url: str, n_points: int, tag: str, out: "mp.Queue") -> None:
     run = turnlens.init(project="bench-ingest", name=f"points-{tag}", url=url, finish_timeout=600)
     t0 = time.perf_counter()
@@ -152,9 +159,7 @@ def main() -> None:
         for r in rows:
             print(f"| {r['kind']} | {r['writers']} | {r['total']:,} | {r['seconds']:.2f} | {r['rate']:,.0f} | {r['read_p50_ms']:.1f} | {r['read_p99_ms']:.1f} |")
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait()
-        shutil.rmtree(work, ignore_errors=True)
+        stop_server(proc, work)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ time divided by TurnLens's (> 1: TurnLens faster).
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -244,11 +243,7 @@ def main() -> None:
             m = {s.name: statistics.median(times[(s.name, w)]) for s in systems}
             print(f"| {w} | {m['TurnLens']:.4f} | {m['Trackio']:.4f} | {m['MLflow']:.4f} | {m['Trackio'] / m['TurnLens']:.2f}x | {m['MLflow'] / m['TurnLens']:.2f}x |")
     finally:
-        import signal
-
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait()
-        shutil.rmtree(work, ignore_errors=True)
+        ingest.stop_server(proc, work)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ import os
 import urllib.parse
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from .. import spool
 from ..shapes import ShapeError
@@ -159,8 +160,19 @@ def _import_source(t: Transport, kind: str, src: Source, project: str, name: Opt
     return rep
 
 
-def parse_json_line(line: str, where: str) -> Any:
-    try:
-        return json.loads(line)
-    except ValueError as e:
-        raise ShapeError(f"not valid JSON ({e.msg} at column {e.colno})") from None
+def json_objects(f: Path, src: Source) -> Iterator[Tuple[str, Dict[str, Any]]]:
+    """(file:line, object) for each JSON-object line of a JSONL file; blank lines are skipped, any
+    other line is rejected on `src` with its line number and reason."""
+    for n, line in enumerate(f.read_text(errors="replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{f.name}:{n}"
+        try:
+            row = json.loads(line)
+        except ValueError as e:
+            src.reject(where, f"not valid JSON ({e.msg} at column {e.colno})")
+            continue
+        if not isinstance(row, dict):
+            src.reject(where, "expected a JSON object")
+            continue
+        yield where, row

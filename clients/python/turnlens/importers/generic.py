@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import List
 
 from .. import shapes
-from .base import Source, parse_json_line
+from .base import Source, json_objects
 
 
 def read(path: str, env_id: str = "external") -> List[Source]:
@@ -26,14 +26,8 @@ def read(path: str, env_id: str = "external") -> List[Source]:
     for f in files:
         src = Source(name=f.stem, config={}, key=os.path.abspath(f), env_id=env_id)
         points = []
-        for n, line in enumerate(f.read_text(errors="replace").splitlines(), 1):
-            if not line.strip():
-                continue
-            where = f"{f.name}:{n}"
+        for where, row in json_objects(f, src):
             try:
-                row = parse_json_line(line, where)
-                if not isinstance(row, dict):
-                    raise shapes.ShapeError("expected a JSON object")
                 kind = row.get("type")
                 if kind == "run":
                     src.name = str(row.get("name") or src.name)

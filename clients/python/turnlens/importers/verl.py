@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 from .. import shapes
-from .base import Source, parse_json_line
+from .base import Source, json_objects
 
 _CORE = {"input", "output", "gts", "score", "step"}
 
@@ -31,14 +31,8 @@ def read(path: str, env_id: str = "external") -> List[Source]:
     for f in files:
         by_step: Dict[int, Dict[str, List[Dict[str, Any]]]] = {}
         file_step = int(f.stem) if f.stem.isdigit() else None
-        for n, line in enumerate(f.read_text(errors="replace").splitlines(), 1):
-            if not line.strip():
-                continue
-            where = f"{f.name}:{n}"
+        for where, row in json_objects(f, src):
             try:
-                row = parse_json_line(line, where)
-                if not isinstance(row, dict):
-                    raise shapes.ShapeError("expected a JSON object")
                 for k in ("input", "output", "score"):
                     if k not in row:
                         raise shapes.ShapeError(f"{k}: required")
