@@ -14,17 +14,18 @@ const API = "/api/v1";
 const allowed = new Map();
 for (const r of ROUTES) {
   const re = "^" + API + r.path.replace(/\{\w+\}/g, "[^/]+") + "/?$";
-  if (!allowed.has(re)) allowed.set(re, { re: new RegExp(re), methods: new Set(["OPTIONS"]) });
+  if (!allowed.has(re)) allowed.set(re, { re: new RegExp(re), params: (r.path.match(/\{/g) ?? []).length, methods: new Set(["OPTIONS"]) });
   allowed.get(re).methods.add(r.method);
   if (r.method === "GET") allowed.get(re).methods.add("HEAD");
 }
-/** The declared methods of an API path (the most specific template wins), or null when none matches. */
+/**
+ * The declared methods of an API path, or null when none matches. /runs/filters also matches
+ * /runs/{id}: the template with the fewest parameters (the most literal one) wins.
+ */
 function methodsOf(pathname) {
   let best = null;
-  for (const a of allowed.values()) if (a.re.test(pathname) && (!best || a.re.source.length > best.re.source.length)) best = a;
-  // /runs/filters and /runs/import also match /runs/{id}: a literal segment beats a parameter
-  const literal = [...allowed.values()].find((a) => a.re.source === "^" + pathname.replace(/\/$/, "") + "/?$");
-  return (literal ?? best)?.methods ?? null;
+  for (const a of allowed.values()) if (a.re.test(pathname) && (!best || a.params < best.params)) best = a;
+  return best?.methods ?? null;
 }
 
 const hostname = process.env.TURNLENS_HOST || "127.0.0.1";

@@ -31,7 +31,6 @@ export function parseOr400<S extends z.ZodType>(schema: S, input: unknown, root:
 
 // Library errors are matched by name so lib/ stays free of HTTP concerns.
 const STATUS_BY_NAME: Record<string, number> = {
-  ForbiddenError: 403,
   NotFoundError: 404,
   JobNotFoundError: 404,
   ConflictError: 409,

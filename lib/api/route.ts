@@ -23,14 +23,10 @@ function security(): SecurityConfig {
 }
 
 /**
- * Reads the body as text, refusing more than `limit` bytes: by Content-Length before reading
- * anything, and while streaming when the length is not declared (nothing past the limit is buffered).
+ * Reads the body into one buffer of its own (so it can move to the ingest thread without a copy),
+ * refusing more than `limit` bytes: by Content-Length before reading anything, and while streaming
+ * when the length is not declared (nothing past the limit is buffered).
  */
-export async function readBodyText(req: Request, limit: number): Promise<string> {
-  return Buffer.from(await readBodyBytes(req, limit)).toString("utf8");
-}
-
-/** The body's bytes in one fresh buffer of their own (so it can be transferred to a thread without a copy). */
 export async function readBodyBytes(req: Request, limit: number): Promise<Uint8Array> {
   const tooLarge = () => new ApiError(413, `request body larger than this endpoint's limit of ${limit} bytes (the ingest limit is TURNLENS_MAX_BODY_MB)`, [{ path: "body", message: "too large" }]);
   const declared = req.headers.get("content-length");
@@ -98,13 +94,13 @@ export function route<Q extends z.ZodType, B extends z.ZodType, R extends z.ZodT
       }
       const params: Record<string, unknown> = {};
       for (const n of names) params[n] = parseOr400(pathParamSchema(n), raw[n], `params.${n}`);
-      const query = contract.query ? parseOr400(contract.query, queryObject(req, contract), "query") : {};
+      const query = contract.query ? parseOr400(contract.query, queryObject(req), "query") : {};
       let bodyBytes: Uint8Array = new Uint8Array(0);
       let body: unknown = undefined;
       if (contract.method !== "GET") {
         bodyBytes = await readBodyBytes(req, contract.maxBodyBytes ?? maxBodyBytes());
         if (!opts.rawBody) {
-          const bodyText = Buffer.from(bodyBytes).toString("utf8");
+          const bodyText = Buffer.from(bodyBytes.buffer, bodyBytes.byteOffset, bodyBytes.byteLength).toString("utf8");
           if (contract.body) body = parseOr400(contract.body, parseJsonText(bodyText), "body");
           else if (bodyText.trim()) parseJsonText(bodyText); // no body expected: it must at least be JSON
         }
@@ -124,13 +120,12 @@ export function route<Q extends z.ZodType, B extends z.ZodType, R extends z.ZodT
 }
 
 /** Query parameters as an object; a parameter the schema declares as an array keeps every value. */
-function queryObject(req: NextRequest, contract: RouteContract<z.ZodType, z.ZodType, z.ZodType>): Record<string, string | string[]> {
+function queryObject(req: NextRequest): Record<string, string | string[]> {
   const sp = req.nextUrl.searchParams;
   const out: Record<string, string | string[]> = {};
   for (const k of new Set(sp.keys())) {
     const all = sp.getAll(k);
     out[k] = all.length > 1 ? all : all[0];
   }
-  void contract;
   return out;
 }

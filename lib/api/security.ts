@@ -95,8 +95,7 @@ export type Access = "read" | "write";
 export function tokenAllows(headers: Headers, access: Access, cfg: SecurityConfig): boolean {
   const got = requestToken(headers);
   if (access === "write") return !cfg.apiToken || sameToken(got, cfg.apiToken);
-  if (!cfg.readToken && !cfg.apiToken) return true;
-  if (!cfg.readToken) return true; // only writes are protected
+  if (!cfg.readToken) return true; // reads are open unless a read token is set
   return sameToken(got, cfg.readToken) || (!!cfg.apiToken && sameToken(got, cfg.apiToken));
 }
 

@@ -56,15 +56,16 @@ export function ingestStep(runId: string, input: RolloutStepInput, db: RawDb = g
 /** Metric points; with a batchId a retry is answered from the record instead of written again. */
 export function ingestMetrics(runId: string, input: LogMetrics, db: RawDb = getRawDb()): IngestAnswer {
   const now = Date.now() / 1000;
-  const points = input.points.flatMap((p) => Object.entries(p.values).map(([key, value]) => ({ key, step: p.step, value, wallTime: p.wallTime ?? now })));
-  if (!input.batchId) return { status: 201, body: writeMetrics(runId, points, null, db) };
+  // flattened only when written: a retried batch is answered from its record
+  const points = () => input.points.flatMap((p) => Object.entries(p.values).map(([key, value]) => ({ key, step: p.step, value, wallTime: p.wallTime ?? now })));
+  if (!input.batchId) return { status: 201, body: writeMetrics(runId, points(), null, db) };
   return once(
     runId,
     `metrics:${input.batchId}`,
     "metrics",
     contentHash(input),
     () => new ApiError(409, `metric batch "${input.batchId}" of run ${runId} was already stored with other content`, [{ path: "body.batchId", message: "reused with other content" }]),
-    (db) => writeMetrics(runId, points, null, db),
+    (db) => writeMetrics(runId, points(), null, db),
     db,
   );
 }

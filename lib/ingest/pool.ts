@@ -43,10 +43,6 @@ function thread(): WorkerType {
   return w;
 }
 
-export function inFlight(): number {
-  return pending.size;
-}
-
 /** Parses, validates and stores one ingest body off the event loop; resolves with status and body. */
 export async function runIngest(kind: IngestRequest["kind"], runId: string, bytes: Uint8Array): Promise<{ status: number; body: unknown }> {
   if (pending.size >= MAX_IN_FLIGHT) throw new OverloadedError();

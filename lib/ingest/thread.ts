@@ -2,7 +2,6 @@
 // server's event loop, so dashboard reads keep answering meanwhile. It has its own SQLite
 // connection (WAL: the server's readers are not blocked by its write transaction).
 import { parentPort } from "node:worker_threads";
-import { ZodError } from "zod";
 import { ApiError, parseOr400 } from "../api/errors";
 import { parseJsonText } from "../api/json-limits";
 import { openSqlite, type RawDb } from "../db/sqlite";
@@ -46,7 +45,6 @@ export function handleIngest(req: IngestRequest, conn?: RawDb): IngestReply {
     return { id: req.id, ok: true, status: ans.status, body: ans.body };
   } catch (e) {
     if (e instanceof ApiError) return { id: req.id, ok: false, status: e.status, error: e.message, issues: e.issues };
-    if (e instanceof ZodError) return { id: req.id, ok: false, status: 400, error: "invalid body", issues: e.issues.map((i) => ({ path: ["body", ...i.path.map(String)].join("."), message: i.message })) };
     const err = e as Error & { issues?: { path: string; message: string }[] };
     return { id: req.id, ok: false, status: 0, error: err?.message ?? String(e), issues: err?.issues ?? [], name: err?.name };
   }
