@@ -17,6 +17,16 @@ export async function makeRun(name = "run"): Promise<string> {
   return run.id;
 }
 
+/** Whether a process with this pid exists (signal 0 checks without sending anything). */
+export const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Polls `fn` until it returns a truthy value; throws with `what` after `timeoutMs`. */

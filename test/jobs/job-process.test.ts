@@ -9,18 +9,10 @@ import { getDb } from "../../lib/db/client";
 import { enqueue, getJob, requestCancel, tailLog } from "../../lib/jobs";
 import { launchRun } from "../../lib/runs/launch";
 import { launchRunSchema } from "../../lib/schemas/runs";
-import { marksOf, sleep, spawnWorker, stopGracefully, useWorkerSuite, waitFor } from "../helpers/workers";
+import { alive, marksOf, sleep, spawnWorker, stopGracefully, useWorkerSuite, waitFor } from "../helpers/workers";
 
 const suite = useWorkerSuite("job-process");
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 /** The worker's child processes (its job processes). */
 const childrenOf = (pid: number) => {
   try {

@@ -5,7 +5,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { killAllWorkers, spawnWorker, useTempDatabase, waitFor, ROOT } from "../helpers/workers";
+import { alive, killAllWorkers, spawnWorker, useTempDatabase, waitFor, ROOT } from "../helpers/workers";
 
 const db = useTempDatabase("train");
 const { launchRun } = await import("../../lib/runs/launch");
@@ -44,14 +44,6 @@ const childrenOf = (pid: number, pattern?: string) => {
 };
 /** The engine process of a worker's job (the worker's job process's child running `-m workers.engine`). */
 const enginePid = (workerPid: number) => childrenOf(workerPid).flatMap((job) => childrenOf(job, "workers.engine"))[0] ?? null;
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 describe("train job", () => {
   it("stores every step, turn and advantage, consistent with lib/credit, and exports ONNX", async () => {
