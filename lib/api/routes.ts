@@ -111,7 +111,11 @@ export const routes = {
     query: z
       .object({
         format: z.enum(["csv", "json"]).default("csv").describe("csv: `key,step,value,wall_time` rows; json: an array of {key, step, value, wallTime}."),
-        key: z.union([metricKeySchema, z.array(metricKeySchema).max(1000)]).optional().describe("Metric key(s) to export; repeat the parameter for several; omitted: all keys."),
+        key: z
+          .union([metricKeySchema, z.array(metricKeySchema).max(100)])
+          .optional()
+          // 100 keys of up to 200 characters keep the URL within the web server's 64 KB header limit
+          .describe("Metric key(s) to export, at most 100; repeat the parameter for several; omitted: all keys."),
       })
       .strict(),
     produces: {
