@@ -397,6 +397,8 @@ class Worker {
   }
 
   private async finishJob(a: ActiveJob, outcome: FinishOutcome, logger: JobLogBuffer): Promise<void> {
+    // The log up to here is stored before the outcome: whoever sees `failed` can read why.
+    await logger.flush();
     const ok = await this.retrying(() => finish(a.job.id, a.job.leaseToken, outcome));
     if (ok) logger.log(`${outcome.status}${outcome.error ? `: ${outcome.error}` : ""}`, outcome.status === "failed" ? "error" : "info");
     else logger.log(`lease lost before finishing (${outcome.status} discarded)`, "warn");
