@@ -6,12 +6,8 @@ import { checkField, defaultsOf, schemaFields } from "@/lib/forms/schema-fields"
 import { SchemaFields } from "@/components/forms/schema-form";
 import { btnCls, inputCls } from "@/components/ui/controls";
 import type { EstimatorInfo } from "./estimator-catalog";
+import type { CreditSource } from "@/lib/schemas/credit";
 
-export interface SourceValue {
-  /** undefined = stored */
-  estimator?: string;
-  params?: Record<string, unknown>;
-}
 
 export function EstimatorPicker({
   id,
@@ -29,12 +25,12 @@ export function EstimatorPicker({
   catalog: EstimatorInfo[];
   /** the estimator stored with the step (used in training) */
   trained: string | null;
-  value: SourceValue | null;
+  value: CreditSource | null;
   /** the parsed params the server used (form values) */
   shownParams?: Record<string, unknown> | null;
   /** credit turn fields present on some turn of the data */
   fieldsAny?: string[];
-  onChange: (v: SourceValue | null) => void;
+  onChange: (v: CreditSource | null) => void;
   /** offer "none" (used by the second picker of a comparison) */
   allowNone?: boolean;
 }) {

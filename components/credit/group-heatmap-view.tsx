@@ -8,35 +8,33 @@ import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useMemo } from "react";
 import { useQuery } from "@tanstack/react-query";
-import { groupCreditQuery, type CreditSourceParams } from "@/lib/queries";
+import { groupCreditQuery } from "@/lib/queries";
 import { anchorGroups, anchorSummary, defaultGroup, diffMatrix, type AnchorGroup, type Matrix } from "@/lib/charts/prepare-heatmap";
 import { symmetricMax } from "@/lib/charts/diverging";
-import { parseParamsJson } from "@/lib/queries";
 import { fmt, fmtSigned } from "@/lib/charts/format";
-import type { GroupCredit } from "@/lib/db/credit";
+import { creditSourceFromUrl, type CreditSource, type GroupCredit } from "@/lib/schemas/credit";
 import { Heatmap, MarkerIcon, type Cell } from "@/components/charts/heatmap";
 import { DivergingLegend } from "@/components/charts/diverging-legend";
 import { useTheme } from "@/components/ui/use-theme";
 import { useUrlState } from "@/components/ui/use-url-state";
 import { btnCls, cardCls, inputCls, labelCls } from "@/components/ui/controls";
 import { RunCrumbs } from "@/components/runs/run-crumbs";
-import { EstimatorPicker, type SourceValue } from "./estimator-picker";
+import { EstimatorPicker } from "./estimator-picker";
 import type { EstimatorInfo } from "./estimator-catalog";
 import { useStepGroups } from "@/components/runs/use-step-groups";
 
 /** URL keys of a source: est/p for A, cmp/cp for B ("stored" or an estimator id). */
-function useSource(estKey: string, pKey: string): SourceValue | null {
+function useSource(estKey: string, pKey: string): CreditSource | null {
   const { get } = useUrlState();
   const est = get(estKey);
   const p = get(pKey);
   return useMemo(() => {
     if (estKey === "cmp" && !est) return null;
-    if (!est || est === "stored") return {};
-    return { estimator: est, params: parseParamsJson(p) };
+    return creditSourceFromUrl(est, p);
   }, [est, p, estKey]);
 }
 
-const sourceLabel = (d: GroupCredit | undefined, s: SourceValue | null) =>
+const sourceLabel = (d: GroupCredit | undefined, s: CreditSource | null) =>
   !s ? "" : s.estimator ? `${s.estimator} (recomputed)` : `stored${d?.trained.estimator ? ` (${d.trained.estimator}, as trained)` : ""}`;
 
 export function GroupHeatmapView({ runId, catalog }: { runId: string; catalog: EstimatorInfo[] }) {
@@ -51,12 +49,12 @@ export function GroupHeatmapView({ runId, catalog }: { runId: string; catalog: E
   const clip = get("scale") === "p98";
   const showMarkers = get("markers") !== "0";
   const ready = step !== undefined && !!groupId;
-  const qa = useQuery({ ...groupCreditQuery(runId, step ?? -1, groupId ?? "", (a ?? {}) as CreditSourceParams), enabled: ready });
-  const qb = useQuery({ ...groupCreditQuery(runId, step ?? -1, groupId ?? "", (b ?? {}) as CreditSourceParams), enabled: ready && !!b });
+  const qa = useQuery({ ...groupCreditQuery(runId, step ?? -1, groupId ?? "", a ?? {}), enabled: ready });
+  const qb = useQuery({ ...groupCreditQuery(runId, step ?? -1, groupId ?? "", b ?? {}), enabled: ready && !!b });
   const da = qa.data && qa.data.group.id === groupId && qa.data.step === step ? qa.data : undefined;
   const db = b && qb.data && qb.data.group.id === groupId && qb.data.step === step ? qb.data : undefined;
 
-  const setSource = (which: "a" | "b", v: SourceValue | null) => {
+  const setSource = (which: "a" | "b", v: CreditSource | null) => {
     const [ek, pk] = which === "a" ? ["est", "p"] : ["cmp", "cp"];
     if (v === null) return set({ [ek]: undefined, [pk]: undefined, view: undefined });
     set({ [ek]: v.estimator ?? (which === "b" ? "stored" : undefined), [pk]: v.params ? JSON.stringify(v.params) : undefined });

@@ -5,10 +5,10 @@
 import Link from "next/link";
 import { useEffect, useMemo } from "react";
 import { useQuery } from "@tanstack/react-query";
-import { groupCreditQuery, parseParamsJson, trajectoryQuery } from "@/lib/queries";
+import { groupCreditQuery, trajectoryQuery } from "@/lib/queries";
 import { divergingColor, symmetricMax, textOn } from "@/lib/charts/diverging";
 import { fmt, fmtSigned } from "@/lib/charts/format";
-import type { GroupCredit } from "@/lib/db/credit";
+import { creditSourceFromUrl, type GroupCredit } from "@/lib/schemas/credit";
 import { useTheme } from "@/components/ui/use-theme";
 import { cardCls, inputCls, labelCls } from "@/components/ui/controls";
 import { RunCrumbs } from "@/components/runs/run-crumbs";
@@ -29,7 +29,7 @@ export function TrajectoryBrowser({ runId }: { runId: string }) {
   const groupId = get("group") ?? defaultGroup(shownGroups)?.id;
   const est = get("est") ?? undefined;
   const pRaw = get("p");
-  const source = useMemo(() => ({ estimator: est, params: parseParamsJson(pRaw) }), [est, pRaw]);
+  const source = useMemo(() => creditSourceFromUrl(est, pRaw), [est, pRaw]);
   const ready = step !== undefined && !!groupId;
   const stored = useQuery({ ...groupCreditQuery(runId, step ?? -1, groupId ?? "", {}), enabled: ready });
   const recomputed = useQuery({ ...groupCreditQuery(runId, step ?? -1, groupId ?? "", source), enabled: ready && !!est });

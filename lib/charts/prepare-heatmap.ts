@@ -1,6 +1,6 @@
 // Prepares a credit heatmap: rows x columns of advantages (G trajectories x turns, or training
 // steps x turn index), GiGPO anchor groups and their statistics, and the difference of two
-// estimators. Pure (used by the server for anchor ids and by the client for drawing).
+// estimators. Pure; the anchor-group ids themselves come from lib/credit (gigpo.ts) via the API.
 import { colorAt } from "./palette";
 
 export type Matrix = (number | null)[][];
@@ -22,36 +22,6 @@ export function diffMatrix(a: Matrix, b: Matrix): Matrix {
 
 export function* cells(m: Matrix): Generator<number | null> {
   for (const r of m) yield* r;
-}
-
-/**
- * Anchor-group ids of one task group's turns (GiGPO step 4, exact mode): turns whose anchors are
- * equal share an id, numbered in row-major order of first appearance; a turn without an anchor
- * gets null. Anchors are the canonical keys stored on the turns, so equality is string equality.
- */
-export function anchorGroupIds(anchors: ReadonlyArray<ReadonlyArray<string | null>>): (number | null)[][] {
-  const ids = new Map<string, number>();
-  return anchors.map((row) =>
-    row.map((a) => {
-      if (a === null) return null;
-      let id = ids.get(a);
-      if (id === undefined) ids.set(a, (id = ids.size));
-      return id;
-    }),
-  );
-}
-
-/** Renumbers arbitrary group ids (e.g. an estimator's global ids) by first appearance. */
-export function renumber(ids: ReadonlyArray<ReadonlyArray<number | string | null>>): (number | null)[][] {
-  const map = new Map<number | string, number>();
-  return ids.map((row) =>
-    row.map((v) => {
-      if (v === null || v === undefined) return null;
-      let id = map.get(v);
-      if (id === undefined) map.set(v, (id = map.size));
-      return id;
-    }),
-  );
 }
 
 export interface Stats {

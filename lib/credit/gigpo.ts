@@ -1,7 +1,7 @@
 // GiGPO: Group-in-Group Policy Optimization (verl-agent `gigpo/core_gigpo.py`,
 // Feng et al. 2025, https://arxiv.org/abs/2505.10978). Semantics: ../shared/credit-spec.md.
 import { z } from "zod";
-import type { FlatBatch } from "./flat";
+import { flatten, type FlatBatch } from "./flat";
 import type { AnchorGroupDiagnostics } from "./result";
 import { buildResult } from "./result";
 import { similarAtLeast } from "./similarity";
@@ -100,6 +100,32 @@ export function buildAnchorGroups(
     }
   }
   return { groupOf, count: next };
+}
+
+/** Renumbers group ids (e.g. `buildAnchorGroups`' global ids) by first appearance in row-major order; null stays null. */
+export function renumberGroups(ids: ReadonlyArray<ReadonlyArray<number | string | null>>): (number | null)[][] {
+  const map = new Map<number | string, number>();
+  return ids.map((row) =>
+    row.map((v) => {
+      if (v === null || v === undefined) return null;
+      let id = map.get(v);
+      if (id === undefined) map.set(v, (id = map.size));
+      return id;
+    }),
+  );
+}
+
+/**
+ * Anchor-group ids of ONE task group's turns (rows = trajectories), exact mode: `buildAnchorGroups`
+ * over that group alone, numbered by first appearance; a turn without an anchor is in no group (null).
+ * The heatmap's view of step 4, so the page and training group turns the same way.
+ */
+export function groupAnchorIds(anchors: ReadonlyArray<ReadonlyArray<string | null>>): (number | null)[][] {
+  const trajectories = anchors.map((row, i) => ({ id: String(i), turns: row.map((a) => (a === null ? { reward: 0 } : { reward: 0, anchor: a })) }));
+  const flat = flatten({ groups: [{ uid: "", trajectories }] }, false);
+  const { groupOf } = buildAnchorGroups(flat, flat.anchorKeys());
+  let r = 0;
+  return renumberGroups(anchors.map((row) => row.map((a) => (a === null ? (r++, null) : groupOf[r++]))));
 }
 
 export interface GigpoOutput {

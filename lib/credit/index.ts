@@ -6,6 +6,7 @@ import type { Batch } from "./types";
 
 export { canonicalAnchorKey, canonicalJson } from "./anchor-key";
 export { flatten, type FlatBatch } from "./flat";
+export { buildAnchorGroups, groupAnchorIds, renumberGroups } from "./gigpo";
 export { estimators, getEstimator, isEstimatorId, ESTIMATOR_IDS, type EstimatorId, type EstimatorSpec } from "./registry";
 export {
   CreditRequestError,
@@ -36,6 +37,11 @@ export interface RunCreditOptions {
  * Throws CreditRequestError (one-line message with the field path) on a bad request.
  */
 export function runCredit(request: unknown, options: RunCreditOptions = {}): CreditResponse {
+  return runCreditWithParams(request, options).response;
+}
+
+/** `runCredit`, also returning the estimator's params as parsed (defaults applied): the one parse, for callers that show them. */
+export function runCreditWithParams(request: unknown, options: RunCreditOptions = {}): { response: CreditResponse; params: Record<string, unknown> } {
   const { request: req, spec, params } = validateRequest(request);
   const output = options.output ?? req.output ?? "full";
   let batch: Batch = { groups: req.groups };
@@ -53,5 +59,5 @@ export function runCredit(request: unknown, options: RunCreditOptions = {}): Cre
     }
   }
   const diagnostics = transformStats ? { ...result.diagnostics, rewardTransform: transformStats } : result.diagnostics;
-  return { trajectories: result.trajectories, diagnostics };
+  return { response: { trajectories: result.trajectories, diagnostics }, params };
 }

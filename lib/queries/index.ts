@@ -3,7 +3,7 @@ import { queryOptions } from "@tanstack/react-query";
 import { callApi } from "../client/api";
 import type { RunFilters, RunList, RunOut } from "../schemas/runs";
 import type { MetricKeyInfo, Series } from "../schemas/metrics";
-import type { CreditOverview, GroupCredit } from "../db/credit";
+import { creditSourceQuery, type CreditOverview, type CreditSource, type GroupCredit } from "../schemas/credit";
 import type { JobOut, LogLines } from "../schemas/jobs";
 import type { GroupOut, RolloutStepOut, TrajectoryOut, TurnOut } from "../schemas/rollouts";
 
@@ -113,38 +113,19 @@ export const seriesQuery = (runId: string, key: string, maxPoints = 1000) =>
     staleTime: 10_000,
   });
 
-/** Which advantages to show: the stored ones (estimator undefined) or a recomputation. */
-export interface CreditSourceParams {
-  estimator?: string;
-  params?: Record<string, unknown>;
-}
-
-/** Estimator params from a URL (`p=` JSON); undefined when absent or not a JSON object. */
-export function parseParamsJson(s: string | null | undefined): Record<string, unknown> | undefined {
-  if (!s) return undefined;
-  try {
-    const v = JSON.parse(s);
-    return v && typeof v === "object" && !Array.isArray(v) ? v : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-const sourceQuery = (s: CreditSourceParams) => ({ estimator: s.estimator, params: s.params ? JSON.stringify(s.params) : undefined });
-
-export const groupCreditQuery = (runId: string, step: number, groupId: string, source: CreditSourceParams) =>
+export const groupCreditQuery = (runId: string, step: number, groupId: string, source: CreditSource) =>
   queryOptions({
     queryKey: ["run", runId, "group-credit", step, groupId, source.estimator ?? "stored", source.params ?? null],
-    queryFn: () => callApi<GroupCredit>(`/runs/${runId}/steps/${step}/groups/${groupId}/credit`, { query: sourceQuery(source) }),
+    queryFn: () => callApi<GroupCredit>(`/runs/${runId}/steps/${step}/groups/${groupId}/credit`, { query: creditSourceQuery(source) }),
     staleTime: Infinity, // a stored step never changes
     retry: false,
     placeholderData: (prev) => prev,
   });
 
-export const creditOverviewQuery = (runId: string, source: CreditSourceParams, maxSteps = 50) =>
+export const creditOverviewQuery = (runId: string, source: CreditSource, maxSteps = 50) =>
   queryOptions({
     queryKey: ["run", runId, "credit-overview", source.estimator ?? "stored", source.params ?? null, maxSteps],
-    queryFn: () => callApi<CreditOverview>(`/runs/${runId}/credit`, { query: { ...sourceQuery(source), maxSteps } }),
+    queryFn: () => callApi<CreditOverview>(`/runs/${runId}/credit`, { query: { ...creditSourceQuery(source), maxSteps } }),
     retry: false,
     placeholderData: (prev) => prev,
   });

@@ -1,6 +1,8 @@
-// Query schemas of the credit routes (`?estimator=&params=`, the overview's step and turn caps):
-// HTTP input, so they live with the other request schemas, not beside the SQL in lib/db/credit.ts.
+// The credit views' contract: the routes' query schemas (`?estimator=&params=`, the overview's
+// step and turn caps), the one "estimator with its params" type, and the response types the
+// components draw. The SQL is in lib/db/credit.ts, the recompute and caching in lib/runs/credit-views.ts.
 import { z } from "zod";
+import type { CreditDiagnostics } from "../credit";
 import { ESTIMATOR_IDS } from "../credit/registry";
 import { queryInt } from "./common";
 
@@ -35,3 +37,118 @@ export const creditOverviewQuerySchema = creditSourceQuerySchema
     maxTurns: queryInt(1, 1000).default(200).describe("Turn-index columns."),
   })
   .strict();
+
+/**
+ * Whose advantages to show: the stored ones (`estimator` undefined or "stored") or a recomputation
+ * with a lib/credit estimator; `params` omitted = the step's training params when it is the
+ * training estimator, else the defaults. The one shape from the URL to the service.
+ */
+export interface CreditSource {
+  estimator?: string;
+  params?: Record<string, unknown>;
+}
+
+export const isStoredSource = (s: CreditSource): boolean => !s.estimator || s.estimator === "stored";
+
+/**
+ * A source from a page URL's estimator and params keys (`est=`, `p=` JSON), parsed once here; a
+ * `p` that is not a JSON object is ignored (the page shows the defaults; the API would answer 400).
+ */
+export function creditSourceFromUrl(estimator: string | null | undefined, paramsJson: string | null | undefined): CreditSource {
+  if (!estimator || estimator === "stored") return {};
+  let params: Record<string, unknown> | undefined;
+  try {
+    const v = paramsJson ? JSON.parse(paramsJson) : undefined;
+    if (v && typeof v === "object" && !Array.isArray(v)) params = v;
+  } catch {
+    /* ignored, see above */
+  }
+  return params ? { estimator, params } : { estimator };
+}
+
+/** The HTTP query of a source (the inverse of `creditSourceQuerySchema`). */
+export const creditSourceQuery = (s: CreditSource) => ({ estimator: s.estimator, params: s.params ? JSON.stringify(s.params) : undefined });
+
+// ---------------------------------------------------------------- responses
+
+export interface TurnText {
+  /** observation excerpt: the whole text when short, else its start and end */
+  observation: string;
+  /** action excerpt (first 400 characters) */
+  action: string;
+  /** full lengths, to say when an excerpt is cut */
+  observationLength: number;
+  actionLength: number;
+}
+
+export interface StepDiagnostics {
+  step: number;
+  turns: number;
+  trajectories: number;
+  /** advantages over all turns of the batch (turns without a stored advantage are left out) */
+  advMean: number | null;
+  advStd: number | null;
+  advMeanAbs: number | null;
+  nonZeroShare: number | null;
+  /** among task groups with 2+ trajectories, the share whose scores are all equal ("advantage collapse") */
+  zeroVarianceShare: number | null;
+  /** GiGPO anchor groups: share with one member (null when turns carry no anchors) */
+  singletonRatio: number | null;
+  meanAnchorGroupSize: number | null;
+}
+
+/** GET /runs/{id}/steps/{step}/groups/{groupId}/credit: one task group's heatmap slice. */
+export interface GroupCredit {
+  runId: string;
+  step: number;
+  stepId: string;
+  group: { id: string; uid: string; envId: string; taskSeed: number };
+  /** the estimator and params stored with the step (used in training) */
+  trained: { estimator: string | null; params: Record<string, unknown> | null };
+  source: "stored" | "recomputed";
+  /** the estimator whose values are shown (the trained one for stored values) */
+  estimator: string | null;
+  /** parsed params with defaults (recomputed), or the stored training params */
+  params: Record<string, unknown> | null;
+  paramsFrom: "training" | "request" | "defaults" | "stored";
+  trajectories: { id: string; index: number; reward: number; success: boolean; length: number; truncated: boolean }[];
+  /** trajectory x turn */
+  advantages: (number | null)[][];
+  rewards: number[][];
+  valid: boolean[][];
+  /** anchor-group id of each turn within this task group (null = no anchor); from the estimator when it groups anchors itself */
+  anchorGroup: (number | null)[][];
+  /** anchor text of each anchor-group id (first 160 characters) */
+  anchorKeys: string[];
+  /** the estimator's per-turn components (recomputed only), trajectory x turn */
+  components: Record<string, (number | string | null)[][]>;
+  texts: TurnText[][];
+  /** lib/credit's batch diagnostics of the recomputation (whole step), or null for stored values */
+  diagnostics: CreditDiagnostics | null;
+  /** the step's batch statistics of the shown advantages (stored or recomputed), as in credit over training */
+  stepDiagnostics: StepDiagnostics;
+  /** what the trainer logged with the step */
+  trainedDiagnostics: unknown;
+  /** credit turn fields present on every turn / on some turn of the step (which estimators can run) */
+  fieldsAll: string[];
+  fieldsAny: string[];
+}
+
+/** GET /runs/{id}/credit: credit over training. */
+export interface CreditOverview {
+  runId: string;
+  source: "stored" | "recomputed";
+  estimator: string | null;
+  /** training estimator per shown step is in `trainedEstimators` (usually one) */
+  trainedEstimators: string[];
+  totalSteps: number;
+  /** the steps shown (all, or evenly sampled down to maxSteps), ascending */
+  steps: number[];
+  /** turn-index columns */
+  turns: number;
+  /** step x turn index: mean and mean absolute advantage, count of turns at that index */
+  mean: (number | null)[][];
+  meanAbs: (number | null)[][];
+  count: number[][];
+  diagnostics: StepDiagnostics[];
+}

@@ -1,5 +1,6 @@
 // GiGPO: every rule of ../shared/credit-spec.md with hand-computed numbers.
 import { describe, expect, it } from "vitest";
+import { groupAnchorIds, renumberGroups } from "../../lib/credit";
 import { advOf, compOf, expectClose, mkBatch, run, std } from "./helpers";
 
 const EPS = 1e-6;
@@ -141,5 +142,17 @@ describe("GiGPO", () => {
   it("defaults follow the verl-agent scripts: gamma 0.95, omega 1, mean_std_norm, penalty 0.1", () => {
     const r = run("gigpo", mkBatch({ g: { a: [{ anchor: "A", reward: 0, invalid: true }, { anchor: "B", reward: 1 }] } }));
     expectClose(compOf(r, "return").a as number[], [0.95 - 0.1, 1], 14);
+  });
+});
+
+describe("anchor-group ids of one task group (the heatmap's view)", () => {
+  it("numbers groups by first appearance in row-major order; a turn without an anchor is in no group", () => {
+    expect(groupAnchorIds([["s0", "s1", "s0"], ["s1", null, "s2"]])).toEqual([
+      [0, 1, 0],
+      [1, null, 2],
+    ]);
+    // a missing anchor is not the empty-string anchor
+    expect(groupAnchorIds([[null, ""], ["", null]])).toEqual([[null, 0], [0, null]]);
+    expect(renumberGroups([[7, 3], [3, null]])).toEqual([[0, 1], [1, null]]);
   });
 });

@@ -5,7 +5,7 @@ import { debiasedEma } from "@/lib/charts/ema";
 import { divergingColor, legendTicks, scalePosition, symmetricMax, textOn } from "@/lib/charts/diverging";
 import { envStepKey, interpolate, prepareSeries } from "@/lib/charts/prepare-series";
 import { aggregate, commonGrid, configDiff, flattenConfig, groupRuns, runField } from "@/lib/charts/prepare-compare";
-import { anchorGroupIds, anchorGroups, anchorSummary, diffMatrix, markerStyle, moveCell, renumber, stats } from "@/lib/charts/prepare-heatmap";
+import { anchorGroups, anchorSummary, diffMatrix, markerStyle, moveCell, stats } from "@/lib/charts/prepare-heatmap";
 import { displayTokens, infoTokens } from "@/lib/charts/tokenize";
 import { fmt, fmtDuration, fmtSigned } from "@/lib/charts/format";
 
@@ -137,13 +137,6 @@ describe("compare: grouping, bands, config diff", () => {
 });
 
 describe("heatmap preparation", () => {
-  it("numbers anchor groups by first appearance within a task group; no anchor is no group", () => {
-    expect(anchorGroupIds([["s0", "s1", "s0"], ["s1", null, "s2"]])).toEqual([
-      [0, 1, 0],
-      [1, null, 2],
-    ]);
-    expect(renumber([[7, 3], [3, null]])).toEqual([[0, 1], [1, null]]);
-  });
   it("reports each anchor group's members and statistics; markers only for groups of 2+", () => {
     const ids = [
       [0, 1],

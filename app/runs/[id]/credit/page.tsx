@@ -3,7 +3,7 @@ import { CreditOverviewView } from "@/components/credit/credit-overview-view";
 import { estimatorCatalog } from "@/components/credit/estimator-catalog";
 import { Hydrate, tryRead } from "@/components/ui/hydrate";
 import { getRun } from "@/lib/db/runs";
-import { creditOverview } from "@/lib/db/credit";
+import { creditOverview } from "@/lib/runs/credit-views";
 import { creditOverviewQuery, runQuery } from "@/lib/queries";
 
 export const dynamic = "force-dynamic";

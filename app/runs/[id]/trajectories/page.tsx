@@ -3,7 +3,7 @@ import { TrajectoryBrowser } from "@/components/trajectories/trajectory-browser"
 import { Hydrate, tryRead } from "@/components/ui/hydrate";
 import { getRun } from "@/lib/db/runs";
 import { listGroups, listSteps } from "@/lib/db/rollouts";
-import { groupCredit } from "@/lib/db/credit";
+import { groupCredit } from "@/lib/runs/credit-views";
 import { defaultGroup } from "@/lib/charts/prepare-heatmap";
 import { groupCreditQuery, groupsQuery, runQuery, stepsQuery } from "@/lib/queries";
 

@@ -4,9 +4,10 @@ import { estimatorCatalog } from "@/components/credit/estimator-catalog";
 import { Hydrate, tryRead } from "@/components/ui/hydrate";
 import { getRun } from "@/lib/db/runs";
 import { listGroups, listSteps } from "@/lib/db/rollouts";
-import { groupCredit } from "@/lib/db/credit";
+import { groupCredit } from "@/lib/runs/credit-views";
+import { creditSourceFromUrl } from "@/lib/schemas/credit";
 import { defaultGroup } from "@/lib/charts/prepare-heatmap";
-import { groupCreditQuery, groupsQuery, parseParamsJson, runQuery, stepsQuery } from "@/lib/queries";
+import { groupCreditQuery, groupsQuery, runQuery, stepsQuery } from "@/lib/queries";
 
 export const dynamic = "force-dynamic";
 export const metadata = { title: "Credit heatmap" };
@@ -31,8 +32,7 @@ export default async function GroupCreditPage({ params, searchParams }: { params
   ];
   if (step !== undefined && groups) seed.push([groupsQuery(id, step).queryKey, groups]);
   if (step !== undefined && groupId) {
-    const est = one("est");
-    const source = est && est !== "stored" ? { estimator: est, params: parseParamsJson(one("p")) } : {};
+    const source = creditSourceFromUrl(one("est"), one("p"));
     seed.push([groupCreditQuery(id, step, groupId, source).queryKey, tryRead(() => groupCredit(id, step, groupId, source))]);
   }
   return (

@@ -1,0 +1,275 @@
+// Credit views over stored rollouts: a task group's advantages as a heatmap slice (stored, as used
+// in training, or recomputed with any lib/credit estimator), and credit over training (training
+// step x turn index, plus the batch diagnostics users debug with).
+//
+// Other estimators are recomputed here with lib/credit over the WHOLE step batch, because some
+// estimators normalise across the batch (REINFORCE++, MAPO, MARS), so a group's values are the
+// ones training would have seen. Steps are written once (lib/db/rollouts.ts), so a loaded step
+// and anything computed from it are cached by step id and never go stale.
+import { runCreditWithParams, flatten, buildAnchorGroups, groupAnchorIds, renumberGroups, type CreditDiagnostics, type Group } from "../credit";
+import { trajectoryScores } from "../credit/flat";
+import { summarizeAdvantages } from "../credit/result";
+import { loadStep as loadStepRows, groupTexts, runSteps, stepMeta, type LoadedStep, type StepMeta } from "../db/credit";
+import { NotFoundError } from "../db/runs";
+import { getRawDb, type RawDb } from "../db/sqlite";
+import { isStoredSource, type CreditOverview, type CreditSource, type GroupCredit, type StepDiagnostics } from "../schemas/credit";
+
+/** A small least-recently-used map (steps are immutable once written, so entries never go stale). */
+class Lru<K, V> {
+  private map = new Map<K, V>();
+  constructor(private readonly size: number) {}
+  get(k: K): V | undefined {
+    const v = this.map.get(k);
+    if (v !== undefined) {
+      this.map.delete(k);
+      this.map.set(k, v);
+    }
+    return v;
+  }
+  set(k: K, v: V): void {
+    this.map.delete(k);
+    this.map.set(k, v);
+    if (this.map.size > this.size) this.map.delete(this.map.keys().next().value as K);
+  }
+}
+
+interface Recomputed {
+  trajectories: Map<string, { advantages: number[]; components: Record<string, (number | string | null)[]> }>;
+  diagnostics: CreditDiagnostics;
+  /** the estimator's params as lib/credit parsed them (defaults filled in) */
+  params: Record<string, unknown>;
+}
+
+interface StepSummary {
+  sum: number[];
+  sumAbs: number[];
+  count: number[];
+  diag: StepDiagnostics;
+}
+
+const stepCache = new Lru<string, LoadedStep>(16);
+const creditCache = new Lru<string, Recomputed>(32);
+const overviewCache = new Lru<string, StepSummary>(8192);
+
+function loadStep(meta: StepMeta, db: RawDb): LoadedStep {
+  let s = stepCache.get(meta.id);
+  if (!s) stepCache.set(meta.id, (s = loadStepRows(meta, db)));
+  return s;
+}
+
+/** Runs lib/credit over the whole step batch (cached). Throws CreditRequestError on inputs the estimator cannot use. */
+function recompute(step: LoadedStep, estimator: string, params: Record<string, unknown> | null | undefined) {
+  const useTraining = (params === undefined || params === null) && estimator === step.meta.estimator;
+  const p = useTraining ? (step.meta.params ?? {}) : (params ?? {});
+  const paramsFrom: GroupCredit["paramsFrom"] = useTraining ? "training" : params ? "request" : "defaults";
+  const key = `${step.meta.id}|${estimator}|${JSON.stringify(p)}`;
+  let value = creditCache.get(key);
+  if (!value) {
+    const res = runCreditWithParams({ estimator, params: p, groups: step.batch.groups });
+    value = {
+      trajectories: new Map(res.response.trajectories.map((t) => [t.id, { advantages: t.advantages, components: t.components }])),
+      diagnostics: res.response.diagnostics,
+      params: res.params,
+    };
+    creditCache.set(key, value);
+  }
+  return { ...value, paramsFrom };
+}
+
+// ---------------------------------------------------------------- group heatmap slice
+
+export function groupCredit(runId: string, step: number, groupId: string, source: CreditSource = {}, db: RawDb = getRawDb()): GroupCredit {
+  const meta = stepMeta(runId, step, db);
+  const loaded = loadStep(meta, db);
+  const group = loaded.groups.find((g) => g.id === groupId);
+  if (!group) throw new NotFoundError("group", `${groupId} in step ${step} of run ${runId}`);
+  const base = {
+    runId,
+    step,
+    stepId: meta.id,
+    group: { id: group.id, uid: group.uid, envId: group.envId, taskSeed: group.taskSeed },
+    trained: { estimator: meta.estimator, params: meta.params },
+    trajectories: group.trajectories.map(({ id, index, reward, success, length, truncated }) => ({ id, index, reward, success, length, truncated })),
+    rewards: [] as number[][],
+    valid: [] as boolean[][],
+    texts: [] as GroupCredit["texts"],
+    trainedDiagnostics: meta.diagnostics,
+    fieldsAll: loaded.fieldsAll,
+    fieldsAny: loaded.fieldsAny,
+  };
+  const creditGroup = loaded.batch.groups.find((g) => g.uid === group.uid)!;
+  for (const t of creditGroup.trajectories) {
+    base.rewards.push(t.turns.map((u) => u.reward));
+    base.valid.push(t.turns.map((u) => u.invalid !== true));
+  }
+  const texts = groupTexts(group.id, db);
+  base.texts = group.trajectories.map((t) => texts.get(t.id) ?? []);
+
+  const anchors = group.trajectories.map((t) => t.anchors);
+  let anchorGroup = groupAnchorIds(anchors);
+  let out: GroupCredit;
+  if (isStoredSource(source)) {
+    out = {
+      ...base,
+      source: "stored",
+      estimator: meta.estimator,
+      params: meta.params,
+      paramsFrom: "stored",
+      advantages: group.trajectories.map((t) => t.advantages),
+      anchorGroup,
+      anchorKeys: [],
+      components: {},
+      diagnostics: null,
+      stepDiagnostics: stepSummary(loaded, source).diag,
+    };
+  } else {
+    const rc = recompute(loaded, source.estimator!, source.params);
+    const per = group.trajectories.map((t) => rc.trajectories.get(t.id)!);
+    const components: Record<string, (number | string | null)[][]> = {};
+    for (const name of Object.keys(per[0]?.components ?? {})) components[name] = per.map((p) => p.components[name] ?? []);
+    // An estimator that groups anchors itself (GiGPO, possibly by similarity) defines the groups shown.
+    if (components.anchorGroup) anchorGroup = renumberGroups(components.anchorGroup);
+    out = {
+      ...base,
+      source: "recomputed",
+      estimator: source.estimator!,
+      params: rc.params,
+      paramsFrom: rc.paramsFrom,
+      advantages: per.map((p) => p.advantages),
+      anchorGroup,
+      anchorKeys: [],
+      components,
+      diagnostics: rc.diagnostics,
+      stepDiagnostics: stepSummary(loaded, source).diag,
+    };
+  }
+  const keys: string[] = [];
+  anchorGroup.forEach((row, r) =>
+    row.forEach((id, c) => {
+      if (id !== null && keys[id] === undefined) keys[id] = (anchors[r][c] ?? "").slice(0, 160);
+    }),
+  );
+  out.anchorKeys = Array.from({ length: keys.length }, (_, i) => keys[i] ?? "");
+  return out;
+}
+
+// ---------------------------------------------------------------- credit over training
+
+/** Zero-variance share and anchor-group facts of a batch, from lib/credit's own building blocks. */
+function batchFacts(batch: { groups: Group[] }, anchored: boolean): Pick<StepDiagnostics, "zeroVarianceShare" | "singletonRatio" | "meanAnchorGroupSize"> {
+  const flat = flatten(batch);
+  const scores = trajectoryScores(flat);
+  let multi = 0;
+  let zero = 0;
+  for (let g = 0; g < flat.nGroups; g++) {
+    const a = flat.groupTrajStart[g];
+    const b = flat.groupTrajStart[g + 1];
+    if (b - a < 2) continue;
+    multi++;
+    let same = true;
+    for (let i = a + 1; i < b; i++) if (scores[i] !== scores[a]) same = false;
+    if (same) zero++;
+  }
+  let singletonRatio: number | null = null;
+  let meanAnchorGroupSize: number | null = null;
+  if (anchored && flat.nTurns > 0) {
+    const ag = buildAnchorGroups(flat, flat.anchorKeys());
+    const size = new Int32Array(ag.count);
+    for (let r = 0; r < flat.nTurns; r++) size[ag.groupOf[r]]++;
+    let singles = 0;
+    for (let k = 0; k < ag.count; k++) if (size[k] === 1) singles++;
+    singletonRatio = ag.count ? singles / ag.count : null;
+    meanAnchorGroupSize = ag.count ? flat.nTurns / ag.count : null;
+  }
+  return { zeroVarianceShare: multi ? zero / multi : null, singletonRatio, meanAnchorGroupSize };
+}
+
+function summarizeStep(loaded: LoadedStep, source: CreditSource): StepSummary {
+  const sum: number[] = [];
+  const sumAbs: number[] = [];
+  const count: number[] = [];
+  const all: number[] = [];
+  let turns = 0;
+  let trajectories = 0;
+  let diag: CreditDiagnostics | null = null;
+  const rc = isStoredSource(source) ? null : recompute(loaded, source.estimator!, source.params);
+  if (rc) diag = rc.diagnostics;
+  for (const g of loaded.groups)
+    for (const t of g.trajectories) {
+      trajectories++;
+      const adv = rc ? rc.trajectories.get(t.id)!.advantages : t.advantages;
+      turns += adv.length;
+      adv.forEach((v, i) => {
+        if (v === null || !Number.isFinite(v)) return;
+        sum[i] = (sum[i] ?? 0) + v;
+        sumAbs[i] = (sumAbs[i] ?? 0) + Math.abs(v);
+        count[i] = (count[i] ?? 0) + 1;
+        all.push(v);
+      });
+    }
+  const s = all.length ? summarizeAdvantages(all) : null;
+  const facts = batchFacts(loaded.batch, loaded.fieldsAll.includes("anchor"));
+  return {
+    sum,
+    sumAbs,
+    count,
+    diag: {
+      step: loaded.meta.step,
+      turns,
+      trajectories,
+      advMean: s ? s.mean : null,
+      advStd: s ? s.std : null,
+      advMeanAbs: all.length ? all.reduce((a, v) => a + Math.abs(v), 0) / all.length : null,
+      nonZeroShare: s ? s.nonZeroShare : null,
+      zeroVarianceShare: diag?.groups.zeroVarianceShare ?? facts.zeroVarianceShare,
+      // an estimator that builds its own anchor groups (GiGPO similarity mode) reports them
+      singletonRatio: diag?.anchorGroups?.singletonRatio ?? facts.singletonRatio,
+      meanAnchorGroupSize: facts.meanAnchorGroupSize,
+    },
+  };
+}
+
+/** A step's summary under a source, cached (steps never change). Loads the step only on a miss. */
+function stepSummary(step: StepMeta | LoadedStep, source: CreditSource, db: RawDb = getRawDb()): StepSummary {
+  const meta = "meta" in step ? step.meta : step;
+  const key = `${meta.id}|${isStoredSource(source) ? "stored" : `${source.estimator}|${JSON.stringify(source.params ?? null)}`}`;
+  let s = overviewCache.get(key);
+  if (!s) {
+    s = summarizeStep("meta" in step ? step : loadStep(meta, db), source);
+    overviewCache.set(key, s);
+  }
+  return s;
+}
+
+/** Evenly spaced indices 0..n-1 (first and last included), at most k of them. */
+export function sampleIndices(n: number, k: number): number[] {
+  if (n <= k) return Array.from({ length: n }, (_, i) => i);
+  if (k <= 1) return [n - 1];
+  const out = new Set<number>();
+  for (let i = 0; i < k; i++) out.add(Math.round((i * (n - 1)) / (k - 1)));
+  return [...out];
+}
+
+export function creditOverview(runId: string, source: CreditSource = {}, opts: { maxSteps?: number; maxTurns?: number } = {}, db: RawDb = getRawDb()): CreditOverview {
+  const maxSteps = opts.maxSteps ?? 50;
+  const maxTurns = opts.maxTurns ?? 200;
+  const all = runSteps(runId, db);
+  const picked = sampleIndices(all.length, maxSteps).map((i) => all[i]);
+  const summaries = picked.map((meta) => stepSummary(meta, source, db));
+  const turns = Math.min(maxTurns, summaries.reduce((a, s) => Math.max(a, s.count.length), 0));
+  const cell = (s: StepSummary, i: number, abs: boolean) => (s.count[i] ? (abs ? s.sumAbs[i] : s.sum[i]) / s.count[i] : null);
+  const stored = isStoredSource(source);
+  return {
+    runId,
+    source: stored ? "stored" : "recomputed",
+    estimator: stored ? (picked.find((r) => r.estimator)?.estimator ?? null) : source.estimator!,
+    trainedEstimators: [...new Set(picked.map((r) => r.estimator).filter((e): e is string => !!e))],
+    totalSteps: all.length,
+    steps: picked.map((r) => r.step),
+    turns,
+    mean: summaries.map((s) => Array.from({ length: turns }, (_, i) => cell(s, i, false))),
+    meanAbs: summaries.map((s) => Array.from({ length: turns }, (_, i) => cell(s, i, true))),
+    count: summaries.map((s) => Array.from({ length: turns }, (_, i) => s.count[i] ?? 0)),
+    diagnostics: summaries.map((s) => s.diag),
+  };
+}
