@@ -3,6 +3,7 @@
 import { randomUUID } from "node:crypto";
 import type { GroupOut, RolloutStepInput, RolloutStepOut, TrajectoryOut, TurnOut } from "../schemas/rollouts";
 import { getRawDb, sqliteDateTime, writeTransaction, type Fence, type RawDb } from "./sqlite";
+import { decodeTokenData, encodeTokenData } from "./token-data";
 
 export class StepExistsError extends Error {
   constructor(runId: string, step: number) {
@@ -37,8 +38,8 @@ export function writeRolloutStep(runId: string, input: RolloutStepInput, fence: 
         `INSERT INTO "Trajectory" ("id","runId","groupId","index","reward","success","length","truncated") VALUES (?,?,?,?,?,?,?,?)`,
       );
       const insTurn = db.prepare(
-        `INSERT INTO "Turn" ("runId","seq","trajectoryId","index","observation","action","reward","valid","done","anchor","agent","tokenCount","logprob","entropy","advantage","info")
-         VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+        `INSERT INTO "Turn" ("runId","seq","trajectoryId","index","observation","action","reward","valid","done","anchor","agent","tokenCount","logprob","entropy","advantage","info","tokenData")
+         VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
       );
       let seq = (db.prepare(`SELECT COALESCE(MAX("seq"), -1) FROM "Turn" WHERE "runId" = ?`).pluck().get(runId) as number) + 1;
       let turns = 0;
@@ -67,6 +68,9 @@ export function writeRolloutStep(runId: string, input: RolloutStepInput, fence: 
               u.entropy ?? null,
               u.advantage ?? null,
               u.info ? JSON.stringify(u.info) : null,
+              u.tokenIds
+                ? encodeTokenData({ ids: u.tokenIds, texts: u.tokenTexts ?? null, logprobs: u.tokenLogprobs ?? null, advantages: u.tokenAdvantages ?? null, entropies: u.tokenEntropies ?? null })
+                : null,
             );
             turns++;
           });
@@ -150,14 +154,16 @@ export function listTrajectories(runId: string, f: TrajectoryFilter = {}, db: Ra
 
 export type TurnRow = TurnOut;
 
-const TURN_COLS = `"seq","trajectoryId","index","observation","action","reward","valid","done","anchor","agent","tokenCount","logprob","entropy","advantage","info"`;
+const TURN_COLS = `"seq","trajectoryId","index","observation","action","reward","valid","done","anchor","agent","tokenCount","logprob","entropy","advantage","info","tokenData"`;
 
 function toTurn(r: Record<string, unknown>): TurnRow {
+  const { tokenData, ...rest } = r;
   return {
-    ...(r as unknown as TurnRow),
+    ...(rest as unknown as TurnRow),
     valid: r.valid === 1,
     done: r.done === 1,
     info: typeof r.info === "string" ? JSON.parse(r.info) : null,
+    tokens: tokenData instanceof Uint8Array ? decodeTokenData(tokenData) : null,
   };
 }
 

@@ -4,6 +4,9 @@ import { batchIdSchema, idSchema, queryInt } from "./common";
 
 const finite = z.number().refine(Number.isFinite, "must be a finite number");
 
+/** The most tokens one turn may store (a long reasoning response; bounds a request's memory). */
+export const MAX_TURN_TOKENS = 65_536;
+
 export const turnInputSchema = z
   .object({
     observation: z.string().max(200_000),
@@ -18,8 +21,24 @@ export const turnInputSchema = z
     entropy: finite.nullable().optional(),
     advantage: finite.nullable().optional(),
     info: z.record(z.string(), z.unknown()).nullable().optional(),
+    // Per-token data of the response (stored packed, lib/db/token-data.ts): each array has one
+    // entry per token id, in order.
+    tokenIds: z.array(z.number().int().min(-(2 ** 31)).max(2 ** 31 - 1)).max(MAX_TURN_TOKENS).nullable().optional().describe("The response's token ids."),
+    tokenTexts: z.array(z.string().max(1000)).max(MAX_TURN_TOKENS).nullable().optional().describe("Each token's text, for display (needs tokenIds)."),
+    tokenLogprobs: z.array(finite).max(MAX_TURN_TOKENS).nullable().optional().describe("Sampling-time log-prob of each token under the policy (needs tokenIds)."),
+    tokenAdvantages: z.array(finite).max(MAX_TURN_TOKENS).nullable().optional().describe("Per-token advantage (needs tokenIds)."),
+    tokenEntropies: z.array(finite).max(MAX_TURN_TOKENS).nullable().optional().describe("Entropy of the policy at each token, nats (needs tokenIds)."),
   })
-  .strict();
+  .strict()
+  .superRefine((t, ctx) => {
+    const n = t.tokenIds?.length;
+    for (const k of ["tokenTexts", "tokenLogprobs", "tokenAdvantages", "tokenEntropies"] as const) {
+      const arr = t[k];
+      if (!arr) continue;
+      if (n === undefined) ctx.addIssue({ code: "custom", path: [k], message: `${k} needs tokenIds` });
+      else if (arr.length !== n) ctx.addIssue({ code: "custom", path: [k], message: `${k} has ${arr.length} entries, tokenIds has ${n}: one per token` });
+    }
+  });
 export type TurnInput = z.infer<typeof turnInputSchema>;
 
 export const trajectoryInputSchema = z
@@ -85,6 +104,18 @@ export const trajectoryListQuerySchema = z
   })
   .strict();
 
+/** A turn's stored per-token data (float32 precision), as the API answers it. */
+export const tokenDataSchema = z
+  .object({
+    ids: z.array(z.number()),
+    texts: z.array(z.string()).nullable(),
+    logprobs: z.array(z.number()).nullable(),
+    advantages: z.array(z.number()).nullable(),
+    entropies: z.array(z.number()).nullable(),
+  })
+  .meta({ id: "TurnTokens" });
+export type TokenData = z.infer<typeof tokenDataSchema>;
+
 export const turnSchema = z
   .object({
     seq: z.number(),
@@ -102,6 +133,7 @@ export const turnSchema = z
     entropy: z.number().nullable(),
     advantage: z.number().nullable(),
     info: z.unknown().nullable(),
+    tokens: tokenDataSchema.nullable().describe("Per-token data of the response; null when the run stored none."),
   })
   .meta({ id: "Turn" });
 export type TurnOut = z.infer<typeof turnSchema>;
