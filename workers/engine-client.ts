@@ -125,6 +125,10 @@ export const generatedResponseSchema = z.object({
   prompt_ids: ids,
   response_ids: ids,
   logprobs: z.array(numOrNull),
+  /** entropy (nats) of the policy's distribution at each sampled token */
+  entropies: z.array(numOrNull),
+  /** each response token's text on its own (specials included), for display */
+  token_texts: z.array(z.string()),
   text: z.string(),
   finish_reason: finishReasonSchema,
 });
@@ -138,6 +142,7 @@ export const scoredResponseSchema = z.object({
   prompt_ids: ids,
   response_ids: ids,
   logprobs: z.array(numOrNull),
+  token_texts: z.array(z.string()),
   sum: numOrNull,
   mean: numOrNull,
   num_tokens: int.nonnegative(),

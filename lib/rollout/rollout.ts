@@ -16,6 +16,10 @@ export interface GenResult {
   responseIds: number[];
   /** log-prob of each response token under the sampling policy */
   logprobs: number[];
+  /** entropy of the sampling policy at each response token (when the generator reports it) */
+  entropies?: number[];
+  /** each response token's text on its own (when the generator has a tokenizer) */
+  tokenTexts?: string[];
 }
 
 /** One batched generation call (the engine, an ONNX policy, or a scripted policy in tests). */
@@ -37,6 +41,8 @@ export interface RolloutTurn {
   promptIds: number[];
   responseIds: number[];
   logprobs: number[];
+  entropies?: number[];
+  tokenTexts?: string[];
   /** the admissible actions sampling was restricted to (the update must score under the same set) */
   allowed: string[] | null;
   /** IGPO: change in the gold answer's probability caused by this turn (filled in after the rollout) */
@@ -122,6 +128,8 @@ export async function rollout(o: RolloutOptions): Promise<RolloutGroup[]> {
         promptIds: r.promptIds,
         responseIds: r.responseIds,
         logprobs: r.logprobs,
+        ...(r.entropies ? { entropies: r.entropies } : {}),
+        ...(r.tokenTexts ? { tokenTexts: r.tokenTexts } : {}),
         allowed: requests[i].allowed,
       });
       l.traj.reward += step.reward;
@@ -166,7 +174,17 @@ export function toStoredGroup(
           agent: u.agent,
           tokenCount: u.responseIds.length,
           logprob: u.logprobs.reduce((a, b) => a + b, 0),
+          ...(u.entropies?.length ? { entropy: u.entropies.reduce((a, b) => a + b, 0) / u.entropies.length } : {}),
           ...(c ? { advantage: c.advantages[k] } : {}),
+          // per token: the trainer broadcasts the turn's advantage over its tokens, so none is stored per token
+          ...(u.responseIds.length
+            ? {
+                tokenIds: u.responseIds,
+                tokenLogprobs: u.logprobs,
+                ...(u.entropies?.length === u.responseIds.length ? { tokenEntropies: u.entropies } : {}),
+                ...(u.tokenTexts?.length === u.responseIds.length ? { tokenTexts: u.tokenTexts } : {}),
+              }
+            : {}),
           info: {
             ...u.info,
             ...(u.view ? { view: u.view } : {}),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 import numpy as np
@@ -77,6 +78,36 @@ def test_generate_logprobs_match_scoring_and_padding(engine):
     for i, r in enumerate(copies["responses"]):
         assert r["response_ids"] == batch["responses"][i // 3]["response_ids"]
         assert r["logprobs"] == pytest.approx(batch["responses"][i // 3]["logprobs"], abs=1e-5)
+
+
+def test_generate_returns_token_texts_and_entropies(engine):
+    """Per response token: its text (the token view shows it), and the entropy of pi where it was
+    sampled, which matches the entropy recomputed from the model's logits; restricted sampling
+    (`allowed`) has the entropy of the renormalised, restricted distribution."""
+    from workers.engine.sampling import policy_logprobs
+
+    engine.call("init", **tiny_init_params())
+    tok = engine.e.backend.tokenizer
+    gen = engine.call("generate", prompts=GRIDS[:2], n=2, max_new_tokens=4, seed=5, temperature=0.7)
+    for r in gen["responses"]:
+        n = len(r["response_ids"])
+        assert n > 0 and len(r["entropies"]) == n and len(r["token_texts"]) == n
+        assert r["token_texts"] == [tok.vocab[i] for i in r["response_ids"]]
+        assert all(0 <= h <= math.log(tok.vocab_size) + 1e-5 for h in r["entropies"])
+        # the first token's entropy, recomputed from a full forward over the prompt
+        ids = torch.tensor([r["prompt_ids"]])
+        with torch.no_grad():
+            logits = engine.e.backend.forward(ids, torch.ones_like(ids), torch.arange(ids.shape[1]).unsqueeze(0))[:, -1]
+        lp = policy_logprobs(logits, 0.7, None)[0]
+        assert r["entropies"][0] == pytest.approx(float(-(lp.exp() * lp).sum()), abs=1e-4)
+    # one allowed token: pi puts all its mass there, entropy 0; two equally allowed tokens: <= log 2
+    one = engine.call("generate", prompts=GRIDS[:1], allowed=["down"], max_new_tokens=1)
+    assert one["responses"][0]["entropies"] == [pytest.approx(0.0, abs=1e-6)]
+    assert one["responses"][0]["token_texts"] == ["down"]
+    two = engine.call("generate", prompts=GRIDS[:1], allowed=["down", "up"], max_new_tokens=1)
+    assert 0 < two["responses"][0]["entropies"][0] <= math.log(2) + 1e-6
+    scored = engine.call("logprobs", prompts=GRIDS[:1], responses=["down left"])
+    assert scored["results"][0]["token_texts"] == ["down", " ", "left"]
 
 
 def test_shared_prompt_forward_equals_one_forward_per_sample(engine):

@@ -40,6 +40,9 @@ class TokenizerLike(Protocol):
     def decode(self, ids: Sequence[int]) -> str:
         """Ids -> text, special tokens skipped."""
 
+    def token_texts(self, ids: Sequence[int]) -> list[str]:
+        """Each id's text on its own, specials included (for display: the token view)."""
+
     def encode_prompt(self, prompt: str | list[Message]) -> list[int]:
         """A prompt (text or chat messages) -> ids, with the model's leading specials."""
 
@@ -147,6 +150,9 @@ class TinyTokenizer:
         n_special = len(SPECIALS)
         return "".join(self.vocab[i] for i in ids if n_special <= i < len(self.vocab))
 
+    def token_texts(self, ids: Sequence[int]) -> list[str]:
+        return [self.vocab[i] if 0 <= i < len(self.vocab) else "<unk>" for i in ids]
+
     def encode_prompt(self, prompt: str | list[Message]) -> list[int]:
         if not isinstance(prompt, str):
             raise TokenizerError(
@@ -207,6 +213,10 @@ class HFTokenizer:
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.tok.decode(list(ids), skip_special_tokens=True)
+
+    def token_texts(self, ids: Sequence[int]) -> list[str]:
+        # one decode per id: a byte-level BPE piece that is part of a multi-byte character shows as U+FFFD
+        return [self.tok.decode([int(i)], skip_special_tokens=False) for i in ids]
 
     def encode_prompt(self, prompt: str | list[Message]) -> list[int]:
         if self.use_chat_template or not isinstance(prompt, str):

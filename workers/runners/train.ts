@@ -17,7 +17,7 @@ import { evalTasks, heldOutSet, overlapCount, trainTask, type HeldOutSet } from 
 import type { Env } from "../../lib/envs/types";
 import { getEstimator, runCredit, type CreditResponse } from "../../lib/credit";
 import { buildPrompt, newContext, advanceContext } from "../../lib/rollout/context";
-import { rollout, toStoredGroup, type Generate, type RolloutGroup } from "../../lib/rollout/rollout";
+import { rollout, toStoredGroup, type Generate, type GenResult, type RolloutGroup } from "../../lib/rollout/rollout";
 import { writeRolloutStep } from "../../lib/db/rollouts";
 import { writeMetrics, type MetricPoint } from "../../lib/db/metrics";
 import { addCheckpoint, latestCheckpoint, truncateRunAfter } from "../../lib/db/checkpoints";
@@ -133,7 +133,14 @@ async function trainAttempt(ctx: JobContext, runId: string, cfg: TrainConfig) {
           seed,
           ...(reqs.every((r) => r.allowed) ? {} : { max_new_tokens: cfg.maxNewTokens }),
         });
-        const out = res.responses.map((r) => ({ text: r.text, promptIds: r.prompt_ids, responseIds: r.response_ids, logprobs: r.logprobs.map((x) => x ?? 0) }));
+        const out: GenResult[] = res.responses.map((r) => ({
+          text: r.text,
+          promptIds: r.prompt_ids,
+          responseIds: r.response_ids,
+          logprobs: r.logprobs.map((x) => x ?? 0),
+          entropies: r.entropies.map((x) => x ?? 0),
+          tokenTexts: r.token_texts,
+        }));
         // Epsilon-exploration: swap in a random admissible action, scored under the current policy so
         // that PPO's first-epoch ratio is 1 for it (the behaviour policy is treated as on-policy).
         const swap = epsilon > 0 ? reqs.map((r, i) => (r.allowed?.length && rng.chance(epsilon) ? i : -1)).filter((i) => i >= 0) : [];
@@ -147,7 +154,7 @@ async function trainAttempt(ctx: JobContext, runId: string, cfg: TrainConfig) {
           });
           swap.forEach((i, k) => {
             const s = scored.results[k];
-            out[i] = { text: actions[k], promptIds: out[i].promptIds, responseIds: s.response_ids, logprobs: s.logprobs.map((x) => x ?? 0) };
+            out[i] = { text: actions[k], promptIds: out[i].promptIds, responseIds: s.response_ids, logprobs: s.logprobs.map((x) => x ?? 0), tokenTexts: s.token_texts };
           });
         }
         return out;

@@ -88,6 +88,7 @@ def generate(engine: "Engine", p: Params) -> dict:
     reason = torch.zeros(B, dtype=torch.long, device=dev)  # index into _REASONS
     out_tok = torch.full((B, max_new), pad, dtype=torch.long, device=dev)
     out_lp = torch.zeros(B, max_new, dtype=torch.float32, device=dev)
+    out_ent = torch.zeros(B, max_new, dtype=torch.float32, device=dev)  # entropy of pi at each token
     out_len = torch.zeros(B, dtype=torch.long, device=dev)
     key_masks = [key_mask]
     next_pos = positions[:, -1] + 1  # (B,)
@@ -103,6 +104,8 @@ def generate(engine: "Engine", p: Params) -> dict:
             new = torch.where(active, new, torch.full_like(new, pad))
             out_tok[:, t] = new
             out_lp[:, t] = logp_all.gather(1, new.unsqueeze(1)).squeeze(1)
+            # H(pi) = -sum p log p; entr() is 0 at p = 0, so masked (-inf) tokens add nothing
+            out_ent[:, t] = torch.special.entr(logp_all.exp()).sum(-1)
             out_len += active.long()
             state = torch.where(active, auto.step(state, new), state)
             done_eos = active & (new == eos) if eos is not None else torch.zeros_like(active)
@@ -131,6 +134,7 @@ def generate(engine: "Engine", p: Params) -> dict:
 
     toks = out_tok.cpu().tolist()
     lps = out_lp.cpu().tolist()
+    ents = out_ent.cpu().tolist()
     lengths = out_len.cpu().tolist()
     reasons = reason.cpu().tolist()
     responses = []
@@ -147,6 +151,8 @@ def generate(engine: "Engine", p: Params) -> dict:
                 "prompt_ids": prompts[i],
                 "response_ids": r_ids,
                 "logprobs": lps[i][: lengths[i]],
+                "entropies": ents[i][: lengths[i]],
+                "token_texts": tok.token_texts(r_ids),
                 "text": text,
                 "finish_reason": _REASONS[reasons[i]],
             }

@@ -43,6 +43,7 @@ def logprobs(engine: "Engine", p: Params) -> dict:
             "prompt_ids": prompts[i],
             "response_ids": r_ids,
             "logprobs": tok_lp,
+            "token_texts": b.tokenizer.token_texts(r_ids),
             "sum": s,
             "mean": s / len(tok_lp) if tok_lp else None,
             "num_tokens": len(tok_lp),
