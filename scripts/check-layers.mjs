@@ -54,13 +54,6 @@ export const LAYERS = {
  * the refactor named beside it; do not add to this list, fix the import.
  */
 export const ALLOWED_DEBT = {
-  // #14 one error type hierarchy with one HTTP mapping: services throw domain errors, lib/api maps them.
-  "lib/runs/launch.ts -> lib/api/errors.ts": "#14 error hierarchy",
-  "lib/ingest/batches.ts -> lib/api/errors.ts": "#14 error hierarchy",
-  "lib/ingest/pool.ts -> lib/api/errors.ts": "#14 error hierarchy",
-  "lib/ingest/thread.ts -> lib/api/errors.ts": "#14 error hierarchy",
-  "lib/ingest/thread.ts -> lib/api/json-limits.ts": "#14 error hierarchy (body limits belong beside the errors)",
-  "lib/ingest/write-access.ts -> lib/api/errors.ts": "#14 error hierarchy",
   // #14 the train-job schema reads the rollout's context strategies (lib/schemas -> lib/rollout).
   "lib/schemas/train.ts -> lib/rollout/context.ts": "#14 schemas at the bottom",
 };

@@ -4,8 +4,9 @@
 import type { NextRequest } from "next/server";
 import type { z } from "zod";
 import { pathParamNames, pathParamSchema, type RouteContract } from "./contract";
-import { ApiError, parseOr400, toErrorResponse } from "./errors";
-import { parseJsonText } from "./json-limits";
+import { toErrorResponse } from "./errors";
+import { DomainError, parseInput } from "../schemas/errors";
+import { parseJsonText } from "../schemas/json-limits";
 import { checkRequest, securityConfig, type SecurityConfig } from "./security";
 
 /** Default request body limit (TURNLENS_MAX_BODY_MB, default 64 MB). */
@@ -28,7 +29,7 @@ function security(): SecurityConfig {
  * when the length is not declared (nothing past the limit is buffered).
  */
 export async function readBodyBytes(req: Request, limit: number): Promise<Uint8Array> {
-  const tooLarge = () => new ApiError(413, `request body larger than this endpoint's limit of ${limit} bytes (the ingest limit is TURNLENS_MAX_BODY_MB)`, [{ path: "body", message: "too large" }]);
+  const tooLarge = () => new DomainError("too_large", `request body larger than this endpoint's limit of ${limit} bytes (the ingest limit is TURNLENS_MAX_BODY_MB)`, [{ path: "body", message: "too large" }]);
   const declared = req.headers.get("content-length");
   if (declared !== null && Number(declared) > limit) throw tooLarge();
   if (!req.body) return new Uint8Array(0);
@@ -90,18 +91,18 @@ export function route<Q extends z.ZodType, B extends z.ZodType, R extends z.ZodT
       try {
         raw = ctx?.params ? await ctx.params : {};
       } catch {
-        throw new ApiError(400, "malformed path: a segment is not valid percent-encoding", [{ path: "params", message: "invalid percent-encoding" }]);
+        throw new DomainError("invalid", "malformed path: a segment is not valid percent-encoding", [{ path: "params", message: "invalid percent-encoding" }]);
       }
       const params: Record<string, unknown> = {};
-      for (const n of names) params[n] = parseOr400(pathParamSchema(n), raw[n], `params.${n}`);
-      const query = contract.query ? parseOr400(contract.query, queryObject(req), "query") : {};
+      for (const n of names) params[n] = parseInput(pathParamSchema(n), raw[n], `params.${n}`);
+      const query = contract.query ? parseInput(contract.query, queryObject(req), "query") : {};
       let bodyBytes: Uint8Array = new Uint8Array(0);
       let body: unknown = undefined;
       if (contract.method !== "GET") {
         bodyBytes = await readBodyBytes(req, contract.maxBodyBytes ?? maxBodyBytes());
         if (!opts.rawBody) {
           const bodyText = Buffer.from(bodyBytes.buffer, bodyBytes.byteOffset, bodyBytes.byteLength).toString("utf8");
-          if (contract.body) body = parseOr400(contract.body, parseJsonText(bodyText), "body");
+          if (contract.body) body = parseInput(contract.body, parseJsonText(bodyText), "body");
           else if (bodyText.trim()) parseJsonText(bodyText); // no body expected: it must at least be JSON
         }
       }

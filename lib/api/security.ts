@@ -3,7 +3,7 @@
 // cancel or ingest (CSRF), nor read through a rebound DNS name (Host allowlist).
 import { timingSafeEqual } from "node:crypto";
 import { isIP } from "node:net";
-import { ApiError } from "./errors";
+import { DomainError } from "../schemas/errors";
 
 /** Tokens shorter than this are refused at start-up: a guessable token is no protection. */
 export const MIN_TOKEN_LENGTH = 32;
@@ -109,7 +109,7 @@ export function checkRequest(req: Request, cfg: SecurityConfig = securityConfig(
   // none, and its URL's host stands in
   const host = req.headers.get("host") ?? new URL(req.url).host;
   if (!hostAllowed(host, cfg))
-    throw new ApiError(403, `Host "${host ?? ""}" is not allowed; add it to TURNLENS_ALLOWED_HOSTS`, [{ path: "headers.host", message: "not an allowed host" }]);
+    throw new DomainError("forbidden", `Host "${host ?? ""}" is not allowed; add it to TURNLENS_ALLOWED_HOSTS`, [{ path: "headers.host", message: "not an allowed host" }]);
   const unsafe = !["GET", "HEAD", "OPTIONS"].includes(req.method);
   if (unsafe) {
     const origin = req.headers.get("origin");
@@ -121,20 +121,20 @@ export function checkRequest(req: Request, cfg: SecurityConfig = securityConfig(
         /* "null" or garbage */
       }
       if (originHost === null || originHost.toLowerCase() !== host.toLowerCase())
-        throw new ApiError(403, `cross-origin request refused: Origin ${origin} is not this dashboard (${host})`, [{ path: "headers.origin", message: "must be the dashboard's own origin" }]);
+        throw new DomainError("forbidden", `cross-origin request refused: Origin ${origin} is not this dashboard (${host})`, [{ path: "headers.origin", message: "must be the dashboard's own origin" }]);
     }
     if (req.headers.get("sec-fetch-site") === "cross-site")
-      throw new ApiError(403, "cross-site request refused", [{ path: "headers.sec-fetch-site", message: "cross-site" }]);
+      throw new DomainError("forbidden", "cross-site request refused", [{ path: "headers.sec-fetch-site", message: "cross-site" }]);
     if (req.method !== "DELETE") {
       const type = (req.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
       if (type !== "application/json")
-        throw new ApiError(415, `state-changing requests must be Content-Type: application/json (got ${type ? `"${type}"` : "none"})`, [
+        throw new DomainError("unsupported_media_type", `state-changing requests must be Content-Type: application/json (got ${type ? `"${type}"` : "none"})`, [
           { path: "headers.content-type", message: "must be application/json" },
         ]);
     }
   }
   if (!tokenAllows(req.headers, unsafe ? "write" : "read", cfg)) {
     const which = unsafe ? "TURNLENS_API_TOKEN" : "TURNLENS_READ_TOKEN (or TURNLENS_API_TOKEN)";
-    throw new ApiError(401, `this endpoint needs \`Authorization: Bearer <${which}>\``, [{ path: "headers.authorization", message: "missing or wrong bearer token" }]);
+    throw new DomainError("unauthorized", `this endpoint needs \`Authorization: Bearer <${which}>\``, [{ path: "headers.authorization", message: "missing or wrong bearer token" }]);
   }
 }

@@ -6,7 +6,7 @@
 // output (design.md); the service recomputes other estimators from what this loads.
 import type { Group, Turn } from "../credit";
 import type { TurnText } from "../schemas/credit";
-import { NotFoundError } from "./runs";
+import { NotFoundError } from "../schemas/errors";
 import { getRawDb, type RawDb } from "./sqlite";
 
 /** Credit turn fields a trainer may put in a turn's `info` (lib/credit Turn), read for recomputation. */

@@ -1,14 +1,14 @@
 // Rollout storage: step -> group -> trajectory -> turn. Written in bulk (one IMMEDIATE transaction
 // per step, fenced by the job's lease), read in pages by cursor.
 import { randomUUID } from "node:crypto";
+import { ConflictError } from "../schemas/errors";
 import type { GroupOut, RolloutStepInput, RolloutStepOut, TrajectoryOut, TurnOut } from "../schemas/rollouts";
 import { getRawDb, sqliteDateTime, writeTransaction, type Fence, type RawDb } from "./sqlite";
 import { decodeTokenData, encodeTokenData } from "./token-data";
 
-export class StepExistsError extends Error {
+export class StepExistsError extends ConflictError {
   constructor(runId: string, step: number) {
     super(`step ${step} of run ${runId} is already stored; a step is written once`);
-    this.name = "StepExistsError";
   }
 }
 

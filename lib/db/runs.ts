@@ -2,24 +2,15 @@
 import { randomUUID } from "node:crypto";
 import { enqueueInTransaction } from "../jobs/queue";
 import type { EnqueueInput } from "../jobs/schemas";
+import { ConflictError, NotFoundError } from "../schemas/errors";
 import { parseConfigFilter, type RunFilters, type RunListQuery, type RunOut } from "../schemas/runs";
 import { getDb } from "./client";
 import { deleteRunMetrics } from "./metrics";
 import { getRawDb, sqliteDateTime, writeTransaction, type RawDb } from "./sqlite";
 
-export class NotFoundError extends Error {
-  constructor(what: string, id: string) {
-    super(`${what} ${id} not found`);
-    this.name = "NotFoundError";
-  }
-}
+// thrown here; defined with the other domain errors (re-exported for older importers)
+export { ConflictError, NotFoundError };
 
-export class ConflictError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "ConflictError";
-  }
-}
 
 export interface NewRun {
   project: string;

@@ -4,12 +4,12 @@
 // content a 409 naming what clashes. Steps are keyed by their step number (a step is written once),
 // metric batches by the client's batchId.
 import { createHash } from "node:crypto";
-import { ApiError } from "../api/errors";
 import { writeMetrics } from "../db/metrics";
 import { writeRolloutStep } from "../db/rollouts";
 import { getRawDb, writeTransaction, type RawDb } from "../db/sqlite";
 import type { LogMetrics } from "../schemas/metrics";
 import type { RolloutStepInput } from "../schemas/rollouts";
+import { ConflictError } from "../schemas/errors";
 
 export interface IngestAnswer {
   status: 200 | 201;
@@ -23,7 +23,7 @@ function contentHash(value: { batchId?: string }): string {
   return createHash("sha256").update(JSON.stringify(rest)).digest("hex");
 }
 
-function once(runId: string, key: string, kind: "metrics" | "steps", hash: string, clash: () => ApiError, write: (db: RawDb) => unknown, db: RawDb): IngestAnswer {
+function once(runId: string, key: string, kind: "metrics" | "steps", hash: string, clash: () => ConflictError, write: (db: RawDb) => unknown, db: RawDb): IngestAnswer {
   return writeTransaction(
     null,
     (db) => {
@@ -47,7 +47,7 @@ export function ingestStep(runId: string, input: RolloutStepInput, db: RawDb = g
     `step:${input.step}`,
     "steps",
     contentHash(input),
-    () => new ApiError(409, `step ${input.step} of run ${runId} is already stored with other content; a step is written once`, [{ path: "body.step", message: `step ${input.step} exists with other content` }]),
+    () => new ConflictError(`step ${input.step} of run ${runId} is already stored with other content; a step is written once`, [{ path: "body.step", message: `step ${input.step} exists with other content` }]),
     (db) => writeRolloutStep(runId, input, null, db),
     db,
   );
@@ -64,7 +64,7 @@ export function ingestMetrics(runId: string, input: LogMetrics, db: RawDb = getR
     `metrics:${input.batchId}`,
     "metrics",
     contentHash(input),
-    () => new ApiError(409, `metric batch "${input.batchId}" of run ${runId} was already stored with other content`, [{ path: "body.batchId", message: "reused with other content" }]),
+    () => new ConflictError(`metric batch "${input.batchId}" of run ${runId} was already stored with other content`, [{ path: "body.batchId", message: "reused with other content" }]),
     (db) => writeMetrics(runId, points(), null, db),
     db,
   );

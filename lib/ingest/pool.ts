@@ -3,17 +3,16 @@
 // instead of piling bodies up in memory.
 import path from "node:path";
 import type { Worker as WorkerType } from "node:worker_threads";
-import { ApiError } from "../api/errors";
+import { DomainError } from "../schemas/errors";
 import { databaseUrl, projectRoot } from "../db/url";
 import type { IngestReply, IngestRequest } from "./thread";
 
 /** Ingest requests in flight (running or waiting) before new ones get 429 (TURNLENS_INGEST_QUEUE). */
 const MAX_IN_FLIGHT = Number(process.env.TURNLENS_INGEST_QUEUE ?? 16);
 
-export class OverloadedError extends ApiError {
+export class OverloadedError extends DomainError {
   constructor() {
-    super(429, `the server is busy with ${MAX_IN_FLIGHT} ingest requests; retry after the Retry-After delay`, [{ path: "body", message: "server busy" }]);
-    this.name = "OverloadedError";
+    super("overloaded", `the server is busy with ${MAX_IN_FLIGHT} ingest requests; retry after the Retry-After delay`, [{ path: "body", message: "server busy" }]);
   }
 }
 
@@ -59,10 +58,7 @@ export async function runIngest(kind: IngestRequest["kind"], runId: string, byte
     });
   }
   if (reply.ok) return { status: reply.status, body: reply.body };
-  if (reply.status) throw new ApiError(reply.status, reply.error, reply.issues);
-  // an unexpected error: keep its name so the API's error mapping (StepExistsError -> 409) applies
-  const e = new Error(reply.error) as Error & { issues?: unknown };
-  e.name = reply.name ?? "Error";
-  e.issues = reply.issues;
-  throw e;
+  // the thread's error, rebuilt with its kind so lib/api maps it as if thrown here
+  if (reply.kind) throw new DomainError(reply.kind, reply.error, reply.issues);
+  throw new Error(reply.error);
 }

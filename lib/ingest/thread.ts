@@ -2,8 +2,8 @@
 // server's event loop, so dashboard reads keep answering meanwhile. It has its own SQLite
 // connection (WAL: the server's readers are not blocked by its write transaction).
 import { parentPort } from "node:worker_threads";
-import { ApiError, parseOr400 } from "../api/errors";
-import { parseJsonText } from "../api/json-limits";
+import { errorKind, parseInput, type ErrorKind, type Issue } from "../schemas/errors";
+import { parseJsonText } from "../schemas/json-limits";
 import { openSqlite, type RawDb } from "../db/sqlite";
 import { sqlitePath } from "../db/url";
 import { logMetricsSchema } from "../schemas/metrics";
@@ -21,7 +21,8 @@ export interface IngestRequest {
 
 export type IngestReply =
   | { id: number; ok: true; status: number; body: unknown }
-  | { id: number; ok: false; status: number; error: string; issues: { path: string; message: string }[]; name?: string };
+  /** a failure: `kind` of one of our errors (rebuilt on the server side), none for an unexpected one */
+  | { id: number; ok: false; kind?: ErrorKind; error: string; issues: Issue[] };
 
 let db: RawDb | null = null;
 let dbUrl = "";
@@ -40,13 +41,12 @@ export function handleIngest(req: IngestRequest, conn?: RawDb): IngestReply {
     const value = parseJsonText(Buffer.from(req.bytes.buffer, req.bytes.byteOffset, req.bytes.byteLength).toString("utf8"));
     const ans =
       req.kind === "steps"
-        ? ingestStep(req.runId, parseOr400(rolloutStepInputSchema, value, "body"), conn)
-        : ingestMetrics(req.runId, parseOr400(logMetricsSchema, value, "body"), conn);
+        ? ingestStep(req.runId, parseInput(rolloutStepInputSchema, value, "body"), conn)
+        : ingestMetrics(req.runId, parseInput(logMetricsSchema, value, "body"), conn);
     return { id: req.id, ok: true, status: ans.status, body: ans.body };
   } catch (e) {
-    if (e instanceof ApiError) return { id: req.id, ok: false, status: e.status, error: e.message, issues: e.issues };
-    const err = e as Error & { issues?: { path: string; message: string }[] };
-    return { id: req.id, ok: false, status: 0, error: err?.message ?? String(e), issues: err?.issues ?? [], name: err?.name };
+    const err = e as Error & { issues?: Issue[] };
+    return { id: req.id, ok: false, kind: errorKind(e), error: err?.message ?? String(e), issues: err?.issues ?? [] };
   }
 }
 

@@ -2,8 +2,7 @@
 // alone; an imported run takes writes only with the write key it was created with, and only while it
 // is running (a finished run is reopened explicitly with POST /runs/{id}/resume).
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
-import { ApiError } from "../api/errors";
-import { NotFoundError } from "../db/runs";
+import { ConflictError, ForbiddenError, NotFoundError } from "../schemas/errors";
 import { getRawDb, sqliteDateTime, type RawDb } from "../db/sqlite";
 
 export const WRITE_KEY_HEADER = "x-turnlens-write-key";
@@ -32,7 +31,7 @@ export function assertExternalWrite(runId: string, headers: Headers, opts: { all
   const run = db.prepare(`SELECT "kind", "status", "jobKind", "writeKeyHash" FROM "Run" WHERE "id" = ?`).get(runId) as RunOwner | undefined;
   if (!run) throw new NotFoundError("run", runId);
   if (run.jobKind !== null || run.kind !== "imported")
-    throw new ApiError(409, `run ${runId} is produced by a TurnLens worker (job kind "${run.jobKind ?? run.kind}"); it takes no external writes: create your own run with POST /runs/import`, [
+    throw new ConflictError(`run ${runId} is produced by a TurnLens worker (job kind "${run.jobKind ?? run.kind}"); it takes no external writes: create your own run with POST /runs/import`, [
       { path: "params.id", message: `owned by the ${run.jobKind ?? run.kind} job` },
     ]);
   if (run.writeKeyHash !== null) {
@@ -40,12 +39,12 @@ export function assertExternalWrite(runId: string, headers: Headers, opts: { all
     const a = Buffer.from(hashKey(got));
     const b = Buffer.from(run.writeKeyHash);
     if (!got || a.length !== b.length || !timingSafeEqual(a, b))
-      throw new ApiError(403, `writes to run ${runId} need its write key (the \`writeKey\` POST /runs/import returned) in the X-TurnLens-Write-Key header`, [
+      throw new ForbiddenError(`writes to run ${runId} need its write key (the \`writeKey\` POST /runs/import returned) in the X-TurnLens-Write-Key header`, [
         { path: "headers.x-turnlens-write-key", message: got ? "wrong write key" : "missing" },
       ]);
   }
   if (!opts.allowFinished && run.status !== "running")
-    throw new ApiError(409, `run ${runId} is ${run.status}: it takes no more writes; reopen it with POST /runs/${runId}/resume`, [{ path: "params.id", message: `run is ${run.status}` }]);
+    throw new ConflictError(`run ${runId} is ${run.status}: it takes no more writes; reopen it with POST /runs/${runId}/resume`, [{ path: "params.id", message: `run is ${run.status}` }]);
 }
 
 /** Reopens a finished imported run for writes (the client's `resume`). */

@@ -1,43 +1,39 @@
-// Typed errors of the job queue. Route handlers map them with `httpStatus` (404 / 409) instead of
-// matching messages; runners throw `RetryableJobError` to ask for another attempt.
+// Typed errors of the job queue, in the one hierarchy (lib/schemas/errors.ts): lib/api maps their
+// `kind` (not_found, conflict) to a status; runners throw `RetryableJobError` to ask for another attempt.
 import { LeaseLostError } from "../db/sqlite";
+import { DomainError, type ErrorKind } from "../schemas/errors";
 
 export { LeaseLostError };
 
-/** Base class: an error the HTTP layer can answer with `httpStatus` and `message` as is. */
-export class JobQueueError extends Error {
-  readonly httpStatus: number = 400;
-  constructor(message: string) {
-    super(message);
-    this.name = new.target.name;
+/** Base class: an error the HTTP layer can answer with its `kind` and `message` as is. */
+export class JobQueueError extends DomainError {
+  constructor(message: string, kind: ErrorKind = "invalid") {
+    super(kind, message);
   }
 }
 
 export class JobNotFoundError extends JobQueueError {
-  override readonly httpStatus = 404;
   constructor(readonly jobId: string) {
-    super(`job ${jobId} not found`);
+    super(`job ${jobId} not found`, "not_found");
   }
 }
 
 /** enqueue({runId}) named a run that does not exist. */
 export class RunNotFoundError extends JobQueueError {
-  override readonly httpStatus = 404;
   constructor(readonly runId: string) {
-    super(`run ${runId} not found`);
+    super(`run ${runId} not found`, "not_found");
   }
 }
 
 /** The job is not in a state the action applies to (e.g. retry of a succeeded job). */
 export class InvalidJobTransitionError extends JobQueueError {
-  override readonly httpStatus = 409;
   constructor(
     readonly jobId: string,
     readonly from: string,
     readonly action: string,
     detail?: string,
   ) {
-    super(`cannot ${action} job ${jobId}: it is ${from}${detail ? ` (${detail})` : ""}`);
+    super(`cannot ${action} job ${jobId}: it is ${from}${detail ? ` (${detail})` : ""}`, "conflict");
   }
 }
 

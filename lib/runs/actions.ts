@@ -1,7 +1,8 @@
 // Run actions the UI and API offer: cancel, retry (through the run's job), finish an imported run.
 import { z } from "zod";
 import { getDb } from "../db/client";
-import { ConflictError, getRun, NotFoundError } from "../db/runs";
+import { getRun } from "../db/runs";
+import { ConflictError } from "../schemas/errors";
 import { requestCancel, retry } from "../jobs";
 import type { RunOut } from "../schemas/runs";
 
@@ -41,4 +42,3 @@ export async function finishImportedRun(runId: string, body: z.infer<typeof fini
   return getRun(runId);
 }
 
-export { NotFoundError };

@@ -10,8 +10,8 @@ import { runCreditWithParams, flatten, buildAnchorGroups, groupAnchorIds, renumb
 import { trajectoryScores } from "../credit/flat";
 import { summarizeAdvantages } from "../credit/result";
 import { loadStep as loadStepRows, groupTexts, runSteps, stepMeta, type LoadedStep, type StepMeta } from "../db/credit";
-import { NotFoundError } from "../db/runs";
 import { getRawDb, type RawDb } from "../db/sqlite";
+import { NotFoundError } from "../schemas/errors";
 import { isStoredSource, type CreditOverview, type CreditSource, type GroupCredit, type StepDiagnostics } from "../schemas/credit";
 
 /** A small least-recently-used map (steps are immutable once written, so entries never go stale). */

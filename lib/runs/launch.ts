@@ -5,17 +5,13 @@ import { getEstimator, ESTIMATOR_IDS } from "../credit";
 import { createRun, getRun, type NewRun } from "../db/runs";
 import { getJobKind, launchableKinds, type LaunchableKindId } from "../jobs/kinds";
 import type { EnqueueInput } from "../jobs/schemas";
-import { zodIssues, type Issue } from "../api/errors";
+import { InvalidInputError, zodIssues, type Issue } from "../schemas/errors";
 import type { ImportRun, LaunchRun } from "../schemas/runs";
 
 /** A launch config that passed its own schema but not a registry's (unknown id, bad env config or params). */
-export class LaunchConfigError extends Error {
-  constructor(
-    message: string,
-    readonly issues: Issue[],
-  ) {
-    super(message);
-    this.name = "LaunchConfigError";
+export class LaunchConfigError extends InvalidInputError {
+  constructor(message: string, issues: Issue[]) {
+    super(message, issues);
   }
 }
 

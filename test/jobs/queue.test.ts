@@ -24,6 +24,7 @@ import {
   isRetryable,
   RetryableJobError,
 } from "../../lib/jobs";
+import { statusOf } from "../../lib/api/errors";
 import { makeRun, useTempDatabase } from "../helpers/workers";
 
 let env: ReturnType<typeof useTempDatabase>;
@@ -230,7 +231,7 @@ describe("cancel and retry", () => {
     await finish(js.id, js.leaseToken, { status: "succeeded" });
     const err = await requestCancel(s.id).catch((e) => e);
     expect(err).toBeInstanceOf(InvalidJobTransitionError);
-    expect(err.httpStatus).toBe(409);
+    expect(statusOf(err)).toBe(409);
     expect(err.message).toMatch(/cannot cancel job .* it is succeeded/);
   });
 
@@ -340,7 +341,7 @@ describe("config and errors", () => {
     expect(isRetryable(new RetryableJobError("x"))).toBe(true);
     expect(isRetryable(Object.assign(new Error("x"), { retryable: true }))).toBe(true);
     expect(isRetryable(new Error("x"))).toBe(false);
-    expect(new JobNotFoundError("j").httpStatus).toBe(404);
+    expect(statusOf(new JobNotFoundError("j"))).toBe(404);
   });
 });
 

@@ -1,6 +1,7 @@
 import { notFound } from "next/navigation";
 import type { ReactNode } from "react";
-import { assertRunExists, NotFoundError } from "@/lib/db/runs";
+import { assertRunExists } from "@/lib/db/runs";
+import { NotFoundError } from "@/lib/schemas/errors";
 
 export const dynamic = "force-dynamic";
 

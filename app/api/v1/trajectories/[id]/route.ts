@@ -1,6 +1,6 @@
 import { route } from "@/lib/api/route";
 import { routes } from "@/lib/api/routes";
-import { NotFoundError } from "@/lib/db/runs";
+import { NotFoundError } from "@/lib/schemas/errors";
 import { getTrajectory } from "@/lib/db/rollouts";
 
 export const GET = route(routes.trajectoryGet, ({ params }) => {

@@ -2,7 +2,7 @@
 // params, diagnostics). Checked iteratively, so a value nested 10^6 deep is an error naming the
 // field, never a stack overflow; and bounded before anything is stored, so one stored run cannot
 // later break a query (SQLite's JSON functions refuse depth > 1000).
-import { ApiError } from "./errors";
+import { InvalidInputError } from "./errors";
 
 export interface JsonLimits {
   /** deepest nesting of arrays/objects (the top-level value is depth 1) */
@@ -59,23 +59,23 @@ export function findJsonViolation(value: unknown, limits: JsonLimits = DEFAULT_J
   return null;
 }
 
-/** Throws a 400 naming the field (rooted at `root`, e.g. "body") when the value breaks a limit. */
+/** Throws InvalidInputError (400) naming the field (rooted at `root`, e.g. "body") when the value breaks a limit. */
 export function assertJsonLimits(value: unknown, root: string, limits: JsonLimits = DEFAULT_JSON_LIMITS): void {
   const v = findJsonViolation(value, limits);
   if (v) {
     const path = fieldPath(root, v.path);
-    throw new ApiError(400, `invalid ${root}: ${path}: ${v.message}`, [{ path, message: v.message }]);
+    throw new InvalidInputError(`invalid ${root}: ${path}: ${v.message}`, [{ path, message: v.message }]);
   }
 }
 
 /** Parses request text as JSON within the limits; 400 naming the problem otherwise. */
 export function parseJsonText(text: string, root = "body", limits: JsonLimits = DEFAULT_JSON_LIMITS): unknown {
-  if (!text.trim()) throw new ApiError(400, `request ${root} is empty; expected JSON`, [{ path: root, message: "required" }]);
+  if (!text.trim()) throw new InvalidInputError(`request ${root} is empty; expected JSON`, [{ path: root, message: "required" }]);
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (e) {
-    throw new ApiError(400, `request ${root} is not valid JSON: ${(e as Error).message}`, [{ path: root, message: "invalid JSON" }]);
+    throw new InvalidInputError(`request ${root} is not valid JSON: ${(e as Error).message}`, [{ path: root, message: "invalid JSON" }]);
   }
   assertJsonLimits(value, root, limits);
   return value;

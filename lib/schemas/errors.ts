@@ -1,0 +1,71 @@
+// The one error hierarchy: what went wrong with a request, said without HTTP. Stores, services
+// and the queue throw these; lib/api/errors.ts maps `kind` to a status in one table. It lives at
+// the bottom (lib/schemas) so every layer may throw it without importing lib/api.
+// lib/credit, which imports nothing of ours, has its own CreditRequestError (mapped as "invalid").
+import type { ZodError, z } from "zod";
+
+/** A field the error is about: `path` rooted where the input came from (body, query, params, headers). */
+export interface Issue {
+  path: string;
+  message: string;
+}
+
+/** What kind of failure; lib/api answers each with one status (400, 401, 403, 404, 409, 413, 415, 429). */
+export type ErrorKind = "invalid" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "too_large" | "unsupported_media_type" | "overloaded";
+
+export class DomainError extends Error {
+  constructor(
+    readonly kind: ErrorKind,
+    message: string,
+    readonly issues: Issue[] = [],
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/** Bad input (a field out of range, an unknown id, malformed JSON). */
+export class InvalidInputError extends DomainError {
+  constructor(message: string, issues: Issue[] = []) {
+    super("invalid", message, issues);
+  }
+}
+
+export class NotFoundError extends DomainError {
+  constructor(what: string, id: string) {
+    super("not_found", `${what} ${id} not found`);
+  }
+}
+
+/** The request is valid but the resource's state refuses it (a step written twice, a running run deleted). */
+export class ConflictError extends DomainError {
+  constructor(message: string, issues: Issue[] = []) {
+    super("conflict", message, issues);
+  }
+}
+
+export class ForbiddenError extends DomainError {
+  constructor(message: string, issues: Issue[] = []) {
+    super("forbidden", message, issues);
+  }
+}
+
+/** The error's kind when it is one of ours (checked by shape, not class identity: it also crosses the ingest thread). */
+export function errorKind(err: unknown): ErrorKind | undefined {
+  const k = err instanceof Error ? (err as { kind?: unknown }).kind : undefined;
+  return typeof k === "string" && KINDS.has(k as ErrorKind) ? (k as ErrorKind) : undefined;
+}
+const KINDS = new Set<ErrorKind>(["invalid", "unauthorized", "forbidden", "not_found", "conflict", "too_large", "unsupported_media_type", "overloaded"]);
+
+/** zod issues as `{path, message}` with the path rooted at where the input came from (body, query, params). */
+export function zodIssues(err: ZodError, root: string): Issue[] {
+  return err.issues.map((i) => ({ path: [root, ...i.path.map(String)].join("."), message: i.message }));
+}
+
+/** Parses `input` with `schema` or throws InvalidInputError naming every bad field under `root`. */
+export function parseInput<S extends z.ZodType>(schema: S, input: unknown, root: string): z.infer<S> {
+  const r = schema.safeParse(input);
+  if (r.success) return r.data;
+  const issues = zodIssues(r.error, root);
+  throw new InvalidInputError(`invalid ${root}: ${issues.map((i) => `${i.path}: ${i.message}`).join("; ")}`, issues);
+}
