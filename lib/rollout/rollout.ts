@@ -1,5 +1,6 @@
 // The multi-turn rollout loop: G episodes of each task played side by side, one batched generate
 // call per turn across every episode still running (the engine's batch is the whole step).
+import type { Turn } from "../credit";
 import type { Env, EnvView, StepInfo } from "../envs/types";
 import type { GroupInput } from "../schemas/rollouts";
 import { advanceContext, buildPrompt, newContext, readResponse, type ContextConfig, type EpisodeContext } from "./context";
@@ -45,9 +46,12 @@ export interface RolloutTurn {
   tokenTexts?: string[];
   /** the admissible actions sampling was restricted to (the update must score under the same set) */
   allowed: string[] | null;
-  /** IGPO: change in the gold answer's probability caused by this turn (filled in after the rollout) */
-  infoGain?: number;
+  /** credit inputs filled in after the rollout by the trainer's providers (e.g. IGPO's infoGain) */
+  inputs?: TurnInputs;
 }
+
+/** lib/credit turn fields a provider computes after the rollout (the rest the rollout records itself). */
+export type TurnInputs = Partial<Pick<Turn, "value" | "q1" | "q2" | "v2" | "infoGain" | "judgeScore" | "segment" | "toolResult" | "highValue">>;
 
 export interface RolloutTrajectory {
   turns: RolloutTurn[];
@@ -188,7 +192,7 @@ export function toStoredGroup(
           info: {
             ...u.info,
             ...(u.view ? { view: u.view } : {}),
-            ...(u.infoGain !== undefined ? { infoGain: u.infoGain } : {}),
+            ...u.inputs,
             ...(c ? { credit: Object.fromEntries(Object.entries(c.components).map(([name, arr]) => [name, arr[k] ?? null])) } : {}),
           },
         })),

@@ -17,6 +17,7 @@ import { evalTasks, heldOutSet, overlapCount, trainTask, type HeldOutSet } from 
 import type { Env } from "../../lib/envs/types";
 import { getEstimator, runCredit, type CreditResponse } from "../../lib/credit";
 import { buildPrompt, newContext, advanceContext } from "../../lib/rollout/context";
+import { providersFor } from "./turn-inputs";
 import { rollout, toStoredGroup, type Generate, type GenResult, type RolloutGroup } from "../../lib/rollout/rollout";
 import { writeRolloutStep } from "../../lib/db/rollouts";
 import { writeMetrics, type MetricPoint } from "../../lib/db/metrics";
@@ -201,7 +202,7 @@ async function trainAttempt(ctx: JobContext, runId: string, cfg: TrainConfig) {
       const rollSecs = (performance.now() - tRoll) / 1000;
 
       // ---- credit assignment (lib/credit: the same code the heatmaps and the CLI use)
-      if (cfg.estimator === "igpo") await addInformationGain(engine, cfg, groups, probe);
+      for (const p of providersFor(getEstimator(cfg.estimator).needs)) await p.fill({ engine, cfg, probe }, groups);
       const credit = runCredit({
         estimator: cfg.estimator,
         params: cfg.estimatorParams,
@@ -216,7 +217,7 @@ async function trainAttempt(ctx: JobContext, runId: string, cfg: TrainConfig) {
               invalid: !u.valid,
               tokens: Math.max(1, u.responseIds.length),
               ...(u.agent !== null ? { agent: u.agent } : {}),
-              ...(u.infoGain !== undefined ? { infoGain: u.infoGain } : {}),
+              ...u.inputs,
             })),
           })),
         })),
@@ -327,39 +328,6 @@ async function evaluate(cfg: TrainConfig, makeEnv: () => Env, generate: Generate
   const tasks = evalSet.map((t, i) => ({ uid: `eval-${i}`, taskSeed: t.seed }));
   const groups = await rollout({ makeEnv, tasks, groupSize: 1, context: cfg.context, instructions: cfg.instructions, restrictToAdmissible: cfg.restrictToAdmissible, recordView: false, generate });
   return groups.filter((g) => g.trajectories[0].success).length / tasks.length;
-}
-
-/**
- * IGPO's turn reward: how much the turn raised the policy's probability of the gold answer,
- * p_t = exp(mean token log-prob of the answer given the context after turn t), gain_t = p_t - p_{t-1}.
- */
-async function addInformationGain(engine: EngineClient, cfg: TrainConfig, groups: RolloutGroup[], probe: Env): Promise<void> {
-  const env = createEnv(cfg.envId, cfg.envConfig);
-  const prompts: string[] = [];
-  const answers: string[] = [];
-  const where: [RolloutGroup["trajectories"][number], number][] = [];
-  for (const g of groups) {
-    env.reset(g.taskSeed);
-    const gold = env.goldAnswer();
-    if (gold === null) continue;
-    for (const t of g.trajectories) {
-      const ctx = newContext();
-      t.turns.forEach((u, k) => {
-        prompts.push(buildPrompt(cfg.context, ctx, u.observation, { instructions: cfg.instructions ? probe.instructions() : null }));
-        answers.push(gold);
-        where.push([t, k]);
-        advanceContext(cfg.context, ctx, u.observation, u.response);
-      });
-    }
-  }
-  if (!prompts.length) return;
-  const res = await engine.logprobs({ prompts, responses: answers });
-  const p = res.results.map((r) => Math.exp(r.mean ?? -Infinity));
-  // p of the prompt before turn k+1 minus p before turn k; the last turn (the answer) keeps gain 0.
-  where.forEach(([t, k], i) => {
-    const next = k + 1 < t.turns.length ? p[i + 1] : p[i];
-    t.turns[k].infoGain = next - p[i];
-  });
 }
 
 function mean(xs: number[]): number {
