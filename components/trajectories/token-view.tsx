@@ -1,39 +1,51 @@
 "use client";
-// A turn's response tinted by its advantage on the shared diverging scale. Token-level data from
-// the turn's info (tokens + tokenAdvantages) is used when present; otherwise the action text is
-// split into display tokens (words, punctuation) that all carry the turn's advantage; the
-// trajectory browser says so once, above the turns (DISPLAY_TOKENS_NOTE).
+// A turn's response, tinted on the shared diverging scale. A turn that stored its policy tokens is
+// drawn token by token (the real token ids and texts), tinted by advantage, log-prob or entropy,
+// every value on hover. A turn without them is split into display words that all carry the turn's
+// advantage; the trajectory browser says which of the two the run has (tokenNote).
 import { divergingColor, textOn, type Theme } from "@/lib/charts/diverging";
-import { displayTokens, infoTokens } from "@/lib/charts/tokenize";
+import { displayTokens, tokenCells, type TokenTint } from "@/lib/charts/tokenize";
 import { fmtSigned } from "@/lib/charts/format";
+import type { TokenData } from "@/lib/schemas/rollouts";
 
-export function TokenView({ text, info, advantage, max, theme, label }: { text: string; info: unknown; advantage: number | null; max: number; theme: Theme; label: string }) {
-  const own = infoTokens(info);
-  const toks = own
-    ? own.tokens.map((t, i) => ({ text: t, space: false, adv: own.advantages ? own.advantages[i] : advantage }))
-    : displayTokens(text).map((t) => ({ ...t, adv: advantage }));
+const chip = "rounded-sm px-px";
+
+export function TokenView({ text, tokens, advantage, tint, max, theme, label }: {
+  text: string;
+  tokens: TokenData | null;
+  advantage: number | null;
+  tint: TokenTint;
+  /** half-width of the scale for this tint */
+  max: number;
+  theme: Theme;
+  /** what the turn's advantage is ("advantage", "under gigpo") */
+  label: string;
+}) {
+  const paint = (v: number | null) => ({ background: divergingColor(v, max, theme) ?? undefined, color: v === null ? undefined : textOn(v, max, theme) });
   return (
-    <div>
-      <p className="whitespace-pre-wrap break-words rounded bg-zinc-50 p-2 font-mono text-xs leading-6 dark:bg-zinc-950" data-testid="token-view">
-        {toks.map((t, i) =>
-          t.space ? (
-            <span key={i}>{t.text}</span>
-          ) : (
-            <span key={i} className="rounded-sm px-px" title={`${label}: ${fmtSigned(t.adv)}`}
-              style={{ background: divergingColor(t.adv, max, theme) ?? undefined, color: t.adv === null ? undefined : textOn(t.adv, max, theme) }}>
-              {t.text}
+    <p className="whitespace-pre-wrap break-words rounded bg-zinc-50 p-2 font-mono text-xs leading-6 dark:bg-zinc-950" data-testid="token-view" data-kind={tokens ? "policy-tokens" : "display-words"}>
+      {tokens
+        ? tokenCells(tokens, tint, advantage, label).map((c, i) => (
+            <span key={i} className={`${chip} border-r border-zinc-300/60 dark:border-zinc-700/60`} title={c.title} data-token-id={c.id} style={paint(c.value)}>
+              {c.text}
             </span>
-          ),
-        )}
-      </p>
-      {own ? (
-        <p className="mt-0.5 text-[11px] text-zinc-500">
-          {own.advantages ? "Tokens and per-token advantages stored with the turn." : "Tokens stored with the turn; each carries the turn's advantage."}
-        </p>
-      ) : null}
-    </div>
+          ))
+        : displayTokens(text).map((t, i) =>
+            t.space ? (
+              <span key={i}>{t.text}</span>
+            ) : (
+              <span key={i} className={chip} title={`${label}: ${fmtSigned(advantage)}`} style={paint(advantage)}>
+                {t.text}
+              </span>
+            ),
+          )}
+    </p>
   );
 }
 
-export const DISPLAY_TOKENS_NOTE =
-  "Display tokens: actions are split at spaces and punctuation (the policy's token ids are not stored), and every token carries its turn's advantage, unless the turn stored its own tokens.";
+/** What the token view shows for this trajectory, said once above its turns. */
+export function tokenNote(stored: boolean): string {
+  return stored
+    ? "Policy tokens as stored with the run (token ids, their texts, sampling log-probs; entropies and per-token advantages where the trainer sent them). Hover a token for its values."
+    : "This run stored no token data: actions are split into display words at spaces and punctuation (not the policy's tokens), and every word carries its turn's advantage.";
+}

@@ -13,7 +13,8 @@ import { useTheme } from "@/components/ui/use-theme";
 import { cardCls, inputCls, labelCls } from "@/components/ui/controls";
 import { RunCrumbs } from "@/components/runs/run-crumbs";
 import { TurnList } from "./turn-list";
-import { DISPLAY_TOKENS_NOTE } from "./token-view";
+import { tokenNote } from "./token-view";
+import { TOKEN_TINTS, tokenTintMax, type TokenTint } from "@/lib/charts/tokenize";
 import { useStepGroups } from "@/components/runs/use-step-groups";
 import { defaultGroup } from "@/lib/charts/prepare-heatmap";
 
@@ -60,6 +61,9 @@ export function TrajectoryBrowser({ runId }: { runId: string }) {
   const values = (r ?? g)?.advantages;
   const max = useMemo(() => symmetricMax((values ?? []).flat()), [values]);
   const tokens = get("tokens") !== "0";
+  const hasTokens = !!traj?.turns.some((u) => u.tokens);
+  const tint: TokenTint = hasTokens && (TOKEN_TINTS as readonly string[]).includes(get("tint") ?? "") ? (get("tint") as TokenTint) : "advantage";
+  const tintMax = useMemo(() => (tint === "advantage" || !traj ? 1 : tokenTintMax(traj.turns, tint)), [traj, tint]);
 
   // keyboard: j/k turn, h/l trajectory, n/p group (not while typing)
   useEffect(() => {
@@ -146,18 +150,23 @@ export function TrajectoryBrowser({ runId }: { runId: string }) {
               <Link className="text-indigo-600 hover:underline dark:text-indigo-400" href={`/runs/${runId}/credit/group?step=${g.step}&group=${g.group.id}${est ? `&est=${est}` : ""}${pRaw ? `&p=${encodeURIComponent(pRaw)}` : ""}`}>
                 Credit heatmap of this group →
               </Link>
-              <label className="ml-auto flex items-center gap-1.5 text-xs" title={DISPLAY_TOKENS_NOTE}>
+              <label className="ml-auto flex items-center gap-1.5 text-xs" title={tokenNote(hasTokens)}>
                 <input type="checkbox" checked={tokens} onChange={(e) => set({ tokens: e.target.checked ? undefined : "0" })} className="accent-indigo-600" />
-                tint action tokens by advantage
+                tint action tokens by
               </label>
+              <select className={`${inputCls} py-0.5 text-xs`} aria-label="Tint tokens by" value={tint} disabled={!tokens} onChange={(e) => set({ tint: e.target.value === "advantage" ? undefined : e.target.value })}>
+                <option value="advantage">advantage</option>
+                <option value="logprob" disabled={!hasTokens}>log-prob{hasTokens ? "" : " (no token data)"}</option>
+                <option value="entropy" disabled={!hasTokens}>entropy{hasTokens ? "" : " (no token data)"}</option>
+              </select>
             </div>
           ) : null}
           {stored.error ? <p className="text-sm text-red-600">{stored.error.message}</p> : null}
           {recomputed.error && est ? <p className="text-sm text-red-600">{recomputed.error.message}</p> : null}
-          {g && tokens ? <p className="text-[11px] text-zinc-500">{DISPLAY_TOKENS_NOTE}</p> : null}
+          {g && tokens && traj ? <p className="text-[11px] text-zinc-500" data-testid="token-note">{tokenNote(hasTokens)}</p> : null}
           {g ? <SideBySide g={g} values={values ?? g.advantages} rows={rows} trajId={trajId} turn={turnParam} max={max} theme={theme} onPick={(id, turn) => set({ traj: id, turn })} /> : null}
           {traj && traj.id === trajId ? (
-            <TurnList turns={traj.turns} highlight={turnParam} max={max} theme={theme} tokens={tokens}
+            <TurnList turns={traj.turns} highlight={turnParam} max={max} tint={tint} tintMax={tintMax} theme={theme} tokens={tokens}
               recomputed={r && selRow >= 0 ? { label: `under ${r.estimator}`, values: r.advantages[selRow] } : null} />
           ) : rows.length === 0 && g ? (
             <p className="text-sm text-zinc-500">No trajectory of this group matches the filters.</p>

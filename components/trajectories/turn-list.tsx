@@ -7,6 +7,7 @@ import { useWindowVirtualizer } from "@tanstack/react-virtual";
 import type { TurnOut } from "@/lib/schemas/rollouts";
 import type { EnvView as View } from "@/lib/envs/types";
 import type { Theme } from "@/lib/charts/diverging";
+import type { TokenTint } from "@/lib/charts/tokenize";
 import { fmtSigned } from "@/lib/charts/format";
 import { EnvView } from "./env-view";
 import { LongText } from "./long-text";
@@ -25,8 +26,11 @@ export interface TurnListProps {
   highlight?: number | null;
   /** advantages under a recomputed estimator, per turn */
   recomputed?: { label: string; values: (number | null)[] } | null;
-  /** colour domain of the token tint */
+  /** colour domain of the advantage tint */
   max: number;
+  /** what stored policy tokens are tinted by, and that tint's colour domain */
+  tint: TokenTint;
+  tintMax: number;
   theme: Theme;
   tokens: boolean;
 }
@@ -74,7 +78,7 @@ function VirtualTurns(props: TurnListProps) {
   );
 }
 
-function TurnCard({ turn: t, highlight, recomputed, max, theme, tokens, ref, style, ...rest }: TurnListProps & {
+function TurnCard({ turn: t, highlight, recomputed, max, tint, tintMax, theme, tokens, ref, style, ...rest }: TurnListProps & {
   turn: TurnOut;
   ref?: React.Ref<HTMLLIElement>;
   style?: React.CSSProperties;
@@ -106,8 +110,11 @@ function TurnCard({ turn: t, highlight, recomputed, max, theme, tokens, ref, sty
           </div>
           <div>
             <div className="text-[11px] uppercase tracking-wide text-zinc-500">Action</div>
-            {tokens && adv !== null ? (
-              <TokenView text={t.action} info={t.info} advantage={adv} max={max} theme={theme} label={recomputed ? recomputed.label : "advantage"} />
+            {tokens && (t.tokens || adv !== null) ? (
+              <TokenView text={t.action} advantage={adv} theme={theme} label={recomputed ? recomputed.label : "advantage"}
+                // a recomputed estimator gives turn advantages: stored per-token ones belong to the training estimator
+                tokens={t.tokens && recomputed ? { ...t.tokens, advantages: null } : t.tokens}
+                tint={t.tokens ? tint : "advantage"} max={t.tokens && tint !== "advantage" ? tintMax : max} />
             ) : (
               <LongText text={t.action} className="bg-indigo-50 text-indigo-900 dark:bg-indigo-950 dark:text-indigo-200" label={`Action of turn ${t.index + 1}`} />
             )}

@@ -6,7 +6,7 @@ import { divergingColor, legendTicks, scalePosition, symmetricMax, textOn } from
 import { envStepKey, interpolate, prepareSeries } from "@/lib/charts/prepare-series";
 import { aggregate, commonGrid, configDiff, flattenConfig, groupRuns, runField } from "@/lib/charts/prepare-compare";
 import { anchorGroups, anchorSummary, diffMatrix, markerStyle, moveCell, stats } from "@/lib/charts/prepare-heatmap";
-import { displayTokens, infoTokens } from "@/lib/charts/tokenize";
+import { displayTokens, tokenCells, tokenTintMax } from "@/lib/charts/tokenize";
 import { fmt, fmtDuration, fmtSigned } from "@/lib/charts/format";
 
 describe("debiased EMA", () => {
@@ -181,11 +181,18 @@ describe("display tokens and formatting", () => {
     expect(toks.filter((t) => !t.space).map((t) => t.text).slice(0, 6)).toEqual(["I", "move", "right", ".", "<", "action"]);
     expect(displayTokens("héllo wörld").filter((t) => !t.space).map((t) => t.text)).toEqual(["héllo", "wörld"]);
   });
-  it("reads token-level data from info only when consistent", () => {
-    expect(infoTokens({ tokens: ["a", "b"], tokenAdvantages: [0.1, 0.2] })).toEqual({ tokens: ["a", "b"], advantages: [0.1, 0.2] });
-    expect(infoTokens({ tokens: ["a", "b"], tokenAdvantages: [0.1] })).toEqual({ tokens: ["a", "b"], advantages: null });
-    expect(infoTokens({ view: {} })).toBeNull();
-    expect(infoTokens(null)).toBeNull();
+  it("tints stored policy tokens by advantage, log-prob or entropy, with every value on hover", () => {
+    const t = { ids: [7, 3, 9], texts: ["go", "", " left"], logprobs: [-0.5, -2, -0.01], advantages: null, entropies: [1.5, 0.2, 0] };
+    const adv = tokenCells(t, "advantage", 0.25);
+    expect(adv.map((c) => [c.text, c.id, c.value])).toEqual([["go", 7, 0.25], ["⟨3⟩", 3, 0.25], [" left", 9, 0.25]]);
+    expect(adv[0].title).toBe('token 7 "go" · log-prob -0.500 (p 0.607) · entropy 1.500 · advantage +0.250');
+    expect(tokenCells(t, "logprob", 0.25).map((c) => c.value)).toEqual([-0.5, -2, -0.01]);
+    expect(tokenCells(t, "entropy", null).map((c) => c.value)).toEqual([1.5, 0.2, 0]);
+    // per-token advantages win over the turn's; no texts stored: the id stands in
+    const own = tokenCells({ ids: [1, 2], texts: null, logprobs: null, advantages: [1, -1], entropies: null }, "advantage", 0.5);
+    expect(own.map((c) => [c.text, c.value, c.title])).toEqual([["#1", 1, "token 1 · advantage +1.000"], ["#2", -1, "token 2 · advantage -1.000"]]);
+    expect(tokenTintMax([{ tokens: t, advantage: null }, { tokens: null, advantage: 1 }], "logprob")).toBe(2);
+    expect(tokenTintMax([{ tokens: null, advantage: 1 }], "entropy")).toBe(1);
   });
   it("formats numbers, signs, durations and ticks", async () => {
     expect(fmt(null)).toBe("—");
