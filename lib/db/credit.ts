@@ -5,12 +5,10 @@
 // The database stores the estimators' inputs (rewards, anchors, validity), not every estimator's
 // output (design.md); the service recomputes other estimators from what this loads.
 import type { Group, Turn } from "../credit";
-import type { TurnText } from "../schemas/credit";
+import { creditTurn, INFO_CREDIT_FIELDS, type TurnText } from "../schemas/credit";
 import { NotFoundError } from "../schemas/errors";
 import { getRawDb, type RawDb } from "./sqlite";
 
-/** Credit turn fields a trainer may put in a turn's `info` (lib/credit Turn), read for recomputation. */
-export const INFO_CREDIT_FIELDS = ["value", "q1", "q2", "v2", "infoGain", "judgeScore", "segment", "toolResult", "highValue"] as const;
 /** Every optional credit turn field, for the "which estimators can run on this data" check. */
 const OPTIONAL_FIELDS = ["anchor", "agent", "tokens", ...INFO_CREDIT_FIELDS] as const;
 
@@ -33,6 +31,8 @@ export interface LoadedTrajectory {
   /** stored advantages (null where the trainer stored none) */
   advantages: (number | null)[];
   anchors: (string | null)[];
+  /** mean token entropy of the policy per turn (null where none was stored) */
+  entropies: (number | null)[];
 }
 
 export interface LoadedGroup {
@@ -78,36 +78,26 @@ export function loadStep(meta: StepMeta, db: RawDb = getRawDb()): LoadedStep {
   const mayCarry = INFO_CREDIT_FIELDS.map((f) => `instr(u."info", '"${f}"') > 0`).join(" OR ");
   const turns = db
     .prepare(
-      `SELECT u."trajectoryId", u."index", u."reward", u."valid", u."anchor", u."agent", u."tokenCount", u."advantage",
+      `SELECT u."trajectoryId", u."index", u."reward", u."valid", u."anchor", u."agent", u."tokenCount", u."advantage", u."entropy",
               CASE WHEN u."info" IS NOT NULL AND (${mayCarry}) THEN u."info" END AS "info"
        FROM "RolloutGroup" g JOIN "Trajectory" t ON t."groupId" = g."id" JOIN "Turn" u ON u."trajectoryId" = t."id"
        WHERE g."stepId" = ? ORDER BY u."trajectoryId", u."index"`,
     )
     .raw()
-    .all(meta.id) as [string, number, number, number, string | null, number | null, number | null, number | null, string | null][];
+    .all(meta.id) as [string, number, number, number, string | null, number | null, number | null, number | null, number | null, string | null][];
 
-  const byTraj = new Map<string, { turns: Turn[]; adv: (number | null)[]; anchors: (string | null)[] }>();
+  const byTraj = new Map<string, { turns: Turn[]; adv: (number | null)[]; anchors: (string | null)[]; ent: (number | null)[] }>();
   const present = new Map<string, number>();
-  for (const [tid, , reward, valid, anchor, agent, tokenCount, advantage, info] of turns) {
+  for (const [tid, , reward, valid, anchor, agent, tokenCount, advantage, entropy, info] of turns) {
     let e = byTraj.get(tid);
-    if (!e) byTraj.set(tid, (e = { turns: [], adv: [], anchors: [] }));
-    const turn: Turn = { reward };
+    if (!e) byTraj.set(tid, (e = { turns: [], adv: [], anchors: [], ent: [] }));
+    const turn = creditTurn({ reward, valid: valid !== 0, anchor, agent, tokenCount, info: info === null ? null : (JSON.parse(info) as Record<string, unknown>) });
     const rec = turn as unknown as Record<string, unknown>;
-    if (anchor !== null) turn.anchor = anchor;
-    if (valid === 0) turn.invalid = true;
-    if (agent !== null) turn.agent = agent;
-    if (tokenCount !== null) turn.tokens = tokenCount;
-    if (info !== null) {
-      const x = JSON.parse(info) as Record<string, unknown>;
-      for (const f of INFO_CREDIT_FIELDS) {
-        const v = x[f];
-        if (f === "toolResult" ? typeof v === "boolean" : typeof v === "number" || (f === "judgeScore" && v === null)) rec[f] = v;
-      }
-    }
     for (const f of OPTIONAL_FIELDS) if (rec[f] !== undefined) present.set(f, (present.get(f) ?? 0) + 1);
     e.turns.push(turn);
     e.adv.push(advantage);
     e.anchors.push(anchor);
+    e.ent.push(entropy);
   }
   const trajsOf = new Map<string, LoadedTrajectory[]>();
   const creditTrajs = new Map<string, Group["trajectories"]>();
@@ -123,6 +113,7 @@ export function loadStep(meta: StepMeta, db: RawDb = getRawDb()): LoadedStep {
       truncated: t.truncated === 1,
       advantages: e.adv,
       anchors: e.anchors,
+      entropies: e.ent,
     };
     (trajsOf.get(t.groupId) ?? trajsOf.set(t.groupId, []).get(t.groupId)!).push(lt);
     const ct = { id: t.id, turns: e.turns, ...(t.truncated === 1 ? { truncated: true } : {}) };

@@ -2,9 +2,10 @@
 // step and turn caps), the one "estimator with its params" type, and the response types the
 // components draw. The SQL is in lib/db/credit.ts, the recompute and caching in lib/runs/credit-views.ts.
 import { z } from "zod";
-import type { CreditDiagnostics } from "../credit";
+import type { CreditDiagnostics, Turn } from "../credit";
 import { ESTIMATOR_IDS } from "../credit/registry";
 import { queryInt } from "./common";
+import type { TurnInput } from "./rollouts";
 
 const paramsJson = z
   .string()
@@ -68,6 +69,37 @@ export function creditSourceFromUrl(estimator: string | null | undefined, params
 
 /** The HTTP query of a source (the inverse of `creditSourceQuerySchema`). */
 export const creditSourceQuery = (s: CreditSource) => ({ estimator: s.estimator, params: s.params ? JSON.stringify(s.params) : undefined });
+
+// ---------------------------------------------------------------- the turn lib/credit reads
+
+/** lib/credit turn fields that travel in a stored turn's `info` (a trainer's provider or an importer puts them there). */
+export const INFO_CREDIT_FIELDS = ["value", "q1", "q2", "v2", "infoGain", "judgeScore", "segment", "toolResult", "highValue"] as const;
+
+/** What lib/credit reads of a stored turn: the ingest turn shape (lib/schemas/rollouts). */
+export type StoredCreditTurn = Pick<TurnInput, "reward" | "valid" | "anchor" | "agent" | "tokenCount" | "info">;
+
+/**
+ * The one mapping from the stored turn (`valid`, `tokenCount`, inputs in `info`) to lib/credit's
+ * Turn (`invalid`, `tokens`, inputs as fields). The trainer assigns credit to the turns it is about
+ * to store, and the credit views recompute from the stored ones, through this same function, so a
+ * recomputation sees what training saw. A turn counts at least one token (an exploration action
+ * has none sampled; lib/credit's default is 1).
+ */
+export function creditTurn(u: StoredCreditTurn): Turn {
+  const turn: Turn = { reward: u.reward };
+  if (u.anchor !== null && u.anchor !== undefined) turn.anchor = u.anchor;
+  if (u.valid === false) turn.invalid = true;
+  if (u.agent !== null && u.agent !== undefined) turn.agent = u.agent;
+  if (u.tokenCount !== null && u.tokenCount !== undefined) turn.tokens = Math.max(1, u.tokenCount);
+  if (u.info) {
+    const rec = turn as unknown as Record<string, unknown>;
+    for (const f of INFO_CREDIT_FIELDS) {
+      const v = u.info[f];
+      if (f === "toolResult" ? typeof v === "boolean" : typeof v === "number" || (f === "judgeScore" && v === null)) rec[f] = v;
+    }
+  }
+  return turn;
+}
 
 // ---------------------------------------------------------------- responses
 
@@ -150,5 +182,7 @@ export interface CreditOverview {
   mean: (number | null)[][];
   meanAbs: (number | null)[][];
   count: number[][];
+  /** step x turn index: mean token entropy of the policy (stored with the turns); null when no turn has one */
+  entropy: (number | null)[][] | null;
   diagnostics: StepDiagnostics[];
 }

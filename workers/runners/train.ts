@@ -16,6 +16,7 @@ import { createRng, mixSeed } from "../../lib/envs/rng";
 import { evalTasks, heldOutSet, overlapCount, trainTask, type HeldOutSet } from "../../lib/envs/heldout";
 import type { Env } from "../../lib/envs/types";
 import { getEstimator, runCredit, type CreditResponse } from "../../lib/credit";
+import { creditTurn } from "../../lib/schemas/credit";
 import { buildPrompt, newContext, advanceContext } from "../../lib/rollout/context";
 import { providersFor } from "./turn-inputs";
 import { rollout, toStoredGroup, type Generate, type GenResult, type RolloutGroup } from "../../lib/rollout/rollout";
@@ -203,23 +204,13 @@ async function trainAttempt(ctx: JobContext, runId: string, cfg: TrainConfig) {
 
       // ---- credit assignment (lib/credit: the same code the heatmaps and the CLI use)
       for (const p of providersFor(getEstimator(cfg.estimator).needs)) await p.fill({ engine, cfg, probe }, groups);
+      // credit of the turns as they will be stored (the credit views recompute from those the same way)
       const credit = runCredit({
         estimator: cfg.estimator,
         params: cfg.estimatorParams,
         groups: groups.map((g) => ({
           uid: g.uid,
-          trajectories: g.trajectories.map((t, j) => ({
-            id: `${g.uid}-t${j}`,
-            truncated: t.truncated,
-            turns: t.turns.map((u) => ({
-              reward: u.reward,
-              anchor: u.anchor,
-              invalid: !u.valid,
-              tokens: Math.max(1, u.responseIds.length),
-              ...(u.agent !== null ? { agent: u.agent } : {}),
-              ...u.inputs,
-            })),
-          })),
+          trajectories: toStoredGroup(g, cfg.envId).trajectories.map((t, j) => ({ id: `${g.uid}-t${j}`, truncated: t.truncated, turns: t.turns.map(creditTurn) })),
         })),
       });
 
