@@ -31,6 +31,8 @@ export interface RouteContract<Q extends z.ZodType = z.ZodType, B extends z.ZodT
   maxBodyBytes?: number;
   /** writes by external trainers to one run: write key, ownership, the ingest concurrency limit (429) */
   ingest?: boolean;
+  /** the request body's type: JSON (default), or raw bytes for uploads (the handler streams them) */
+  bodyType?: "application/json" | "application/octet-stream";
   /** non-JSON success content types (exports) */
   produces?: Record<string, z.ZodType>;
 }

@@ -24,17 +24,16 @@ function security(): SecurityConfig {
 }
 
 /**
- * Reads the body into one buffer of its own (so it can move to the ingest thread without a copy),
- * refusing more than `limit` bytes: by Content-Length before reading anything, and while streaming
- * when the length is not declared (nothing past the limit is buffered).
+ * Hands the body to `onChunk` as it arrives, refusing more than `limit` bytes: by Content-Length
+ * before reading anything, and while streaming when the length is not declared (nothing past the
+ * limit is read). `setting` names the variable that sets the limit, for the 413's message.
  */
-export async function readBodyBytes(req: Request, limit: number): Promise<Uint8Array> {
-  const tooLarge = () => new DomainError("too_large", `request body larger than this endpoint's limit of ${limit} bytes (the ingest limit is TURNLENS_MAX_BODY_MB)`, [{ path: "body", message: "too large" }]);
+export async function readBodyChunks(req: Request, limit: number, onChunk: (c: Uint8Array) => void | Promise<void>, setting = "the ingest limit is TURNLENS_MAX_BODY_MB"): Promise<number> {
+  const tooLarge = () => new DomainError("too_large", `request body larger than this endpoint's limit of ${limit} bytes (${setting})`, [{ path: "body", message: "too large" }]);
   const declared = req.headers.get("content-length");
   if (declared !== null && Number(declared) > limit) throw tooLarge();
-  if (!req.body) return new Uint8Array(0);
+  if (!req.body) return 0;
   const reader = req.body.getReader();
-  const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
     const { done, value } = await reader.read();
@@ -44,8 +43,15 @@ export async function readBodyBytes(req: Request, limit: number): Promise<Uint8A
       await reader.cancel().catch(() => {});
       throw tooLarge();
     }
-    chunks.push(value);
+    await onChunk(value);
   }
+  return size;
+}
+
+/** The body in one buffer of its own (so it can move to the ingest thread without a copy), at most `limit` bytes. */
+export async function readBodyBytes(req: Request, limit: number): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  const size = await readBodyChunks(req, limit, (c) => void chunks.push(c));
   const out = new Uint8Array(size);
   let at = 0;
   for (const c of chunks) {
@@ -78,6 +84,8 @@ export class Ok {
 export interface RouteOptions {
   /** the handler parses the body itself (ingest thread): the wrapper only reads the text */
   rawBody?: boolean;
+  /** the handler streams the body itself (uploads, readBodyChunks): the wrapper reads none of it */
+  streamBody?: boolean;
 }
 
 export function route<Q extends z.ZodType, B extends z.ZodType, R extends z.ZodType>(contract: RouteContract<Q, B, R>, fn: (x: RouteInput<Q, B>) => unknown, opts: RouteOptions = {}) {
@@ -86,7 +94,7 @@ export function route<Q extends z.ZodType, B extends z.ZodType, R extends z.ZodT
   const check = process.env.TURNLENS_CHECK_RESPONSES === "1";
   return async (req: NextRequest, ctx: Ctx): Promise<Response> => {
     try {
-      checkRequest(req, security());
+      checkRequest(req, security(), contract.bodyType);
       let raw: Record<string, string | string[]> = {};
       try {
         raw = ctx?.params ? await ctx.params : {};
@@ -98,7 +106,7 @@ export function route<Q extends z.ZodType, B extends z.ZodType, R extends z.ZodT
       const query = contract.query ? parseInput(contract.query, queryObject(req), "query") : {};
       let bodyBytes: Uint8Array = new Uint8Array(0);
       let body: unknown = undefined;
-      if (contract.method !== "GET") {
+      if (contract.method !== "GET" && !opts.streamBody) {
         bodyBytes = await readBodyBytes(req, contract.maxBodyBytes ?? maxBodyBytes());
         if (!opts.rawBody) {
           const bodyText = Buffer.from(bodyBytes.buffer, bodyBytes.byteOffset, bodyBytes.byteLength).toString("utf8");

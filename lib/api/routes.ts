@@ -5,6 +5,8 @@ import { defineRoute } from "./contract";
 import { creditOverviewQuerySchema, creditSourceQuerySchema } from "../schemas/credit";
 import { finishRunSchema } from "../runs/actions";
 import { emptyBodySchema, queryInt } from "../schemas/common";
+import { importSchema, importUploadQuerySchema } from "../schemas/imports";
+import { maxUploadBytes } from "../runs/imports";
 import { jobListQuerySchema, jobListSchema, jobSchema, logLinesSchema, logQuerySchema } from "../schemas/jobs";
 import { logMetricsSchema, metricKeyInfoSchema, metricKeySchema, seriesQuerySchema, seriesSchema } from "../schemas/metrics";
 import { groupSchema, pageQuerySchema, rolloutStepInputSchema, rolloutStepSchema, trajectoryListQuerySchema, trajectorySchema, turnSchema } from "../schemas/rollouts";
@@ -187,6 +189,26 @@ export const routes = {
     summary: "A task group's per-turn advantages (heatmap): as stored, or recomputed with any estimator over the step's batch",
     tag: "credit",
     query: creditSourceQuerySchema,
+  }),
+  importUpload: defineRoute({
+    id: "uploadImport",
+    method: "POST",
+    path: "/imports",
+    summary: "Upload a verl dump, TensorBoard log, MLflow store or generic JSONL file (raw bytes; archives as .tar/.tar.gz/.zip) and queue its import job",
+    tag: "ingest",
+    query: importUploadQuerySchema,
+    bodyType: "application/octet-stream",
+    response: importSchema,
+    maxBodyBytes: maxUploadBytes(),
+  }),
+  importGet: defineRoute({
+    id: "getImport",
+    method: "GET",
+    path: "/imports/{id}",
+    summary: "An import: its upload, its job (status, progress) and, once done, rows imported and rejected with reasons and the runs made",
+    tag: "ingest",
+    query: none,
+    response: importSchema,
   }),
   jobsList: defineRoute({ id: "listJobs", method: "GET", path: "/jobs", summary: "The job queue: jobs by status, kind or run, paginated", tag: "jobs", query: jobListQuerySchema, response: jobListSchema }),
   jobGet: defineRoute({ id: "getJob", method: "GET", path: "/jobs/{id}", summary: "Job status and progress", tag: "jobs", query: none, response: jobSchema }),

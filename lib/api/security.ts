@@ -102,9 +102,10 @@ export function tokenAllows(headers: Headers, access: Access, cfg: SecurityConfi
 /**
  * Everything the API checks before reading a body: the Host, the token, and for state-changing
  * methods a same-origin, JSON request (an HTML form or a no-CORS fetch from another site can send
- * neither application/json nor our Origin).
+ * neither application/json nor our Origin). Upload routes take application/octet-stream instead:
+ * not a type an HTML form can send either, so a cross-site fetch of it needs a CORS preflight we never grant.
  */
-export function checkRequest(req: Request, cfg: SecurityConfig = securityConfig()): void {
+export function checkRequest(req: Request, cfg: SecurityConfig = securityConfig(), bodyType: "application/json" | "application/octet-stream" = "application/json"): void {
   // Node's HTTP server refuses HTTP/1.1 requests without Host; a Request built in-process (tests) has
   // none, and its URL's host stands in
   const host = req.headers.get("host") ?? new URL(req.url).host;
@@ -127,9 +128,9 @@ export function checkRequest(req: Request, cfg: SecurityConfig = securityConfig(
       throw new DomainError("forbidden", "cross-site request refused", [{ path: "headers.sec-fetch-site", message: "cross-site" }]);
     if (req.method !== "DELETE") {
       const type = (req.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
-      if (type !== "application/json")
-        throw new DomainError("unsupported_media_type", `state-changing requests must be Content-Type: application/json (got ${type ? `"${type}"` : "none"})`, [
-          { path: "headers.content-type", message: "must be application/json" },
+      if (type !== bodyType)
+        throw new DomainError("unsupported_media_type", `${bodyType === "application/json" ? "state-changing requests" : "this upload"} must be Content-Type: ${bodyType} (got ${type ? `"${type}"` : "none"})`, [
+          { path: "headers.content-type", message: `must be ${bodyType}` },
         ]);
     }
   }

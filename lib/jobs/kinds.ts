@@ -5,6 +5,7 @@
 // only; the worker's job process (workers/job-process.ts) imports that module when a job of the
 // kind starts, so no runner code (PyTorch engine client, onnxruntime) is ever bundled into the server.
 import { z } from "zod";
+import { importPayloadSchema } from "../schemas/imports";
 import { baselineConfigSchema, onnxEvalConfigSchema } from "../schemas/runs";
 import { trainConfigSchema } from "../schemas/train";
 
@@ -88,6 +89,19 @@ export const JOB_KINDS = {
     timeoutMs: 2 * HOUR,
     maxAttempts: 3,
     launchable: true,
+  },
+  import: {
+    id: "import",
+    title: "Import uploaded files",
+    description: "An uploaded verl dump, TensorBoard log, MLflow store or generic JSONL file read by the Python client's importer and stored through the ingest path: rows imported, rows rejected with reasons.",
+    payload: importPayloadSchema,
+    runner: { module: "workers/runners/import.ts", export: "importUpload" },
+    // reading is CPU-bound Python, writing is SQLite's one writer: two at a time is plenty
+    concurrency: 2,
+    timeoutMs: 2 * HOUR,
+    // idempotent (content-derived batch ids, the run found again by its import id): safe to re-run
+    maxAttempts: 3,
+    launchable: false,
   },
   selftest: {
     id: "selftest",

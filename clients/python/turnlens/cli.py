@@ -20,10 +20,12 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     i = sub.add_parser("import", help="import a run from another tool's files")
     i.add_argument("kind", choices=sorted(KINDS), help="; ".join(f"{k}: {v.__doc__.strip().splitlines()[0]}" for k, v in sorted(KINDS.items())))
-    i.add_argument("path")
+    i.add_argument("path", help="a file, a folder, or a tar/zip of either (extracted safely: no links, no paths out, size and file-count limits)")
     i.add_argument("--project", default="default")
     i.add_argument("--name", help="run name (default: from the files)")
     i.add_argument("--env-id", default="external", help="environment id stored on rollout groups")
+    i.add_argument("--offline", action="store_true", help="send nothing: write one client spool per run (as TURNLENS_MODE=offline) for `turnlens sync`")
+    i.add_argument("--spool", help="where --offline writes the spools (default $TURNLENS_DIR/spool)")
     args = ap.parse_args(argv)
 
     if args.cmd == "sync":
@@ -55,7 +57,8 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     try:
         reports = run_import(args.kind, args.path, project=args.project, name=args.name, env_id=args.env_id,
-                             url=args.url, token=args.token)
+                             url=args.url, token=args.token, mode="offline" if args.offline else None, spool_root=args.spool,
+                             log=lambda line: print(f"turnlens import: {line}", file=sys.stderr, flush=True))
     except (FileNotFoundError, ValueError, ApiError, Unavailable) as e:
         print(f"turnlens import: {e}", file=sys.stderr)
         return 2

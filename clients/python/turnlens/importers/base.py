@@ -11,6 +11,8 @@ never fatal.
 import hashlib
 import json
 import os
+import shutil
+import tempfile
 import urllib.parse
 from collections import Counter
 from dataclasses import dataclass, field
@@ -71,20 +73,102 @@ class ImportReport:
     imported: int = 0  # rows newly stored
     already: int = 0  # rows the server had from an earlier import
     rejected: List[Tuple[str, str]] = field(default_factory=list)
+    spool: Optional[str] = None  # offline: the spool written instead of sending
+    spooled: int = 0  # offline: rows in that spool
 
     def as_dict(self) -> Dict[str, Any]:
         return {"kind": self.kind, "source": self.source, "runId": self.run_id, "created": self.created,
                 "imported": self.imported, "alreadyPresent": self.already,
-                "rejected": [{"where": w, "reason": r} for w, r in self.rejected]}
+                "rejected": [{"where": w, "reason": r} for w, r in self.rejected],
+                **({"spool": self.spool, "spooled": self.spooled} if self.spool else {})}
 
     def summary(self, show: int = 10) -> str:
-        lines = [f"{self.kind} {self.source} -> run {self.run_id}{' (new)' if self.created else ''}: "
-                 f"{self.imported} rows imported, {self.already} already present, {len(self.rejected)} rejected"]
+        head = (f"spool {self.spool}: {self.spooled} rows spooled" if self.spool else
+                f"run {self.run_id}{' (new)' if self.created else ''}: {self.imported} rows imported, {self.already} already present")
+        lines = [f"{self.kind} {self.source} -> {head}, {len(self.rejected)} rejected"]
         for why, n in Counter(r for _, r in self.rejected).most_common():
             lines.append(f"  rejected x{n}: {why}")
         for where, why in self.rejected[:show]:
             lines.append(f"    {where}: {why}")
         return "\n".join(lines)
+
+
+def run_import(kind: str, path: str, project: str = "default", name: Optional[str] = None, env_id: str = "external",
+               url: Optional[str] = None, token: Optional[str] = None, mode: Optional[str] = None,
+               spool_root: Optional[str] = None, log: Callable[[str], None] = lambda _: None) -> List[ImportReport]:
+    """Imports PATH (files, a folder, or a tar/zip of either). Online: sends to the server. Offline
+    (mode or $TURNLENS_MODE): writes one client spool per run under `spool_root` (default
+    $TURNLENS_DIR/spool) for `turnlens sync` or the dashboard's import job; nothing is sent."""
+    from . import KINDS
+    from .archive import content_root, extract, kind_of
+
+    if kind not in KINDS:
+        raise ValueError(f"kind: unknown importer {kind!r}; known: {', '.join(sorted(KINDS))}")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path}: no such file or directory")
+    mode = (mode or os.environ.get("TURNLENS_MODE") or "online").lower()
+    if mode not in ("online", "offline"):
+        raise ValueError(f"mode: expected 'online' or 'offline', got {mode!r}")
+    tmp = None
+    try:
+        read_path = path
+        if kind_of(path) is not None:
+            tmp = tempfile.mkdtemp(prefix="turnlens-import-")
+            log(f"extracting {os.path.basename(path)}")
+            read_path = str(content_root(extract(path, os.path.join(tmp, "x"))))
+        sources = KINDS[kind](read_path, env_id=env_id)
+        if tmp:  # keys and paths name the archive, not the temporary folder: a re-import finds the same run
+            _rebase(sources, read_path, os.path.abspath(path) + "!")
+        for src in sources:
+            log(f"read {src.key}: {len(src.records)} request(s), {sum(r['rows'] for r in src.records)} row(s), {len(src.rejected)} rejected")
+        one = name if len(sources) == 1 else None
+        if mode == "offline":
+            root = Path(spool_root) if spool_root else spool.home() / "spool"
+            return [_spool_source(root, i, kind, src, project, one, env_id) for i, src in enumerate(sources)]
+        t = Transport(url, token)
+        try:
+            return [_import_source(t, kind, src, project, one, env_id) for src in sources]
+        finally:
+            t.close()
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _rebase(sources: List[Source], prefix: str, to: str) -> None:
+    def fix(v: Any) -> Any:
+        if isinstance(v, str) and (v == prefix or v.startswith(prefix + os.sep)):
+            return to + v[len(prefix) + 1:]
+        return v
+
+    for src in sources:
+        src.key = fix(os.path.abspath(src.key))
+        src.config = {k: fix(v) for k, v in src.config.items()}
+
+
+def create_body(kind: str, src: Source, project: str, name: Optional[str], env_id: str) -> Dict[str, Any]:
+    """The POST /runs/import body of a source; config.turnlensImport.id (kind + source key) is how a
+    re-import finds the run it made."""
+    import_id = hashlib.sha256(f"{kind}\0{src.key}".encode()).hexdigest()[:24]
+    config = dict(src.config)
+    config["turnlensImport"] = {"kind": kind, "source": src.key, "id": import_id}
+    body: Dict[str, Any] = {"project": project, "name": (name or src.name)[:200], "config": config,
+                            "envId": src.env_id or env_id}
+    if src.estimator:
+        body["estimator"] = src.estimator
+    return body
+
+
+def _spool_source(root: Path, i: int, kind: str, src: Source, project: str, name: Optional[str], env_id: str) -> ImportReport:
+    """One run's client spool (spool.py's layout): run.json, records.jsonl ending with the finish
+    record, and rejected.jsonl ({where, reason} per row the reader could not use)."""
+    body = create_body(kind, src, project, name, env_id)
+    d = root / f"{i:04d}-{body['config']['turnlensImport']['id']}"
+    d.mkdir(parents=True, exist_ok=False)
+    spool.write_json_atomic(d / "run.json", {"url": None, "create": body, "runId": None, "writeKey": None})
+    spool.append_lines(d / "records.jsonl", src.records + [{"kind": "finish", "batchId": None, "body": {"status": src.status}}])
+    spool.append_lines(d / "rejected.jsonl", [{"where": w, "reason": r} for w, r in src.rejected])
+    return ImportReport(kind, src.key, rejected=list(src.rejected), spool=str(d), spooled=sum(r["rows"] for r in src.records))
 
 
 def _find_run(t: Transport, project: str, import_id: str) -> Optional[Dict[str, Any]]:
@@ -96,36 +180,12 @@ def _find_run(t: Transport, project: str, import_id: str) -> Optional[Dict[str, 
     return None
 
 
-def run_import(kind: str, path: str, project: str = "default", name: Optional[str] = None, env_id: str = "external",
-               url: Optional[str] = None, token: Optional[str] = None) -> List[ImportReport]:
-    from . import KINDS
-
-    if kind not in KINDS:
-        raise ValueError(f"kind: unknown importer {kind!r}; known: {', '.join(sorted(KINDS))}")
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"{path}: no such file or directory")
-    sources = KINDS[kind](path, env_id=env_id)
-    t = Transport(url, token)
-    reports = []
-    try:
-        for src in sources:
-            reports.append(_import_source(t, kind, src, project, name if len(sources) == 1 else None, env_id))
-    finally:
-        t.close()
-    return reports
-
-
 def _import_source(t: Transport, kind: str, src: Source, project: str, name: Optional[str], env_id: str) -> ImportReport:
-    import_id = hashlib.sha256(f"{kind}\0{src.key}".encode()).hexdigest()[:24]
+    body = create_body(kind, src, project, name, env_id)
+    import_id = body["config"]["turnlensImport"]["id"]
     rep = ImportReport(kind, src.key, rejected=list(src.rejected))
     run = _find_run(t, project, import_id)
     if run is None:
-        config = dict(src.config)
-        config["turnlensImport"] = {"kind": kind, "source": src.key, "id": import_id}
-        body: Dict[str, Any] = {"project": project, "name": (name or src.name)[:200], "config": config,
-                                "envId": src.env_id or env_id}
-        if src.estimator:
-            body["estimator"] = src.estimator
         _, run = t.request("POST", "/api/v1/runs/import", body, deadline=None)
         rep.created = True
         key = run.get("writeKey")

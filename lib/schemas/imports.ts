@@ -1,0 +1,88 @@
+// Dashboard uploads of other trainers' files: the formats (parsed by the Python client's importers,
+// clients/python/turnlens/importers), the upload's query, the `import` job's payload and its report.
+import { z } from "zod";
+import { jobSchema } from "./jobs";
+
+/** Format id -> what the page says to upload. The ids are the Python importers' KINDS. */
+export const IMPORT_FORMATS = {
+  verl: { title: "verl rollout dump", accepts: "a <step>.jsonl file, or a .tar/.tar.gz/.zip of a trainer.rollout_data_dir" },
+  tensorboard: { title: "TensorBoard", accepts: "an events.out.tfevents.* file, or a .tar/.tar.gz/.zip of a log dir" },
+  mlflow: { title: "MLflow tracking store", accepts: "a .tar/.tar.gz/.zip of an mlruns/ folder (or one experiment or run folder)" },
+  jsonl: { title: "Generic JSONL", accepts: "a .jsonl file in the generic format (run / metrics / rollouts / finish lines)" },
+} as const;
+export const importFormatSchema = z.enum(Object.keys(IMPORT_FORMATS) as [keyof typeof IMPORT_FORMATS, ...(keyof typeof IMPORT_FORMATS)[]]);
+export type ImportFormat = z.infer<typeof importFormatSchema>;
+
+const projectSchema = z.string().min(1).max(100);
+const runNameSchema = z.string().min(1).max(200);
+/** A file's own name: no folders, no leading dot (it is stored under that name). */
+export const uploadFilenameSchema = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[A-Za-z0-9_][A-Za-z0-9_.+-]*$/, "must be a plain file name (letters, digits, _ . + -; no folders)");
+
+export const importUploadQuerySchema = z
+  .object({
+    format: importFormatSchema.describe("Which importer reads the file: verl, tensorboard, mlflow or jsonl."),
+    project: projectSchema.default("default").describe("Project of the imported run(s); created if it does not exist."),
+    name: runNameSchema.optional().describe("Run name when the upload holds one run; default: from the files."),
+    filename: uploadFilenameSchema.describe("The uploaded file's name (its extension tells an archive from a single file)."),
+  })
+  .strict();
+export type ImportUploadQuery = z.infer<typeof importUploadQuerySchema>;
+
+/** The `import` job's payload: the stored upload and what to make of it. */
+export const importPayloadSchema = z
+  .object({
+    format: importFormatSchema,
+    project: projectSchema,
+    name: runNameSchema.optional(),
+    filename: uploadFilenameSchema,
+    /** absolute path of the stored upload: <upload dir>/<sha256>/<filename> (written by the server only) */
+    upload: z.string().regex(/^\/.*\/[0-9a-f]{64}\/[A-Za-z0-9_][A-Za-z0-9_.+-]*$/),
+    sha256: z.string().regex(/^[0-9a-f]{64}$/),
+    bytes: z.number().int().min(0),
+  })
+  .strict();
+export type ImportPayload = z.infer<typeof importPayloadSchema>;
+
+const rejectedRowSchema = z.object({ source: z.string(), where: z.string(), reason: z.string() });
+
+/** Job.result of an import job. */
+export const importReportSchema = z
+  .object({
+    runs: z.array(
+      z.object({
+        runId: z.string(),
+        name: z.string(),
+        source: z.string().describe("The file or folder inside the upload the run came from."),
+        created: z.boolean().describe("false: an earlier import of the same content made this run; its rows were found, not stored again."),
+        imported: z.number().int().describe("Rows newly stored."),
+        alreadyPresent: z.number().int().describe("Rows an earlier import of the same content had stored."),
+        rejected: z.number().int(),
+      }),
+    ),
+    imported: z.number().int(),
+    alreadyPresent: z.number().int(),
+    rejected: z.number().int(),
+    rejectedRows: z.array(rejectedRowSchema).describe("The first rejected rows with where and why (at most 100)."),
+  })
+  .meta({ id: "ImportReport" });
+export type ImportReport = z.infer<typeof importReportSchema>;
+export const REJECTED_SHOWN = 100;
+
+export const importSchema = z
+  .object({
+    id: z.string().describe("The import job's id (also GET /jobs/{id} and its log)."),
+    format: importFormatSchema,
+    project: z.string(),
+    name: z.string().nullable(),
+    filename: z.string(),
+    bytes: z.number().int(),
+    sha256: z.string(),
+    job: jobSchema,
+    report: importReportSchema.nullable().describe("Set when the job succeeded."),
+  })
+  .meta({ id: "Import" });
+export type ImportOut = z.infer<typeof importSchema>;

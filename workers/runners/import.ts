@@ -1,0 +1,167 @@
+// `import`: an uploaded file (lib/runs/imports.ts stored it, by content) becomes runs.
+//
+// 1. The Python client's importer reads it (one implementation of each format, archives extracted
+//    safely there): `python -m turnlens.cli import FORMAT FILE --offline --spool DIR` writes one
+//    client spool per run (run.json with the create body, records.jsonl, rejected.jsonl).
+// 2. This runner applies each spool through the ingest service the HTTP API uses (lib/ingest:
+//    the same zod validation, the same IngestBatch records), fenced by the job's lease.
+// Rows go to the store from this process, not over HTTP: the worker needs no server URL, API token
+// or run write key, and cannot be refused by the server's ingest queue (429). Re-running is safe:
+// the run is found again by its import id (a digest of the format and the upload's content path)
+// and every batch id is a digest of its content, so a repeat stores nothing twice.
+import { spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { createRun } from "../../lib/db/runs";
+import { sqliteDateTime, writeTransaction, type RawDb } from "../../lib/db/sqlite";
+import { handleIngest } from "../../lib/ingest/thread";
+import { issueWriteKey } from "../../lib/ingest/write-access";
+import { importPayloadSchema, REJECTED_SHOWN, type ImportReport } from "../../lib/schemas/imports";
+import { importRunSchema } from "../../lib/schemas/runs";
+import type { JobContext, JobRunner } from "./types";
+
+const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
+/** progress spent reading (Python); the rest is storing, by request */
+const READ_SHARE = 0.2;
+
+interface SpoolRecord {
+  kind: "metrics" | "steps" | "finish";
+  batchId: string | null;
+  body: Record<string, unknown>;
+  rows?: number;
+  tag?: string;
+}
+
+/** Runs the Python importer; resolves when it exits 0, else rejects with its own last error line. */
+function readUpload(ctx: JobContext, file: string, spoolDir: string, p: { format: string; project: string; name?: string }): Promise<void> {
+  const python = process.env.TURNLENS_PYTHON ?? "python3";
+  const args = ["-m", "turnlens.cli", "import", p.format, file, "--offline", "--spool", spoolDir, "--project", p.project];
+  if (p.name) args.push("--name", p.name);
+  const pythonPath = [path.join(REPO_ROOT, "clients", "python"), process.env.PYTHONPATH].filter(Boolean).join(path.delimiter);
+  // Not detached: the child stays in the job process's group, which the worker kills as a whole
+  // when this runner does not stop in time; a cancel kills it here at once.
+  const child = spawn(python, args, { cwd: REPO_ROOT, env: { ...process.env, PYTHONPATH: pythonPath, PYTHONUNBUFFERED: "1", TURNLENS_MODE: "offline" }, stdio: ["ignore", "pipe", "pipe"] });
+  const kill = () => child.kill("SIGKILL");
+  ctx.signal.addEventListener("abort", kill, { once: true });
+  let lastError = "";
+  const onLine = (level: "info" | "warn") => (line: string) => {
+    if (!line.trim()) return;
+    const own = line.startsWith("turnlens import: ");
+    if (own) lastError = line.slice("turnlens import: ".length);
+    ctx.log(own ? line.slice("turnlens ".length) : line, level);
+  };
+  createInterface({ input: child.stdout }).on("line", onLine("info"));
+  createInterface({ input: child.stderr }).on("line", onLine("info"));
+  return new Promise((resolve, reject) => {
+    child.on("error", (e) => reject(new Error(`could not start the Python importer (${python}; set TURNLENS_PYTHON): ${e.message}`)));
+    child.on("close", (code, signal) => {
+      ctx.signal.removeEventListener("abort", kill);
+      if (ctx.signal.aborted) return reject(new Error("import stopped"));
+      if (code === 0) return resolve();
+      reject(new Error(lastError || `the Python importer ${signal ? `was killed by ${signal}` : `exited with code ${code}`}`));
+    });
+  });
+}
+
+function readJsonLines<T>(file: string): T[] {
+  if (!fs.existsSync(file)) return [];
+  return fs
+    .readFileSync(file, "utf8")
+    .split("\n")
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l) as T);
+}
+
+/** The run an earlier import of the same source made (config.turnlensImport.id, per project), if any. */
+function findImportedRun(db: RawDb, project: string, importId: string): { id: string; name: string } | undefined {
+  return db
+    .prepare(
+      `SELECT r."id", r."name" FROM "Run" r JOIN "Project" p ON p."id" = r."projectId"
+       WHERE p."name" = ? AND r."kind" = 'imported' AND json_extract(r."config", '$.turnlensImport.id') = ? ORDER BY r."createdAt" LIMIT 1`,
+    )
+    .get(project, importId) as { id: string; name: string } | undefined;
+}
+
+export const importUpload: JobRunner = async (ctx) => {
+  const p = importPayloadSchema.parse(ctx.job.payload);
+  const file = p.upload;
+  if (!fs.existsSync(file)) throw new Error(`the uploaded file ${file} is gone; upload it again`);
+  const spoolDir = path.join(path.dirname(file), `spool-${ctx.job.id}-${ctx.job.attempts}`);
+  fs.rmSync(spoolDir, { recursive: true, force: true });
+  ctx.log(`import ${p.filename} (${p.bytes} bytes, sha256 ${p.sha256.slice(0, 12)}) as ${p.format} into project ${p.project}`);
+  await ctx.progress(0.02, "reading the upload");
+  try {
+    await readUpload(ctx, file, spoolDir, p);
+    if (ctx.signal.aborted) return { stopped: true };
+    const spools = fs.existsSync(spoolDir) ? fs.readdirSync(spoolDir).sort() : [];
+    const plans = spools.map((d) => ({
+      dir: path.join(spoolDir, d),
+      state: JSON.parse(fs.readFileSync(path.join(spoolDir, d, "run.json"), "utf8")) as { create: unknown },
+      records: readJsonLines<SpoolRecord>(path.join(spoolDir, d, "records.jsonl")),
+      rejected: readJsonLines<{ where: string; reason: string }>(path.join(spoolDir, d, "rejected.jsonl")),
+    }));
+    const total = plans.reduce((n, pl) => n + pl.records.length, 0);
+    let done = 0;
+    const report: ImportReport = { runs: [], imported: 0, alreadyPresent: 0, rejected: 0, rejectedRows: [] };
+    const reject = (source: string, where: string, reason: string, rows = 1) => {
+      report.rejected += rows;
+      if (report.rejectedRows.length < REJECTED_SHOWN) report.rejectedRows.push({ source, where, reason });
+    };
+    await ctx.progress(READ_SHARE, `storing ${total} request(s) of ${plans.length} run(s)`);
+    for (const plan of plans) {
+      const create = importRunSchema.parse(plan.state.create);
+      const imp = (create.config as { turnlensImport?: { id?: string; source?: string } }).turnlensImport;
+      if (!imp?.id) throw new Error(`${plan.dir}/run.json: no config.turnlensImport.id (not an importer's spool)`);
+      // the file or folder inside the upload, e.g. "logs.tar.gz!run-1"
+      const uploadDir = path.dirname(file) + path.sep;
+      const source = imp.source?.startsWith(uploadDir) ? imp.source.slice(uploadDir.length) : (imp.source ?? p.filename);
+      // find or create in one fenced transaction: two attempts of this job never make two runs
+      const { runId, created, name } = writeTransaction(ctx.fence, (db) => {
+        const found = findImportedRun(db, create.project, imp.id!);
+        if (found) return { runId: found.id, created: false, name: found.name };
+        const { runId } = createRun(
+          { project: create.project, name: create.name, kind: "imported", jobKind: null, config: create.config, envId: create.envId ?? null, estimator: create.estimator ?? null, seed: create.seed, tags: create.tags, notes: create.notes, status: "running" },
+          undefined,
+          db,
+        );
+        // a write key nobody holds: the run takes no writes from outside, only from a re-upload
+        issueWriteKey(runId, db);
+        return { runId, created: true, name: create.name };
+      });
+      ctx.log(`${created ? "created" : "found"} run ${name} (${runId}) for ${source}: ${plan.records.length} request(s), ${plan.rejected.length} row(s) rejected while reading`);
+      const entry = { runId, name, source, created, imported: 0, alreadyPresent: 0, rejected: plan.rejected.length };
+      for (const r of plan.rejected) reject(source, r.where, r.reason);
+      for (const rec of plan.records) {
+        if (ctx.signal.aborted) return { stopped: true };
+        const rows = rec.rows ?? 0;
+        if (rec.kind === "finish") {
+          const status = ["succeeded", "failed", "canceled"].includes(String(rec.body.status)) ? String(rec.body.status) : "succeeded";
+          writeTransaction(ctx.fence, (db) =>
+            db.prepare(`UPDATE "Run" SET "status" = ?, "finishedAt" = COALESCE("finishedAt", ?), "progress" = 1, "updatedAt" = ? WHERE "id" = ?`).run(status, sqliteDateTime(), sqliteDateTime(), runId),
+          );
+        } else {
+          const bytes = Buffer.from(JSON.stringify(rec.batchId ? { ...rec.body, batchId: rec.batchId } : rec.body));
+          const reply = writeTransaction(ctx.fence, (db) => handleIngest({ id: 0, kind: rec.kind as "metrics" | "steps", runId, bytes, databaseUrl: "" }, db));
+          if (!reply.ok) {
+            const issues = reply.issues.slice(0, 3).map((i) => `; ${i.path}: ${i.message}`).join("");
+            entry.rejected += rows;
+            reject(source, rec.tag ?? rec.kind, `refused ${rows} row(s): ${reply.error}${issues}`, rows);
+          } else if (reply.status === 200) entry.alreadyPresent += rows;
+          else entry.imported += rows;
+        }
+        done++;
+        if (done % 20 === 0 || done === total) await ctx.progress(READ_SHARE + (1 - READ_SHARE) * (done / Math.max(1, total)), `stored ${done}/${total} request(s)`);
+      }
+      report.imported += entry.imported;
+      report.alreadyPresent += entry.alreadyPresent;
+      report.runs.push(entry);
+      ctx.log(`run ${name}: ${entry.imported} row(s) imported, ${entry.alreadyPresent} already present, ${entry.rejected} rejected`);
+    }
+    ctx.log(`done: ${report.imported} row(s) imported, ${report.alreadyPresent} already present, ${report.rejected} rejected, ${report.runs.length} run(s)`);
+    return report;
+  } finally {
+    fs.rmSync(spoolDir, { recursive: true, force: true });
+  }
+};
