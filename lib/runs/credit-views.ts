@@ -44,6 +44,9 @@ interface StepSummary {
   sum: number[];
   sumAbs: number[];
   count: number[];
+  /** stored mean token entropy per turn index: sum and count (whatever the credit source) */
+  entSum: number[];
+  entCount: number[];
   diag: StepDiagnostics;
 }
 
@@ -188,6 +191,8 @@ function summarizeStep(loaded: LoadedStep, source: CreditSource): StepSummary {
   const sum: number[] = [];
   const sumAbs: number[] = [];
   const count: number[] = [];
+  const entSum: number[] = [];
+  const entCount: number[] = [];
   const all: number[] = [];
   let turns = 0;
   let trajectories = 0;
@@ -206,6 +211,11 @@ function summarizeStep(loaded: LoadedStep, source: CreditSource): StepSummary {
         count[i] = (count[i] ?? 0) + 1;
         all.push(v);
       });
+      t.entropies.forEach((h, i) => {
+        if (h === null) return;
+        entSum[i] = (entSum[i] ?? 0) + h;
+        entCount[i] = (entCount[i] ?? 0) + 1;
+      });
     }
   const s = all.length ? summarizeAdvantages(all) : null;
   const facts = batchFacts(loaded.batch, loaded.fieldsAll.includes("anchor"));
@@ -213,6 +223,8 @@ function summarizeStep(loaded: LoadedStep, source: CreditSource): StepSummary {
     sum,
     sumAbs,
     count,
+    entSum,
+    entCount,
     diag: {
       step: loaded.meta.step,
       turns,
@@ -270,6 +282,9 @@ export function creditOverview(runId: string, source: CreditSource = {}, opts: {
     mean: summaries.map((s) => Array.from({ length: turns }, (_, i) => cell(s, i, false))),
     meanAbs: summaries.map((s) => Array.from({ length: turns }, (_, i) => cell(s, i, true))),
     count: summaries.map((s) => Array.from({ length: turns }, (_, i) => s.count[i] ?? 0)),
+    entropy: summaries.some((s) => s.entCount.length)
+      ? summaries.map((s) => Array.from({ length: turns }, (_, i) => (s.entCount[i] ? s.entSum[i] / s.entCount[i] : null)))
+      : null,
     diagnostics: summaries.map((s) => s.diag),
   };
 }
