@@ -14,6 +14,7 @@ const CHARTS: [keyof Omit<TurnSeries, "label">, string, string][] = [
   ["creditShare", "credit share by turn", "share of the step's |advantage| at this turn index: which turn gets the credit"],
   ["meanAdvantage", "mean advantage by turn", "mean advantage of the turns at this index"],
   ["reach", "trajectories reaching the turn", "share of the step's trajectories still running at this turn"],
+  ["entropy", "token entropy by turn", "mean entropy of the policy over the turn's tokens (nats): a turn whose entropy falls to 0 has collapsed (GTR)"],
 ];
 
 export function TurnDiagnosticsView({ d }: { d: TurnTable }) {
@@ -31,7 +32,9 @@ export function TurnDiagnosticsView({ d }: { d: TurnTable }) {
         ))}
       </ul>
       <div className="grid gap-3 sm:grid-cols-2 xl:grid-cols-3">
-        {CHARTS.map(([k, label, help]) => <TurnChart key={k} d={d} series={series} k={k} label={label} help={help} />)}
+        {CHARTS.filter(([k]) => k !== "entropy" || d.entropy?.some((row) => row.some((h) => h !== null))).map(([k, label, help]) => (
+          <TurnChart key={k} d={d} series={series} k={k} label={label} help={help} />
+        ))}
       </div>
     </section>
   );
@@ -39,7 +42,7 @@ export function TurnDiagnosticsView({ d }: { d: TurnTable }) {
 
 function TurnChart({ d, series, k, label, help }: { d: TurnTable; series: TurnSeries[]; k: keyof Omit<TurnSeries, "label">; label: string; help: string }) {
   const rows = d.steps.map((step, s) => Object.fromEntries([["step", step], ...series.map((x, i) => [`t${i}`, x[k][s]])]));
-  const shares = k !== "meanAdvantage";
+  const shares = k === "creditShare" || k === "reach";
   const scale = shares ? { domain: [0, 1] as [number, number], ticks: [0, 0.25, 0.5, 0.75, 1] } : niceScale(series.flatMap((x) => x[k]));
   return (
     <figure className={`${cardCls} p-3`} data-testid={`turn-diag-${k}`}>

@@ -1,7 +1,8 @@
 // Turn-level diagnostics over training, from the credit overview's step x turn-index table: which
 // turn of the episode gets the credit as training proceeds (share of the step's |advantage| mass at
 // each turn index), its mean advantage, and how many trajectories still run at that turn (episodes
-// shorten as a policy learns). Pure: the credit page only draws it.
+// shorten as a policy learns), and the policy's mean token entropy at that turn where the run stored
+// it (thought collapse, GTR: entropy falling toward 0 at some turns). Pure: the credit page only draws it.
 
 /** The part of the credit overview (GET /runs/{id}/credit) these diagnostics read. */
 export interface TurnTable {
@@ -13,6 +14,8 @@ export interface TurnTable {
   mean: (number | null)[][];
   meanAbs: (number | null)[][];
   count: number[][];
+  /** step x turn index: mean token entropy (absent or null: the run stored none) */
+  entropy?: (number | null)[][] | null;
 }
 
 /** Turn indices drawn as their own line; later turns are summed into one "≥ N+1" line. */
@@ -25,6 +28,8 @@ export interface TurnSeries {
   creditShare: (number | null)[];
   meanAdvantage: (number | null)[];
   reach: (number | null)[];
+  /** mean token entropy (weighted by turn count for the "≥" line); null where none stored */
+  entropy: (number | null)[];
 }
 
 export function turnDiagnostics(d: TurnTable, lines = TURN_LINES): TurnSeries[] {
@@ -36,6 +41,7 @@ export function turnDiagnostics(d: TurnTable, lines = TURN_LINES): TurnSeries[] 
     const creditShare: (number | null)[] = [];
     const meanAdvantage: (number | null)[] = [];
     const reach: (number | null)[] = [];
+    const entropy: (number | null)[] = [];
     d.steps.forEach((_, s) => {
       const count = d.count[s] ?? [];
       const absMass = (t: number) => (d.meanAbs[s]?.[t] ?? 0) * (count[t] ?? 0);
@@ -44,7 +50,14 @@ export function turnDiagnostics(d: TurnTable, lines = TURN_LINES): TurnSeries[] 
       let mass = 0;
       let n = 0;
       let sum = 0;
+      let hN = 0;
+      let hSum = 0;
       for (const t of idx) {
+        const h = d.entropy?.[s]?.[t];
+        if (h !== null && h !== undefined && (count[t] ?? 0) > 0) {
+          hN += count[t];
+          hSum += h * count[t];
+        }
         mass += absMass(t);
         const c = count[t] ?? 0;
         const m = d.mean[s]?.[t];
@@ -58,7 +71,8 @@ export function turnDiagnostics(d: TurnTable, lines = TURN_LINES): TurnSeries[] 
       creditShare.push(total > 0 && n > 0 ? mass / total : null);
       meanAdvantage.push(n > 0 ? sum / n : null);
       reach.push(first > 0 && reached > 0 ? reached / first : first > 0 ? 0 : null);
+      entropy.push(hN > 0 ? hSum / hN : null);
     });
-    return { label, creditShare, meanAdvantage, reach };
+    return { label, creditShare, meanAdvantage, reach, entropy };
   });
 }

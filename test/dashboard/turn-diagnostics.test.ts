@@ -33,4 +33,15 @@ describe("turnDiagnostics", () => {
     expect(lines[1].meanAdvantage[0]).toBeCloseTo(0);
     expect(lines[1].creditShare[0]).toBeCloseTo(2 / 3);
   });
+
+  it("mean token entropy per turn index, count-weighted when pooled; null without stored entropies", () => {
+    const withH = { ...d, entropy: [[1.2, 0.6, 0], [0.9, null, null]] };
+    const [t1, t2, t3] = turnDiagnostics(withH);
+    expect(t1.entropy).toEqual([1.2, 0.9]);
+    expect(t2.entropy).toEqual([0.6, null]);
+    expect(t3.entropy).toEqual([0, null]);
+    // (0.6*2 + 0*1) / 3
+    expect(turnDiagnostics(withH, 1)[1].entropy[0]).toBeCloseTo(0.4);
+    expect(turnDiagnostics(d)[0].entropy).toEqual([null, null]);
+  });
 });
