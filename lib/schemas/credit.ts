@@ -182,5 +182,7 @@ export interface CreditOverview {
   mean: (number | null)[][];
   meanAbs: (number | null)[][];
   count: number[][];
+  /** step x turn index: mean token entropy of the policy (stored with the turns); null when no turn has one */
+  entropy: (number | null)[][] | null;
   diagnostics: StepDiagnostics[];
 }
