@@ -4,6 +4,7 @@ import { z } from "zod";
 import type { FlatBatch } from "./flat";
 import { buildResult } from "./result";
 import { defineEstimator } from "./spec";
+import { keyedStats } from "./stats";
 
 export const mapoParams = z
   .object({
@@ -68,32 +69,11 @@ export function mapoCompute(flat: FlatBatch, params: MapoParams) {
     }
     nKeys += longest;
   }
-  const cnt = new Int32Array(nKeys);
-  const sum = new Float64Array(nKeys);
-  const first = new Float64Array(nKeys);
-  const constant = new Uint8Array(nKeys).fill(1);
-  for (let r = 0; r < n; r++) {
-    const k = keyOf[r];
-    if (cnt[k] === 0) first[k] = ret[r];
-    else if (ret[r] !== first[k]) constant[k] = 0;
-    cnt[k]++;
-    sum[k] += ret[r];
-  }
-  const mean = new Float64Array(nKeys);
-  for (let k = 0; k < nKeys; k++) mean[k] = cnt[k] ? (constant[k] ? first[k] : sum[k] / cnt[k]) : 0;
-  const m2 = new Float64Array(nKeys);
-  for (let r = 0; r < n; r++) m2[keyOf[r]] += (ret[r] - mean[keyOf[r]]) ** 2;
-
-  let bs = 0;
-  let bConst = true;
-  for (let r = 0; r < n; r++) {
-    bs += ret[r];
-    if (ret[r] !== ret[0]) bConst = false;
-  }
-  const bMean = n > 0 ? (bConst ? ret[0] : bs / n) : 0;
-  let bm2 = 0;
-  for (let r = 0; r < n; r++) bm2 += (ret[r] - bMean) ** 2;
-  const bStd = n > 1 && !bConst ? Math.sqrt(bm2 / (n - 1)) : 0;
+  const { count: cnt, mean, std } = keyedStats(ret, keyOf, nKeys);
+  // the whole batch as one key
+  const batch = keyedStats(ret, new Int32Array(n), 1);
+  const bMean = batch.mean[0];
+  const bStd = batch.std[0];
 
   const turnPart = new Float64Array(n);
   const batchPart = new Float64Array(n);
@@ -113,8 +93,7 @@ export function mapoCompute(flat: FlatBatch, params: MapoParams) {
         continue;
       }
     } else {
-      const std = constant[k] ? 0 : Math.sqrt(m2[k] / (cnt[k] - 1));
-      turnPart[r] = (ret[r] - mean[k]) / (std + params.epsilon); // A_turn
+      turnPart[r] = (ret[r] - mean[k]) / (std[k] + params.epsilon); // A_turn
     }
     advantage[r] = params.wTurn * turnPart[r] + params.wBatch * bp; // A = w_turn A_turn + w_batch A_batch
   }

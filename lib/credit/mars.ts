@@ -4,7 +4,7 @@ import { z } from "zod";
 import type { FlatBatch } from "./flat";
 import { buildResult, zeroVarianceDiagnostic } from "./result";
 import { defineEstimator } from "./spec";
-import { maskedWhiten } from "./stats";
+import { keyedStats, maskedWhiten } from "./stats";
 
 export const marsParams = z
   .object({
@@ -72,29 +72,17 @@ export function marsCompute(flat: FlatBatch, params: MarsParams) {
   const { key, count } = roleKeys(flat);
   if (params.variant === "paper") {
     const ret = playerReturns(flat, flat.reward, params.gamma);
-    const cnt = new Int32Array(count);
-    const sum = new Float64Array(count);
-    const first = new Float64Array(count);
-    const same = new Uint8Array(count).fill(1);
-    for (let r = 0; r < n; r++) {
-      const k = key[r];
-      if (cnt[k] === 0) first[k] = ret[r];
-      else if (ret[r] !== first[k]) same[k] = 0;
-      cnt[k]++;
-      sum[k] += ret[r];
-    }
-    const mean = new Float64Array(count);
-    for (let k = 0; k < count; k++) mean[k] = same[k] ? first[k] : sum[k] / cnt[k];
-    const m2 = new Float64Array(count);
-    for (let r = 0; r < n; r++) m2[key[r]] += (ret[r] - mean[key[r]]) ** 2;
+    const { count: cnt, mean, std } = keyedStats(ret, key, count);
     const adv = new Float64Array(n);
     for (let r = 0; r < n; r++) {
       const k = key[r];
       if (cnt[k] === 1) adv[r] = ret[r] / (1 + params.epsilon); // one member: mean 0, std 1
-      else adv[r] = (ret[r] - mean[k]) / (Math.sqrt(m2[k] / (cnt[k] - 1)) + params.epsilon); // agent-specific normalisation
+      else adv[r] = (ret[r] - mean[k]) / (std[k] + params.epsilon); // agent-specific normalisation
     }
     return { advantage: adv, ret, zeroed: 0 };
   }
+  // the role's plain mean (sum / count, as ROLL's torch mean), not keyedStats' exact mean of a
+  // constant role: the code variant's figures stay those of the reference
   const cnt = new Int32Array(count);
   const sum = new Float64Array(count);
   for (let r = 0; r < n; r++) {

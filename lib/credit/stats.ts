@@ -7,7 +7,7 @@ import { CreditRequestError } from "./errors";
 export interface KeyedStats {
   /** Members per key. Shape (nKeys,). */
   count: Int32Array;
-  /** Mean per key. Shape (nKeys,). */
+  /** Mean per key; a constant key's mean is its value exactly (no rounding residue in x - mean). Shape (nKeys,). */
   mean: Float64Array;
   /** Unbiased (N-1) std per key; 0 when count < 2. Shape (nKeys,). */
   std: Float64Array;
@@ -38,7 +38,7 @@ export function keyedStats(values: ArrayLike<number>, keys: ArrayLike<number>, n
     sum[k] += v;
   }
   const mean = new Float64Array(nKeys);
-  for (let k = 0; k < nKeys; k++) mean[k] = count[k] > 0 ? sum[k] / count[k] : 0;
+  for (let k = 0; k < nKeys; k++) mean[k] = count[k] > 0 ? (constant[k] ? first[k] : sum[k] / count[k]) : 0;
   const m2 = new Float64Array(nKeys);
   for (let i = 0; i < n; i++) {
     const k = keys[i];

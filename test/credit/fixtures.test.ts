@@ -1,5 +1,7 @@
-// Golden request/response pairs (test/credit/fixtures/golden.json), shared with a later Python
-// cross-check. A change here means the semantics changed: re-derive, then regenerate.
+// Golden request/response pairs (test/credit/fixtures/golden.json). The expected advantages of the
+// GiGPO and GRPO cases come from implementations independent of lib/credit (the Python port, the
+// loop references; see generate.ts and each case's advantagesFrom). A change here means the
+// semantics changed: re-derive, then regenerate.
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { runCredit } from "../../lib/credit/index";

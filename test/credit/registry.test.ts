@@ -2,6 +2,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
+import { runCredit } from "../../lib/credit";
 import { ESTIMATOR_IDS, estimators, getEstimator } from "../../lib/credit/registry";
 
 const TURN_FIELDS = ["reward", "anchor", "invalid", "agent", "value", "q1", "q2", "v2", "infoGain", "judgeScore", "segment", "tokens", "toolResult", "highValue"];
@@ -31,6 +32,20 @@ describe("registry", () => {
       expect(json.properties?.[name]?.default).toEqual(defaults[name]);
     }
     expect(() => spec.paramsSchema.parse({ notAParam: 1 })).toThrow();
+  });
+
+  // `needs` is the contract the trainer's input providers and the heatmap's "which estimators can
+  // run on this data" rely on: exactly the fields a request must carry.
+  it.each([...ESTIMATOR_IDS])("%s: runs on turns that carry only what it needs, and names each needed field when it is missing", (id) => {
+    const spec = estimators[id];
+    const sample: Record<string, unknown> = { anchor: "A", value: 0.5, q1: 0.2, infoGain: 0.1, judgeScore: 0.5, segment: 0 };
+    const turn = (reward: number, omit?: string) => ({ reward, ...Object.fromEntries(spec.needs.filter((f) => f !== "reward" && f !== omit).map((f) => [f, sample[f]])) });
+    const request = (omit?: string) => ({
+      estimator: id,
+      groups: [{ uid: "u", trajectories: [0, 1, 2].map((j) => ({ id: `t${j}`, turns: [turn(0, omit), turn(j, omit)] })) }],
+    });
+    expect(runCredit(request()).trajectories).toHaveLength(3);
+    for (const f of spec.needs.filter((f) => f !== "reward")) expect(() => runCredit(request(f)), `${id} without ${f}`).toThrow(new RegExp(`\\b${f}\\b`));
   });
 
   it("README documents every estimator and every parameter", () => {
