@@ -1,6 +1,6 @@
 // Rollout storage: step -> group -> trajectory -> turn. Written in bulk (one IMMEDIATE transaction
 // per step, fenced by the job's lease), read in pages by cursor.
-import { randomUUID } from "node:crypto";
+import { orderedId } from "./ids";
 import { ConflictError } from "../schemas/errors";
 import type { GroupOut, RolloutStepInput, RolloutStepOut, TrajectoryOut, TurnOut } from "../schemas/rollouts";
 import { getRawDb, sqliteDateTime, writeTransaction, type Fence, type RawDb } from "./sqlite";
@@ -23,7 +23,7 @@ export function writeRolloutStep(runId: string, input: RolloutStepInput, fence: 
     (db) => {
       if (stepExists(runId, input.step, db)) throw new StepExistsError(runId, input.step);
       const now = sqliteDateTime();
-      const stepId = randomUUID();
+      const stepId = orderedId();
       db.prepare(`INSERT INTO "RolloutStep" ("id","runId","step","estimator","params","diagnostics","createdAt") VALUES (?,?,?,?,?,?,?)`).run(
         stepId,
         runId,
@@ -44,10 +44,10 @@ export function writeRolloutStep(runId: string, input: RolloutStepInput, fence: 
       let seq = (db.prepare(`SELECT COALESCE(MAX("seq"), -1) FROM "Turn" WHERE "runId" = ?`).pluck().get(runId) as number) + 1;
       let turns = 0;
       for (const g of input.groups) {
-        const groupId = randomUUID();
+        const groupId = orderedId();
         insGroup.run(groupId, runId, stepId, g.uid, g.envId, g.taskSeed);
         g.trajectories.forEach((t, ti) => {
-          const trajId = randomUUID();
+          const trajId = orderedId();
           const reward = t.reward ?? t.turns.reduce((s, u) => s + u.reward, 0);
           insTraj.run(trajId, runId, groupId, ti, reward, t.success ? 1 : 0, t.turns.length, t.truncated ? 1 : 0);
           t.turns.forEach((u, ui) => {

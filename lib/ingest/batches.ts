@@ -4,7 +4,7 @@
 // content a 409 naming what clashes. Steps are keyed by their step number (a step is written once),
 // metric batches by the client's batchId.
 import { createHash } from "node:crypto";
-import { writeMetrics } from "../db/metrics";
+import { metricBodyByKey, writeMetricsByKey } from "../db/metrics";
 import { writeRolloutStep } from "../db/rollouts";
 import { getRawDb, writeTransaction, type RawDb } from "../db/sqlite";
 import type { LogMetrics } from "../schemas/metrics";
@@ -56,16 +56,16 @@ export function ingestStep(runId: string, input: RolloutStepInput, db: RawDb = g
 /** Metric points; with a batchId a retry is answered from the record instead of written again. */
 export function ingestMetrics(runId: string, input: LogMetrics, db: RawDb = getRawDb()): IngestAnswer {
   const now = Date.now() / 1000;
-  // flattened only when written: a retried batch is answered from its record
-  const points = () => input.points.flatMap((p) => Object.entries(p.values).map(([key, value]) => ({ key, step: p.step, value, wallTime: p.wallTime ?? now })));
-  if (!input.batchId) return { status: 201, body: writeMetrics(runId, points(), null, db) };
+  // regrouped only when written: a retried batch is answered from its record
+  const points = () => metricBodyByKey(input, now);
+  if (!input.batchId) return { status: 201, body: writeMetricsByKey(runId, points(), null, db) };
   return once(
     runId,
     `metrics:${input.batchId}`,
     "metrics",
     contentHash(input),
     () => new ConflictError(`metric batch "${input.batchId}" of run ${runId} was already stored with other content`, [{ path: "body.batchId", message: "reused with other content" }]),
-    (db) => writeMetrics(runId, points(), null, db),
+    (db) => writeMetricsByKey(runId, points(), null, db),
     db,
   );
 }

@@ -6,7 +6,7 @@ import { errorKind, parseInput, type ErrorKind, type Issue } from "../schemas/er
 import { parseJsonText } from "../schemas/json-limits";
 import { openSqlite, type RawDb } from "../db/sqlite";
 import { sqlitePath } from "../db/url";
-import { logMetricsSchema } from "../schemas/metrics";
+import { metricBodySchema, metricColumnsLookValid } from "../schemas/metrics";
 import { rolloutStepInputSchema } from "../schemas/rollouts";
 import { ingestMetrics, ingestStep } from "./batches";
 
@@ -42,7 +42,7 @@ export function handleIngest(req: IngestRequest, conn?: RawDb): IngestReply {
     const ans =
       req.kind === "steps"
         ? ingestStep(req.runId, parseInput(rolloutStepInputSchema, value, "body"), conn)
-        : ingestMetrics(req.runId, parseInput(logMetricsSchema, value, "body"), conn);
+        : ingestMetrics(req.runId, metricColumnsLookValid(value) ? value : parseInput(metricBodySchema(value), value, "body"), conn);
     return { id: req.id, ok: true, status: ans.status, body: ans.body };
   } catch (e) {
     const err = e as Error & { issues?: Issue[] };
