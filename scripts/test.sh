@@ -21,6 +21,19 @@ node_modules/.bin/tsc --noEmit -p tsconfig.json
 echo "== layers (imports flow one way, ARCHITECTURE.md)"
 node scripts/check-layers.mjs
 
+# Ray for the Ray-backed training test (a local head on loopback), in a venv of its own; about a
+# minute the first time (pip ~40-55 s here). Without it that test is skipped with a message.
+RAY_VENV="node_modules/.turnlens-ray-venv"
+stamp="node_modules/.turnlens-ray-$(sha1sum workers/ray/requirements.txt | cut -c1-12)"
+if [ ! -f "$stamp" ] || [ ! -x "$RAY_VENV/bin/ray" ]; then
+  echo "test: installing ray[default] into $RAY_VENV…"
+  if "${TURNLENS_PYTHON:-python3}" -m venv "$RAY_VENV" && "$RAY_VENV/bin/pip" install --quiet --disable-pip-version-check -r workers/ray/requirements.txt; then
+    touch "$stamp"
+  else
+    echo "test: ray did not install; test/train/ray-train.test.ts is skipped" >&2
+  fi
+fi
+
 echo "== unit and integration tests (vitest)"
 node_modules/.bin/vitest run
 

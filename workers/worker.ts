@@ -13,6 +13,9 @@
 // process (its ctx.signal aborts); if it has not exited after the grace period, its whole process
 // group is SIGKILLed. No runner, however busy, can starve the heartbeat.
 //
+// With TURNLENS_RAY_ADDRESS set, train jobs run as Ray jobs instead of local job processes
+// (workers/ray): same lease, stop requests and outcome; the Ray job writes under this lease.
+//
 // Shutdown (SIGTERM / SIGINT): stop claiming, stop every running job, give the runners
 // TURNLENS_WORKER_SHUTDOWN_GRACE_MS to return (heartbeats continue meanwhile), kill the ones that did
 // not, then put their jobs back in the queue without counting the attempt, and exit 0. A job is never
@@ -25,6 +28,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { getDb } from "../lib/db/client";
 import { LeaseLostError } from "../lib/db/sqlite";
+import { projectRoot } from "../lib/db/url";
 import { retryDelayMs, workerConfig, type WorkerConfig } from "../lib/jobs/config";
 import { detectGpus, GpuPool } from "../lib/jobs/gpus";
 import { JobLogBuffer, type LogLevel } from "../lib/jobs/logs";
@@ -32,6 +36,8 @@ import { claim, finish, getJob, heartbeat, progress, reapExpired, release, type 
 import { getJobKind, jobKindIds } from "../lib/jobs/kinds";
 import type { FinishOutcome } from "../lib/jobs/schemas";
 import type { FromJobProcess, JobResultMessage, ToJobProcess } from "./job-process";
+import { rayConfig, type RayConfig } from "./ray/config";
+import { runOnRay } from "./ray/supervise";
 
 type StopReason = "cancel" | "shutdown" | "lease_lost" | "timeout";
 
@@ -99,7 +105,11 @@ class Worker {
   /** a job process started in advance, waiting for its job (hides the ~0.5-1 s start) */
   private spare: ChildProcess | null = null;
 
-  constructor(private readonly cfg: WorkerConfig) {}
+  constructor(
+    private readonly cfg: WorkerConfig,
+    /** TURNLENS_RAY_ADDRESS set: train jobs run as Ray jobs (workers/ray), the rest here */
+    private readonly ray: RayConfig | null = null,
+  ) {}
 
   say(msg: string): void {
     process.stdout.write(`[worker ${this.id}] ${msg}\n`);
@@ -109,7 +119,8 @@ class Worker {
     const c = this.cfg;
     this.say(
       `started: concurrency ${c.concurrency}, kinds ${c.kinds.length ? c.kinds.join(",") : `all (runners: ${jobKindIds().join(", ")})`}, ` +
-        `lease ${c.leaseMs} ms, heartbeat ${c.heartbeatMs} ms, poll ${c.pollMs} ms, ${this.gpus.size ? `${this.gpus.size} GPU(s)` : "no GPU: CPU"}`,
+        `lease ${c.leaseMs} ms, heartbeat ${c.heartbeatMs} ms, poll ${c.pollMs} ms, ${this.gpus.size ? `${this.gpus.size} GPU(s)` : "no GPU: CPU"}` +
+        (this.ray ? `; train jobs on the Ray cluster at ${this.ray.address}` : ""),
     );
     if (!c.job) this.spare = this.forkJobProcess();
     while (!this.stopping) {
@@ -266,7 +277,11 @@ class Worker {
         await this.finishJob(a, { status: "failed", error }, logger);
         return;
       }
-      const settled = await this.runRunner(a, logger);
+      // The one place where local and Ray execution part: the same lease, stop requests and outcome either way.
+      const settled =
+        this.ray && job.kind === "train"
+          ? await runOnRay({ job, cfg: this.ray, log: (l, level) => logger.log(l, level), workerId: this.id, stopped: a.stopped.then((r) => ({ graceMs: this.graceMs(r) })), forced: this.forced })
+          : await this.runRunner(a, logger);
       a.settling = true;
       await this.settle(a, settled, logger);
     } finally {
@@ -448,13 +463,15 @@ class Worker {
 }
 
 let cfg: WorkerConfig;
+let ray: RayConfig | null;
 try {
   cfg = workerConfig(process.env, process.argv.slice(2));
+  ray = rayConfig(process.env, { root: projectRoot(), node: process.execPath });
 } catch (e) {
   process.stderr.write(`${errorText(e)}\n`);
   process.exit(2);
 }
-const worker = new Worker(cfg);
+const worker = new Worker(cfg, ray);
 process.on("SIGTERM", () => worker.shutdown("SIGTERM"));
 process.on("SIGINT", () => worker.shutdown("SIGINT"));
 process.on("unhandledRejection", (e) => worker.say(`unhandled rejection: ${e instanceof Error ? e.stack : String(e)}`));

@@ -1,0 +1,179 @@
+// Train jobs on a Ray cluster, end to end with real parts: a local Ray head (ray[default] from PyPI,
+// on loopback, started and stopped here), a real worker with TURNLENS_RAY_ADDRESS set, the Ray Jobs
+// API, the real PyTorch engine, a real SQLite file. The run is live while Ray runs it, its job log
+// holds the Ray job's lines, a Ray job stopped from outside TurnLens is resubmitted and resumes from
+// its checkpoint without a duplicated step, and a cancel from TurnLens stops the Ray job.
+//
+// Ray comes from node_modules/.turnlens-ray-venv (scripts/test.sh installs it) or TURNLENS_RAY_BIN.
+import { execFileSync, spawnSync } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { alive, killAllWorkers, spawnWorker, useTempDatabase, waitFor, ROOT } from "../helpers/workers";
+
+const RAY = process.env.TURNLENS_RAY_BIN ?? path.join(ROOT, "node_modules/.turnlens-ray-venv/bin/ray");
+const haveRay = fs.existsSync(RAY);
+if (!haveRay) console.warn(`ray-train: SKIPPED, no Ray at ${RAY} (scripts/test.sh installs ray[default] there; or set TURNLENS_RAY_BIN)`);
+
+const db = useTempDatabase("ray-train");
+const { launchRun } = await import("../../lib/runs/launch");
+const { launchRunSchema } = await import("../../lib/schemas/runs");
+const { getRawDb } = await import("../../lib/db/sqlite");
+const { getRun } = await import("../../lib/db/runs");
+const { requestCancel, getJob } = await import("../../lib/jobs/queue");
+const { tailLog } = await import("../../lib/jobs/logs");
+const { RayJobsClient } = await import("../../workers/ray/jobs-api");
+const { RESULT_MARK } = await import("../../workers/ray/protocol");
+
+/** A free TCP port on loopback (closed again at once: Ray binds it right after). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+let tempDir = "";
+let address = "";
+let api: InstanceType<typeof RayJobsClient>;
+
+beforeAll(async () => {
+  if (!haveRay) return;
+  // A short temp dir: Ray's Unix socket paths must stay under 107 characters.
+  tempDir = fs.mkdtempSync(path.join(os.tmpdir(), "tlray-"));
+  const [gcs, dashboard, client, agent] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const r = spawnSync(
+    RAY,
+    [
+      "start", "--head", "--node-ip-address=127.0.0.1", `--port=${gcs}`, "--dashboard-host=127.0.0.1", `--dashboard-port=${dashboard}`,
+      `--ray-client-server-port=${client}`, `--dashboard-agent-listen-port=${agent}`, "--num-cpus=2", "--disable-usage-stats", `--temp-dir=${tempDir}`,
+    ],
+    { encoding: "utf8", timeout: 120_000 },
+  );
+  if (r.status !== 0) throw new Error(`ray start failed (${r.status}): ${r.stdout}\n${r.stderr}`);
+  address = `http://127.0.0.1:${dashboard}`;
+  api = new RayJobsClient(address);
+  await waitFor("the Ray Jobs API", () => api.list().then(() => true, () => false), 60_000, 500);
+}, 180_000);
+
+afterEach(killAllWorkers);
+
+afterAll(async () => {
+  await killAllWorkers();
+  if (haveRay && tempDir) {
+    execFileSync(RAY, ["stop", "--force"], { stdio: "pipe", timeout: 60_000 });
+    // nothing of this head may be left running
+    await waitFor("the Ray head's processes to exit", () => pgrep(tempDir).length === 0, 20_000, 200);
+    fs.rmSync(tempDir, { recursive: true, force: true });
+  }
+  await db.cleanup();
+}, 120_000);
+
+function pgrep(pattern: string, parent?: number): number[] {
+  try {
+    return execFileSync("pgrep", [...(parent ? ["-P", String(parent)] : []), "-f", pattern]).toString().trim().split("\n").filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+const childrenOf = (pid: number, pattern: string) => pgrep(pattern, pid);
+
+/** The small budget of test/train/train-job.test.ts: 2 tasks x G=4 on FrozenLake, checkpoints every 2 steps. */
+async function launch(name: string, extra: Record<string, unknown> = {}) {
+  const body = launchRunSchema.parse({
+    jobKind: "train",
+    name,
+    config: { steps: 6, groupsPerStep: 2, groupSize: 4, evalInterval: 2, evalEpisodes: 8, checkpointInterval: 2, threads: 1, device: "cpu", ...extra },
+  });
+  const r = await launchRun(body);
+  return { runId: r.runId, jobId: r.jobId! };
+}
+
+const steps = (runId: string) => getRawDb().prepare(`SELECT "step" FROM "RolloutStep" WHERE "runId" = ? ORDER BY "step"`).pluck().all(runId) as number[];
+const metricSteps = (runId: string, key: string) =>
+  getRawDb().prepare(`SELECT "step" FROM "Metric" WHERE "runId" = ? AND "key" = ? ORDER BY "step"`).pluck().all(runId, key) as number[];
+const finished = (runId: string) => ["succeeded", "failed", "canceled"].includes(getRun(runId).status);
+const jobLog = async (jobId: string) => (await tailLog(jobId, 0, 5_000)).lines.map((l) => l.line);
+/** This TurnLens job's Ray submissions, oldest first. */
+const submissionsOf = async (jobId: string) =>
+  (await api.list()).filter((d) => d.metadata?.turnlens_job === jobId).sort((a, b) => Number(a.start_time ?? 0) - Number(b.start_time ?? 0));
+
+describe.skipIf(!haveRay)("train jobs on a Ray cluster (local head)", () => {
+  it("runs live on Ray, copies its log, and resubmits a Ray job stopped or killed outside TurnLens, resuming from its checkpoint", async () => {
+    const { runId, jobId } = await launch("ray-resubmit", { steps: 8 });
+    const w = spawnWorker({ TURNLENS_RAY_ADDRESS: address, TURNLENS_RAY_POLL_MS: "250" });
+
+    // Live: metrics stored while the Ray job still runs.
+    await waitFor("the first step's metrics", () => metricSteps(runId, "rollout/success_rate").length > 0, 180_000, 100);
+    const [first] = await submissionsOf(jobId);
+    expect(first?.status, w.output()).toBe("RUNNING");
+    expect(getRun(runId).status).toBe("running");
+
+    // 1. Stopped through the Jobs API by someone else, once a checkpoint (step 1) and a later step are stored.
+    await waitFor("step 2 stored", () => steps(runId).includes(2), 180_000, 50);
+    expect(await api.stop(first.submission_id!)).toBe(true);
+
+    // 2. The resubmitted job's entrypoint SIGKILLed (as a node's OOM killer would), after its checkpoint of step 5.
+    await waitFor("the resubmission to store step 6", async () => (await submissionsOf(jobId)).length === 2 && steps(runId).includes(6), 180_000, 50);
+    const entry = pgrep(`workers/ray/entry.ts --job ${jobId}`);
+    expect(entry).toHaveLength(1);
+    process.kill(entry[0], "SIGKILL");
+
+    await waitFor("run finished", () => finished(runId), 240_000, 200);
+    const out = w.output();
+    expect(getRun(runId).status, out).toBe("succeeded");
+    const subs = await submissionsOf(jobId);
+    expect(subs.map((s) => s.status), out).toEqual(["STOPPED", "FAILED", "SUCCEEDED"]);
+
+    const log = await jobLog(jobId);
+    expect(log.filter((l) => l.startsWith("submitted Ray job "))).toHaveLength(3);
+    expect(log.filter((l) => / ended STOPPED without a result .*: resubmitting; the runner resumes from the last checkpoint \(1\/3\)$/.test(l)), out).toHaveLength(1);
+    expect(log.filter((l) => / ended FAILED without a result .*: resubmitting; the runner resumes from the last checkpoint \(2\/3\)$/.test(l)), out).toHaveLength(1);
+    expect(log.filter((l) => /^resumed from the checkpoint of step \d+/.test(l)), out).toHaveLength(2);
+    // Every line the Ray jobs printed is in the job log (the lease token redacted, the result line consumed).
+    const token = (await getJob(jobId)).leaseToken ?? "";
+    for (const s of subs) {
+      const rayLines = (await api.logs(s.submission_id!)).split("\n").filter((l) => l && !l.startsWith(RESULT_MARK));
+      expect(rayLines.length).toBeGreaterThan(5);
+      for (const l of rayLines) expect(log).toContain(l.replace(/^\[(warn|error)\] /, "").replaceAll(token, "<lease token>"));
+    }
+    expect(log.filter((l) => l.startsWith("Ray entrypoint: train job"))).toHaveLength(3);
+
+    // No step stored twice, and every step stored.
+    expect(steps(runId)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(metricSteps(runId, "rollout/success_rate")).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    const trajCount = getRawDb().prepare(`SELECT COUNT(*) FROM "Trajectory" WHERE "runId" = ?`).pluck().get(runId);
+    expect(trajCount).toBe(8 * 2 * 4);
+  }, 400_000);
+
+  it("stops the Ray job when the run is canceled from TurnLens", async () => {
+    const { runId, jobId } = await launch("ray-cancel", { steps: 500, checkpointInterval: 100 });
+    const w = spawnWorker({ TURNLENS_RAY_ADDRESS: address, TURNLENS_RAY_POLL_MS: "250" });
+    await waitFor("step 0 stored", () => steps(runId).includes(0), 180_000, 100);
+    const [sub] = await submissionsOf(jobId);
+    expect(sub?.status, w.output()).toBe("RUNNING");
+    const entry = pgrep(`workers/ray/entry.ts --job ${jobId}`);
+    expect(entry.length).toBeGreaterThan(0);
+    const engines = entry.flatMap((pid) => childrenOf(pid, "workers.engine"));
+    expect(engines.length).toBeGreaterThan(0);
+
+    const t0 = Date.now();
+    await requestCancel(jobId);
+    await waitFor("Ray to report STOPPED", async () => (await api.details(sub.submission_id!))?.status === "STOPPED", 60_000, 100);
+    const secs = (Date.now() - t0) / 1000;
+    console.log(`ray-train: cancel -> Ray job STOPPED in ${secs.toFixed(1)} s`);
+    await waitFor("run canceled", () => finished(runId), 30_000, 100);
+    expect(getRun(runId).status, w.output()).toBe("canceled");
+    // It actually stopped: the entrypoint and the engine under it are gone.
+    await waitFor("the entrypoint process to exit", () => pgrep(`workers/ray/entry.ts --job ${jobId}`).length === 0, 10_000, 100);
+    await waitFor("the engine to exit", () => !engines.some(alive), 10_000, 100);
+    expect((await submissionsOf(jobId)).map((s) => s.status)).toEqual(["STOPPED"]);
+    expect(await jobLog(jobId)).toEqual(expect.arrayContaining([`asked Ray to stop job ${sub.submission_id}`, "canceled"]));
+  }, 300_000);
+});
