@@ -3,7 +3,8 @@
 import type { Turn } from "../credit";
 import type { Env, EnvView, StepInfo } from "../envs/types";
 import type { GroupInput } from "../schemas/rollouts";
-import { advanceContext, buildPrompt, newContext, readResponse, type ContextConfig, type EpisodeContext } from "./context";
+import type { ContextConfig } from "../schemas/context";
+import { advanceContext, buildPrompt, newContext, readResponse, type EpisodeContext } from "./context";
 
 export interface GenRequest {
   prompt: string;

@@ -2,7 +2,7 @@
 // FrozenLake maps from scratch on CPU with GiGPO (see ../shared/notes/training-calibration.md;
 // 4x4 maps were too few, 153 distinct in 200 seeds, for a held-out set).
 import { z } from "zod";
-import { contextSchema } from "../rollout/context";
+import { contextSchema } from "./context";
 
 export const tinyModelSchema = z
   .object({
