@@ -1,8 +1,9 @@
 // Train jobs on a Ray cluster, end to end with real parts: a local Ray head (ray[default] from PyPI,
 // on loopback, started and stopped here), a real worker with TURNLENS_RAY_ADDRESS set, the Ray Jobs
 // API, the real PyTorch engine, a real SQLite file. The run is live while Ray runs it, its job log
-// holds the Ray job's lines, a Ray job stopped from outside TurnLens is resubmitted and resumes from
-// its checkpoint without a duplicated step, and a cancel from TurnLens stops the Ray job.
+// holds the Ray job's lines, a Ray job stopped or killed outside TurnLens (Jobs API stop, SIGKILL,
+// `ray stop` of the whole head) is resubmitted and resumes from its checkpoint without a duplicated
+// step, and a cancel from TurnLens stops the Ray job.
 //
 // Ray comes from node_modules/.turnlens-ray-venv (scripts/test.sh installs it) or TURNLENS_RAY_BIN.
 import { execFileSync, spawnSync } from "node:child_process";
@@ -47,20 +48,27 @@ beforeAll(async () => {
   if (!haveRay) return;
   // A short temp dir: Ray's Unix socket paths must stay under 107 characters.
   tempDir = fs.mkdtempSync(path.join(os.tmpdir(), "tlray-"));
-  const [gcs, dashboard, client, agent] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  ports = { gcs: await freePort(), dashboard: await freePort(), client: await freePort(), agent: await freePort() };
+  address = `http://127.0.0.1:${ports.dashboard}`;
+  api = new RayJobsClient(address);
+  await startHead();
+}, 180_000);
+
+let ports = { gcs: 0, dashboard: 0, client: 0, agent: 0 };
+
+/** Starts the head on `ports` (again after a `ray stop`: same addresses) and waits for its Jobs API. */
+async function startHead(): Promise<void> {
   const r = spawnSync(
     RAY,
     [
-      "start", "--head", "--node-ip-address=127.0.0.1", `--port=${gcs}`, "--dashboard-host=127.0.0.1", `--dashboard-port=${dashboard}`,
-      `--ray-client-server-port=${client}`, `--dashboard-agent-listen-port=${agent}`, "--num-cpus=2", "--disable-usage-stats", `--temp-dir=${tempDir}`,
+      "start", "--head", "--node-ip-address=127.0.0.1", `--port=${ports.gcs}`, "--dashboard-host=127.0.0.1", `--dashboard-port=${ports.dashboard}`,
+      `--ray-client-server-port=${ports.client}`, `--dashboard-agent-listen-port=${ports.agent}`, "--num-cpus=2", "--disable-usage-stats", `--temp-dir=${tempDir}`,
     ],
     { encoding: "utf8", timeout: 120_000 },
   );
   if (r.status !== 0) throw new Error(`ray start failed (${r.status}): ${r.stdout}\n${r.stderr}`);
-  address = `http://127.0.0.1:${dashboard}`;
-  api = new RayJobsClient(address);
   await waitFor("the Ray Jobs API", () => api.list().then(() => true, () => false), 60_000, 500);
-}, 180_000);
+}
 
 afterEach(killAllWorkers);
 
@@ -150,6 +158,30 @@ describe.skipIf(!haveRay)("train jobs on a Ray cluster (local head)", () => {
     expect(metricSteps(runId, "rollout/success_rate")).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
     const trajCount = getRawDb().prepare(`SELECT COUNT(*) FROM "Trajectory" WHERE "runId" = ?`).pluck().get(runId);
     expect(trajCount).toBe(8 * 2 * 4);
+  }, 400_000);
+
+  it("resubmits after `ray stop` took the whole head down mid-run, once the head is back", async () => {
+    const { runId, jobId } = await launch("ray-head-stopped", { steps: 10 });
+    const w = spawnWorker({ TURNLENS_RAY_ADDRESS: address, TURNLENS_RAY_POLL_MS: "250", TURNLENS_RAY_UNREACHABLE_MS: "120000" });
+    await waitFor("step 2 stored", () => steps(runId).includes(2), 180_000, 50);
+    const [first] = await submissionsOf(jobId);
+    expect(first?.status, w.output()).toBe("RUNNING");
+    execFileSync(RAY, ["stop", "--force"], { stdio: "pipe", timeout: 60_000 });
+    // Ray's watcher kills the entrypoint's group once its supervisor is gone.
+    await waitFor("the entrypoint to die with the head", () => pgrep(`workers/ray/entry.ts --job ${jobId}`).length === 0, 20_000, 100);
+    await startHead();
+
+    await waitFor("run finished", () => finished(runId), 240_000, 200);
+    const out = w.output();
+    expect(getRun(runId).status, out).toBe("succeeded");
+    // The new head knows only the resubmission.
+    expect((await submissionsOf(jobId)).map((s) => s.status)).toEqual(["SUCCEEDED"]);
+    const log = await jobLog(jobId);
+    expect(log.some((l) => l.startsWith(`Ray Jobs API at ${address} unreachable`)), out).toBe(true);
+    expect(log.some((l) => l.startsWith(`Ray job ${first.submission_id} is unknown to the Ray cluster (its head was restarted?): resubmitting`)), out).toBe(true);
+    expect(log.filter((l) => /^resumed from the checkpoint of step \d+/.test(l)), out).toHaveLength(1);
+    expect(steps(runId)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(metricSteps(runId, "rollout/success_rate")).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
   }, 400_000);
 
   it("stops the Ray job when the run is canceled from TurnLens", async () => {
