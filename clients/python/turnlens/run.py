@@ -194,7 +194,7 @@ class Run:
         return f"{self._session}:{self._seq}"
 
     def _records(self, items: List[tuple]) -> List[Dict[str, Any]]:
-        """Consecutive metric points merged into batches of at most batch_values values; order kept."""
+        """Consecutive metric points merged into columnar batches of at most batch_values values; order kept."""
         out: List[Dict[str, Any]] = []
         points: List[Dict[str, Any]] = []
         n = 0
@@ -202,7 +202,7 @@ class Run:
         def flush() -> None:
             nonlocal points, n
             if points:
-                out.append({"kind": "metrics", "batchId": self._next_batch_id(), "body": {"points": points}})
+                out.append({"kind": "metrics", "batchId": self._next_batch_id(), "body": shapes.columns_body(points)})
                 points, n = [], 0
 
         for item in items:
@@ -323,8 +323,14 @@ def send_record(transport: Transport, run_id: str, write_key: Optional[str], rec
         try:
             status, _ = transport.request("POST", path, body, write_key=write_key, should_stop=should_stop)
         except ApiError as e:
+            issues = [i for i in e.issues if isinstance(i, dict)]
+            names = [f"{i.get('path', '')} {i.get('message', '')}" for i in issues]
+            if e.status == 400 and kind == "metrics" and "steps" in body and any(i.get("path") == "body.points" for i in issues):
+                # A server that predates columnar batches asks for `points`: the same batch in that shape.
+                body = shapes.columns_to_points(body)
+                status, _ = transport.request("POST", path, body, write_key=write_key, should_stop=should_stop)
             # A server that predates client batch ids rejects the field; send without it from now on.
-            if e.status == 400 and "batchId" in body and any("batchId" in str(i.get("path", "")) or "batchId" in str(i.get("message", "")) for i in e.issues if isinstance(i, dict)):
+            elif e.status == 400 and "batchId" in body and any("batchId" in n for n in names):
                 if stats is not None:
                     stats._batch_ids = False
                 body.pop("batchId")
@@ -340,7 +346,7 @@ def send_record(transport: Transport, run_id: str, write_key: Optional[str], rec
         if status == 200 and kind != "finish":
             stats.sent["retried_batches"] += 1  # the server had it already (a retry after a lost answer)
         if kind == "metrics":
-            stats.sent["points"] += sum(len(p["values"]) for p in body["points"])
+            stats.sent["points"] += shapes.count_points(body)
         elif kind == "steps":
             stats.sent["turns"] += shapes.count_turns(body)
     return None

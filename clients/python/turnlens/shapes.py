@@ -9,6 +9,7 @@ in the background thread.
 import json
 import math
 import re
+import time
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 METRIC_KEY = re.compile(r"^[\w/.-]{1,200}$")
@@ -31,7 +32,19 @@ _TURN_FIELDS = {
     "entropy": "entropy",
     "advantage": "advantage",
     "info": "info",
+    # per-token data of the response, one entry per token id (stored packed by the server)
+    "tokenIds": "tokenIds",
+    "token_ids": "tokenIds",
+    "tokenTexts": "tokenTexts",
+    "token_texts": "tokenTexts",
+    "tokenLogprobs": "tokenLogprobs",
+    "token_logprobs": "tokenLogprobs",
+    "tokenAdvantages": "tokenAdvantages",
+    "token_advantages": "tokenAdvantages",
+    "tokenEntropies": "tokenEntropies",
+    "token_entropies": "tokenEntropies",
 }
+_TOKEN_ARRAYS = ("tokenTexts", "tokenLogprobs", "tokenAdvantages", "tokenEntropies")
 _TRAJ_FIELDS = {"reward", "success", "truncated", "turns"}
 
 
@@ -78,16 +91,68 @@ def sanitize_key(key: str) -> str:
     return out or "_"
 
 
+# Keys already checked (a training loop logs the same few keys every step); bounded, so a run
+# that logs ever new keys does not grow it without end.
+_GOOD_KEYS: set = set()
+
+
 def metric_point(values: Mapping[str, Any], step: Any, wall_time: Optional[float] = None) -> Dict[str, Any]:
     if not isinstance(values, Mapping) or not values:
         raise ShapeError("values: expected a non-empty dict of metric key -> number")
-    point: Dict[str, Any] = {
-        "step": to_step(step),
-        "values": {metric_key(k, f"values[{k!r}]"): to_number(v, f"values[{k!r}]") for k, v in values.items()},
-    }
+    out: Dict[str, float] = {}
+    for k, v in values.items():
+        if k not in _GOOD_KEYS:
+            metric_key(k, f"values[{k!r}]")
+            if len(_GOOD_KEYS) < 10_000:
+                _GOOD_KEYS.add(k)
+        # plain finite floats pass as they are (v - v is 0.0 only for finite v); anything else is converted
+        out[k] = v if type(v) is float and v - v == 0.0 else to_number(v, f"values[{k!r}]")
+    point: Dict[str, Any] = {"step": step if type(step) is int and 0 <= step <= MAX_STEP else to_step(step), "values": out}
     if wall_time is not None:
-        point["wallTime"] = to_number(wall_time, "wallTime")
+        point["wallTime"] = wall_time if type(wall_time) is float and wall_time - wall_time == 0.0 else to_number(wall_time, "wallTime")
     return point
+
+
+def columns_body(points: List[Mapping[str, Any]]) -> Dict[str, Any]:
+    """metric_point()s as one columnar batch (lib/schemas/metrics.ts MetricColumns): `steps`,
+    `wallTimes` and one array per key, null where a point has no value for the key. About a third
+    of the bytes of one object per point, and the server checks it array by array."""
+    n = len(points)
+    steps = [p["step"] for p in points]
+    cols: Dict[str, List[Optional[float]]] = {}
+    for i, p in enumerate(points):
+        for k, v in p["values"].items():
+            col = cols.get(k)
+            if col is None:
+                col = cols[k] = [None] * n
+            col[i] = v
+    body: Dict[str, Any] = {"steps": steps, "values": cols}
+    if any("wallTime" in p for p in points):
+        now = time.time()  # what the server would take for a point without one
+        body["wallTimes"] = [p.get("wallTime", now) for p in points]
+    return body
+
+
+def columns_to_points(body: Mapping[str, Any]) -> Dict[str, Any]:
+    """A columnar batch as `{points: [...]}`, for servers that predate columnar batches."""
+    points = []
+    walls = body.get("wallTimes")
+    for i, step in enumerate(body["steps"]):
+        p: Dict[str, Any] = {"step": step, "values": {k: col[i] for k, col in body["values"].items() if col[i] is not None}}
+        if walls is not None:
+            p["wallTime"] = walls[i]
+        points.append(p)
+    out = {"points": points}
+    if "batchId" in body:
+        out["batchId"] = body["batchId"]
+    return out
+
+
+def count_points(body: Mapping[str, Any]) -> int:
+    """Metric values in a batch of either shape."""
+    if "points" in body:
+        return sum(len(p["values"]) for p in body["points"])
+    return sum(len(col) - col.count(None) for col in body["values"].values())
 
 
 def _jsonable(value: Any) -> Any:
@@ -137,15 +202,40 @@ def turn_body(turn: Mapping[str, Any], where: str) -> Dict[str, Any]:
         elif name == "info":
             if v is not None:
                 info.update(_jsonable(v) if isinstance(v, Mapping) else {"info": _jsonable(v)})
+        elif name.startswith("token"):
+            out[name] = None if v is None else _token_array(v, name, f"{where}.{k}")
         else:  # logprob, entropy, advantage
             out[name] = None if v is None else to_number(v, f"{where}.{k}")
     if "reward" not in out:
         raise ShapeError(f"{where}.reward: required")
+    n = len(out["tokenIds"]) if out.get("tokenIds") is not None else None
+    for name in _TOKEN_ARRAYS:
+        if out.get(name) is None:
+            continue
+        if n is None:
+            raise ShapeError(f"{where}.{name}: needs tokenIds")
+        if len(out[name]) != n:
+            raise ShapeError(f"{where}.{name}: {len(out[name])} entries, tokenIds has {n} (one per token)")
     out.setdefault("observation", "")
     out.setdefault("action", "")
     if info:
         out["info"] = info
     return out
+
+
+def _token_array(value: Any, name: str, where: str) -> List[Any]:
+    """A list, tuple, numpy array or tensor of per-token values as a JSON list."""
+    if hasattr(value, "detach"):
+        value = value.detach().cpu()
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)):
+        raise ShapeError(f"{where}: expected a list of per-token values, got {type(value).__name__}")
+    if name == "tokenTexts":
+        return ["" if t is None else str(t) for t in value]
+    if name == "tokenIds":
+        return [int(to_number(t, f"{where}[{i}]")) for i, t in enumerate(value)]
+    return [to_number(t, f"{where}[{i}]") for i, t in enumerate(value)]
 
 
 def trajectory_body(traj: Any, where: str) -> Dict[str, Any]:
