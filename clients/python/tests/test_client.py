@@ -188,6 +188,20 @@ def test_bad_input_raises_in_the_training_loop_naming_the_field(server):
     run.finish()
 
 
+def test_per_token_fields_are_checked_in_the_loop_and_stored(server):
+    run = turnlens.init(project="client-tests", name="tokens", url=server.url, env_id="sokoban")
+    with pytest.raises(turnlens.ShapeError, match=r"turns\[0\]\.tokenLogprobs: 1 entries, tokenIds has 2"):
+        run.log_rollouts(0, {"g0": [[{"observation": "o", "action": "a", "reward": 0, "token_ids": [1, 2], "token_logprobs": [-1.0]}]]})
+    turn = {"observation": "o", "action": "go left", "reward": 1, "token_ids": [7, 3, 9], "token_texts": ["go", " ", "left"],
+            "token_logprobs": [-0.5, -0.25, -2.0], "token_entropies": [1.5, 0.0, 0.75]}
+    run.log_rollouts(0, {"g0": [[turn], [{"observation": "o", "action": "up", "reward": 0}]]})
+    run.finish()
+    turns = [t for tr in server.trajectories(run.id, 0) for t in server.get(f"/api/v1/trajectories/{tr['id']}")["turns"]]
+    stored = [t["tokens"] for t in turns]
+    assert {"ids": [7, 3, 9], "texts": ["go", " ", "left"], "logprobs": [-0.5, -0.25, -2.0], "advantages": None, "entropies": [1.5, 0.0, 0.75]} in stored
+    assert None in stored
+
+
 def test_context_manager_marks_a_crashed_loop_failed(server):
     with pytest.raises(RuntimeError):
         with turnlens.init(project="client-tests", name="crash", url=server.url) as run:

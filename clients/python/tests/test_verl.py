@@ -129,6 +129,22 @@ def test_stored_advantages_are_the_trainers_and_match_lib_credit_gigpo(seed):
             assert tr["success"] == (tr["reward"] > 0) and tr["turns"][-1]["done"]
 
 
+def test_response_tokens_and_their_log_probs_pass_through():
+    batch, flat = make_batch(3)
+    bs, L = batch.batch["response_mask"].shape
+    g = torch.Generator().manual_seed(3)
+    batch.batch["responses"] = torch.randint(5, 100, (bs, L), generator=g)
+    batch.batch["old_log_probs"] = -torch.rand(bs, L, generator=g)
+    groups = batch_to_groups(batch, observations=[r["obs"] for r in flat], actions=[r["act"] for r in flat])
+    by_obs = {t["observation"]: t for trs in groups.values() for tr in trs for t in tr["turns"]}
+    for i, r in enumerate(flat):
+        keep = batch.batch["response_mask"][i].bool()
+        t = by_obs[r["obs"]]
+        assert t["token_ids"] == batch.batch["responses"][i][keep].tolist()
+        assert t["token_logprobs"] == pytest.approx(batch.batch["old_log_probs"][i][keep].tolist())
+        assert len(t["token_advantages"]) == len(t["token_ids"]) and "token_entropies" not in t
+
+
 def test_inactive_rows_are_skipped_and_the_step_reaches_the_server(server):
     import turnlens
 

@@ -16,6 +16,8 @@ per turn (one LLM call) of every trajectory. The fields read here are the ones i
     advantages   what the actor's loss used (compute_advantage's output)          -> turn advantage
     response_mask the response tokens the advantage applies to
     responses / prompts (token ids), decoded when a tokenizer is given            -> action / observation
+    responses under response_mask                                                  -> turn token_ids
+    old_log_probs, advantages, entropys (optional) under response_mask            -> per-token values
 
 Turn order inside a trajectory is the batch order of its rows, as in verl-agent's own
 compute_step_discounted_returns. Call it after `compute_advantage` in the trainer's fit loop:
@@ -83,6 +85,31 @@ def _decode(tokenizer: Any, tensors: Any, key: str, n: int) -> Optional[List[str
     return rows
 
 
+def _row_tokens(tensors: Any, tokenizer: Any, n: int) -> List[Dict[str, Any]]:
+    """Per row: the response's token ids under response_mask, and the per-token values verl has
+    for them (sampling log-probs, advantages, entropies), as turn fields; texts with a tokenizer."""
+    if tensors is None or "responses" not in tensors or "response_mask" not in tensors:
+        return [{} for _ in range(n)]
+    def rows(key):
+        if key not in tensors:
+            return None
+        t = tensors[key]
+        return t.detach().float().cpu().numpy() if hasattr(t, "detach") and key != "responses" else (t.detach().cpu().numpy() if hasattr(t, "detach") else t)
+    ids, mask = rows("responses"), rows("response_mask")
+    extra = {name: rows(key) for name, key in (("token_logprobs", "old_log_probs"), ("token_advantages", "advantages"), ("token_entropies", "entropys"))}
+    out: List[Dict[str, Any]] = []
+    for i in range(n):
+        keep = mask[i] > 0
+        row: Dict[str, Any] = {"token_ids": [int(x) for x in ids[i][keep]]}
+        for name, vals in extra.items():
+            if vals is not None:
+                row[name] = [float(x) for x in vals[i][keep]]
+        if tokenizer is not None:
+            row["token_texts"] = [tokenizer.decode([t]) for t in row["token_ids"]]
+        out.append(row)
+    return out
+
+
 def batch_to_groups(batch: Any, tokenizer: Any = None, observations: Optional[List[str]] = None,
                     actions: Optional[List[str]] = None) -> Dict[str, List[Dict[str, Any]]]:
     """One verl-agent training batch -> {uid: [trajectory {turns, reward}]} for `run.log_rollouts`.
@@ -104,6 +131,7 @@ def batch_to_groups(batch: Any, tokenizer: Any = None, observations: Optional[Li
     valid = _col(nt, "is_action_valid", n, True)
     ep_rewards = _col(nt, "episode_rewards", n, None)
     advantages = _row_advantages(tensors) or [None] * n
+    tokens = _row_tokens(tensors, tokenizer, n)
     obs = observations or _decode(tokenizer, tensors, "prompts", n)
     acts = actions or _decode(tokenizer, tensors, "responses", n)
 
@@ -123,6 +151,7 @@ def batch_to_groups(batch: Any, tokenizer: Any = None, observations: Optional[Li
         }
         if advantages[i] is not None:
             turn["advantage"] = advantages[i]
+        turn.update(tokens[i])
         trajs = groups.setdefault(str(uids[i]), {})
         traj = trajs.setdefault(str(traj_uids[i]), {"turns": []})
         traj["turns"].append(turn)
