@@ -108,11 +108,16 @@ export const routes = {
     id: "exportMetrics",
     method: "GET",
     path: "/runs/{id}/metrics/export",
-    summary: "Full-resolution export, streamed (CSV or JSON); repeat `key` to select keys",
+    summary: "Full-resolution export, streamed (CSV, JSON or columnar JSON); repeat `key` to select keys",
     tag: "metrics",
     query: z
       .object({
-        format: z.enum(["csv", "json"]).default("csv").describe("csv: `key,step,value,wall_time` rows; json: an array of {key, step, value, wallTime}."),
+        format: z
+          .enum(["csv", "json", "columnar"])
+          .default("csv")
+          .describe(
+            "csv: `key,step,value,wall_time` rows; json: an array of {key, step, value, wallTime}; columnar: an array of blocks {key, steps, values, wallTimes} (one key each, in step order, up to 20,000 points a block; a third of the bytes of json).",
+          ),
         key: z
           .union([metricKeySchema, z.array(metricKeySchema).max(100)])
           .optional()
@@ -122,7 +127,10 @@ export const routes = {
       .strict(),
     produces: {
       "text/csv": z.string(),
-      "application/json": z.array(z.object({ key: z.string(), step: z.number(), value: z.number(), wallTime: z.number() })),
+      "application/json": z.union([
+        z.array(z.object({ key: z.string(), step: z.number(), value: z.number(), wallTime: z.number() })),
+        z.array(z.object({ key: z.string(), steps: z.array(z.number()), values: z.array(z.number()), wallTimes: z.array(z.number()) })),
+      ]),
     },
   }),
   stepsList: defineRoute({

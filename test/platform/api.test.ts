@@ -103,6 +103,11 @@ describe("ingest from an external trainer", () => {
     const json = await call(exportRoute.GET, "GET", `/api/v1/runs/${runId}/metrics/export?format=json`, { params: { id: runId } });
     expect(json.json).toHaveLength(6000);
     expect(json.json[0]).toEqual({ key: "train/kl", step: 0, value: 0.01, wallTime: expect.any(Number) });
+    // columnar: the same points, one block of arrays per key
+    const cols = await call(exportRoute.GET, "GET", `/api/v1/runs/${runId}/metrics/export?format=columnar`, { params: { id: runId } });
+    type Block = { key: string; steps: number[]; values: number[]; wallTimes: number[] };
+    expect(cols.json.map((b: Block) => b.key)).toEqual(["train/kl", "train/reward"]);
+    expect(cols.json.flatMap((b: Block) => b.steps.map((step, i) => ({ key: b.key, step, value: b.values[i], wallTime: b.wallTimes[i] })))).toEqual(json.json);
   });
 
   it("rejects a non-finite metric value naming the field", async () => {

@@ -3,7 +3,7 @@ import { routes } from "@/lib/api/routes";
 import { assertRunExists } from "@/lib/db/runs";
 import { metricChunks } from "@/lib/db/metrics";
 
-/** Full-resolution export (no sampling), streamed chunk by chunk: every stored point of the run, or of the given keys. */
+/** Full-resolution export (no sampling), streamed chunk by chunk: every stored point of the run, or of the given keys; columnar: one block of arrays per chunk. */
 export const GET = route(routes.metricsExport, ({ params, query: q }) => {
   assertRunExists(params.id);
   const keys = q.key === undefined ? null : Array.isArray(q.key) ? q.key : [q.key];
@@ -24,12 +24,13 @@ export const GET = route(routes.metricsExport, ({ params, query: q }) => {
       const quoted = JSON.stringify(rows[0][0]); // one key per chunk
       const out: string[] = [];
       if (csv) for (const r of rows) out.push(`${quoted},${r[1]},${r[2]},${r[3]}\n`);
+      else if (q.format === "columnar") out.push(`{"key":${quoted},"steps":[${rows.map((r) => r[1]).join(",")}],"values":[${rows.map((r) => r[2]).join(",")}],"wallTimes":[${rows.map((r) => r[3]).join(",")}]}`);
       else for (const r of rows) out.push(`{"key":${quoted},"step":${r[1]},"value":${r[2]},"wallTime":${r[3]}}`);
       controller.enqueue(enc.encode(head + (csv ? out.join("") : (first ? "" : ",") + out.join(","))));
       first = false;
     },
   });
-  const name = `${params.id}-metrics.${q.format}`;
+  const name = `${params.id}-metrics.${csv ? "csv" : "json"}`;
   return new Response(stream, {
     headers: { "content-type": csv ? "text/csv; charset=utf-8" : "application/json", "content-disposition": `attachment; filename="${name}"` },
   });
