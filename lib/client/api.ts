@@ -38,3 +38,32 @@ export async function callApi<T>(path: string, init: { method?: string; body?: u
   if (!res.ok) throw new ApiClientError(res.status, data?.error ?? `HTTP ${res.status}`, data?.issues ?? []);
   return data as T;
 }
+
+/**
+ * Uploads a file as the raw body (application/octet-stream, which the upload routes take) with XHR,
+ * because fetch cannot report upload progress; `onProgress` gets the fraction sent.
+ */
+export function uploadApi<T>(path: string, file: Blob, query: Record<string, string | undefined>, onProgress?: (fraction: number) => void): Promise<T> {
+  const url = new URL("/api/v1" + path, window.location.origin);
+  for (const [k, v] of Object.entries(query)) if (v) url.searchParams.set(k, v);
+  return new Promise<T>((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open("POST", url);
+    xhr.setRequestHeader("content-type", "application/octet-stream");
+    const token = localStorage.getItem(TOKEN_KEY);
+    if (token) xhr.setRequestHeader("authorization", `Bearer ${token}`);
+    xhr.upload.onprogress = (e) => onProgress?.(e.lengthComputable ? e.loaded / e.total : 0);
+    xhr.onerror = () => reject(new ApiClientError(0, "the upload failed: the server could not be reached", []));
+    xhr.onload = () => {
+      let data: { error?: string; issues?: ApiIssue[] } | null = null;
+      try {
+        data = JSON.parse(xhr.responseText);
+      } catch {
+        /* not JSON */
+      }
+      if (xhr.status >= 200 && xhr.status < 300) resolve(data as T);
+      else reject(new ApiClientError(xhr.status, data?.error ?? `HTTP ${xhr.status}`, data?.issues ?? []));
+    };
+    xhr.send(file);
+  });
+}

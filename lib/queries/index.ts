@@ -5,6 +5,7 @@ import type { RunFilters, RunList, RunOut } from "../schemas/runs";
 import type { MetricKeyInfo, Series } from "../schemas/metrics";
 import { creditSourceQuery, type CreditOverview, type CreditSource, type GroupCredit } from "../schemas/credit";
 import type { JobOut, LogLines } from "../schemas/jobs";
+import type { ImportOut } from "../schemas/imports";
 import type { GroupOut, RolloutStepOut, TrajectoryOut, TurnOut } from "../schemas/rollouts";
 
 const ACTIVE = new Set(["queued", "running"]);
@@ -128,4 +129,20 @@ export const creditOverviewQuery = (runId: string, source: CreditSource, maxStep
     queryFn: () => callApi<CreditOverview>(`/runs/${runId}/credit`, { query: { ...creditSourceQuery(source), maxSteps } }),
     retry: false,
     placeholderData: (prev) => prev,
+  });
+
+/** An upload's import (job, progress, and its report once done), polled while it runs. */
+export const importQuery = (id: string) =>
+  queryOptions({
+    queryKey: ["import", id],
+    queryFn: () => callApi<ImportOut>(`/imports/${id}`),
+    refetchInterval: (q) => livePoll(q.state.data?.job.status),
+  });
+
+/** The latest imports, polled while one of them runs. */
+export const recentImportsQuery = () =>
+  queryOptions({
+    queryKey: ["imports"],
+    queryFn: () => callApi<{ imports: ImportOut[]; total: number }>("/imports", { query: { pageSize: 10 } }),
+    refetchInterval: (q) => (q.state.data?.imports.some((i) => ACTIVE.has(i.job.status)) ? 2000 : false),
   });

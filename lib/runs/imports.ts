@@ -6,7 +6,7 @@ import { createHash, randomUUID } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { projectRoot } from "../db/url";
-import { enqueue, getJob, toJobOut } from "../jobs";
+import { enqueue, getJob, listJobs, requestCancel, toJobOut } from "../jobs";
 import { InvalidInputError, NotFoundError } from "../schemas/errors";
 import { importPayloadSchema, importReportSchema, type ImportOut, type ImportPayload, type ImportUploadQuery } from "../schemas/imports";
 
@@ -18,7 +18,8 @@ export function maxUploadBytes(): number {
 
 const emptyUpload = () => new InvalidInputError("body: the upload is empty; send the file's bytes as the request body", [{ path: "body", message: "empty" }]);
 
-const uploadDir = () => path.resolve(process.env.TURNLENS_UPLOAD_DIR || path.join(projectRoot(), "data", "uploads"));
+// turbopackIgnore: a path from the environment, not a file of the app to trace into the build
+const uploadDir = () => path.resolve(/*turbopackIgnore: true*/ process.env.TURNLENS_UPLOAD_DIR || path.join(projectRoot(), "data", "uploads"));
 
 /**
  * Streams an upload to a temporary file (its bytes go through `pump`, which enforces the size limit),
@@ -80,4 +81,17 @@ export async function importView(id: string): Promise<ImportOut> {
     job: toJobOut(job),
     report: report?.success ? report.data : null,
   };
+}
+
+/** Stops an import: a queued one at once, a running one within a heartbeat (its Python child is killed). */
+export async function cancelImport(id: string): Promise<ImportOut> {
+  await importView(id); // 404 unless it is an import
+  await requestCancel(id);
+  return importView(id);
+}
+
+/** The latest imports, most recent first (queued ones first, in claim order, as the job list). */
+export async function listImports(page: number, pageSize: number): Promise<{ imports: ImportOut[]; total: number; page: number; pageSize: number }> {
+  const { jobs, total } = await listJobs({ kind: "import", page, pageSize });
+  return { imports: await Promise.all(jobs.map((j) => importView(j.id))), total, page, pageSize };
 }

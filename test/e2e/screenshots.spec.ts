@@ -84,3 +84,27 @@ test("launch page", async ({ page }) => {
     await expect(page.getByRole("heading", { name: "Optimisation" })).toBeVisible();
   }, true); // every section of the training form
 });
+
+test("import page", async ({ page }) => {
+  // a verl dump of two steps with one malformed line, uploaded and imported by the worker
+  const rows = [1, 2].flatMap((step) =>
+    ["Solve 2+2.", "Solve 3*3.", "Solve 10-4."].flatMap((q, i) => [0, 1, 2, 3].map((k) => JSON.stringify({ input: q, output: `attempt ${k}`, gts: String([4, 9, 6][i]), score: (k + step + i) % 3 === 0 ? 1 : 0, step, acc: (k + i) % 2 }))),
+  );
+  rows.splice(5, 0, '{"input": "Solve 5+5.", "output": "10", "score": ');
+  const up = await api.post("/api/v1/imports?format=verl&project=e2e-shots&name=verl-gsm8k-dump&filename=rollouts.jsonl", { data: Buffer.from(rows.join("\n") + "\n"), headers: { "content-type": "application/octet-stream" } });
+  expect(up.status()).toBe(201);
+  const { id } = await up.json();
+  let report: { runs: { runId: string }[] } | null = null;
+  await expect.poll(async () => {
+    const imp = await (await api.get(`/api/v1/imports/${id}`)).json();
+    report = imp.report;
+    return imp.job.status;
+  }, { timeout: 60_000 }).toBe("succeeded");
+  await both(page, "import", async () => {
+    await page.goto(`/import?job=${id}`);
+    await expect(page.getByTestId("import-report")).toBeVisible();
+    await page.getByTestId("import-status").getByText("Log", { exact: true }).click(); // the job's log, as it was written
+    await expect(page.getByTestId("job-log")).toContainText("done:");
+  }, true);
+  for (const r of report!.runs) await api.delete(`/api/v1/runs/${r.runId}`);
+});

@@ -1,8 +1,10 @@
 import { readBodyChunks, route } from "@/lib/api/route";
 import { routes } from "@/lib/api/routes";
-import { enqueueImport, storeUpload } from "@/lib/runs/imports";
+import { enqueueImport, listImports, storeUpload } from "@/lib/runs/imports";
 
-/** The file's bytes are the body (streamed to the data folder, never held whole); the import runs as a job. */
+export const GET = route(routes.importsList, ({ query }) => listImports(query.page, query.pageSize));
+
+/** The file's bytes are the body (streamed to the upload dir, never held whole); the import runs as a job. */
 export const POST = route(
   routes.importUpload,
   async ({ req, query }) => {
