@@ -180,7 +180,8 @@ def anchor_text(anchor: Any) -> Optional[str]:
 
 
 def turn_body(turn: Mapping[str, Any], where: str) -> Dict[str, Any]:
-    if not isinstance(turn, Mapping):
+    # type() first: isinstance against typing's Mapping costs more than the rest of a turn
+    if type(turn) is not dict and not isinstance(turn, Mapping):
         raise ShapeError(f"{where}: expected a dict with observation, action, reward")
     out: Dict[str, Any] = {}
     info: Dict[str, Any] = {}
@@ -190,9 +191,10 @@ def turn_body(turn: Mapping[str, Any], where: str) -> Dict[str, Any]:
             info[k] = _jsonable(v)
             continue
         if name in ("observation", "action"):
-            out[name] = "" if v is None else str(v)
+            out[name] = v if type(v) is str else "" if v is None else str(v)
         elif name == "reward":
-            out[name] = to_number(v, f"{where}.reward")
+            # a plain finite float as it is (v - v is 0.0 only for finite v); the field's name is made only on the slow path
+            out[name] = v if type(v) is float and v - v == 0.0 else to_number(v, f"{where}.reward")
         elif name in ("valid", "done"):
             out[name] = bool(v.item() if hasattr(v, "item") else v)
         elif name == "anchor":
@@ -205,7 +207,7 @@ def turn_body(turn: Mapping[str, Any], where: str) -> Dict[str, Any]:
         elif name.startswith("token"):
             out[name] = None if v is None else _token_array(v, name, f"{where}.{k}")
         else:  # logprob, entropy, advantage
-            out[name] = None if v is None else to_number(v, f"{where}.{k}")
+            out[name] = v if type(v) is float and v - v == 0.0 else None if v is None else to_number(v, f"{where}.{k}")
     if "reward" not in out:
         raise ShapeError(f"{where}.reward: required")
     n = len(out["tokenIds"]) if out.get("tokenIds") is not None else None
@@ -240,7 +242,7 @@ def _token_array(value: Any, name: str, where: str) -> List[Any]:
 
 def trajectory_body(traj: Any, where: str) -> Dict[str, Any]:
     """A trajectory is a list of turns, or a dict {turns, reward?, success?, truncated?}."""
-    if isinstance(traj, Mapping):
+    if type(traj) is not list and isinstance(traj, Mapping):
         unknown = set(traj) - _TRAJ_FIELDS
         if unknown:
             raise ShapeError(f"{where}: unknown trajectory fields {sorted(unknown)} (allowed: {sorted(_TRAJ_FIELDS)})")
@@ -254,7 +256,7 @@ def trajectory_body(traj: Any, where: str) -> Dict[str, Any]:
             body["truncated"] = bool(traj["truncated"])
     else:
         turns, body = traj, {}
-    if isinstance(turns, (str, bytes)) or not isinstance(turns, Iterable):
+    if type(turns) is not list and (isinstance(turns, (str, bytes)) or not isinstance(turns, Iterable)):
         raise ShapeError(f"{where}.turns: expected a list of turns")
     body["turns"] = [turn_body(t, f"{where}.turns[{i}]") for i, t in enumerate(turns)]
     if not body["turns"]:
