@@ -185,7 +185,9 @@ class Worker {
   private kindsAtLimit(): string[] {
     const running = new Map<string, number>();
     for (const a of this.active.values()) running.set(a.job.kind, (running.get(a.job.kind) ?? 0) + 1);
-    return [...running].filter(([kind, n]) => n >= (getJobKind(kind)?.concurrency ?? Infinity)).map(([kind]) => kind);
+    // The kind's limit is about this machine's cores and GPUs; train jobs on Ray use the cluster's (only --concurrency bounds them).
+    const limit = (kind: string) => (this.ray && kind === "train" ? Infinity : (getJobKind(kind)?.concurrency ?? Infinity));
+    return [...running].filter(([kind, n]) => n >= limit(kind)).map(([kind]) => kind);
   }
 
   /** First signal: graceful; second: stop waiting for runners. */

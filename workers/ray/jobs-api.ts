@@ -46,7 +46,8 @@ export class RayJobsClient {
   /** `address`: the dashboard's base URL, e.g. http://127.0.0.1:8265 */
   constructor(
     readonly address: string,
-    private readonly timeoutMs = 10_000,
+    /** per request; generous: a loaded head can take seconds to accept a job */
+    private readonly timeoutMs = 30_000,
   ) {}
 
   // node:http, not fetch: fetch sends Sec-Fetch-Mode, and Ray's dashboard refuses POSTs it takes for a browser's.

@@ -91,21 +91,9 @@ export async function runOnRay(input: RayRunInput): Promise<RaySettled> {
   for (let n = 0; ; n++) {
     if (req.stop) return { kind: "died", code: null, signal: null, killed: false };
     const id = `turnlens-${job.id}-${job.attempts}-${n}-${randomBytes(3).toString("hex")}`;
-    try {
-      await api.submit({
-        entrypoint,
-        submission_id: id,
-        runtime_env: { env_vars: envVars },
-        metadata: { turnlens_job: job.id, ...(job.runId ? { turnlens_run: job.runId } : {}), turnlens_worker: input.workerId },
-        ...resources,
-      });
-    } catch (e) {
-      // The head is down or refuses: count it as a failed submission (bounded like the others).
-      if (n >= cfg.resubmits) return { kind: "error", message: `Ray job could not be submitted to ${cfg.address}: ${errorText(e)}`, stack: null, retryable: e instanceof RayApiError && e.status === null };
-      log(`Ray submission failed (${errorText(e)}); trying again in ${cfg.pollMs * 5} ms (${n + 1}/${cfg.resubmits})`, "warn");
-      await pause(cfg.pollMs * 5);
-      continue;
-    }
+    const refused = await submit(id);
+    if (req.stop || req.forced) return { kind: "died", code: null, signal: null, killed: false };
+    if (refused) return { kind: "error", message: `Ray job could not be submitted to ${cfg.address}: ${refused.message}`, stack: null, retryable: refused.retryable };
     log(
       `submitted Ray job ${id} to ${cfg.address} (entrypoint_num_cpus ${resources.entrypoint_num_cpus}, entrypoint_num_gpus ${resources.entrypoint_num_gpus})` +
         (n ? `: resubmission ${n}/${cfg.resubmits}` : ""),
@@ -123,6 +111,34 @@ export async function runOnRay(input: RayRunInput): Promise<RaySettled> {
     if ("lost" in end) await api.stop(id).catch(() => undefined); // in case it still runs where we cannot see it
     if (n >= cfg.resubmits) return { kind: "error", message: `Ray job ${id} ${why}; gave up after ${n} resubmission(s)`, stack: null, retryable: false };
     log(`Ray job ${id} ${why}: resubmitting; the runner resumes from the last checkpoint (${n + 1}/${cfg.resubmits})`, "warn");
+  }
+
+  /**
+   * Submits `id`, retrying while the head cannot be reached. A retry reuses the submission id and
+   * first asks whether Ray has it already (a POST whose answer was lost may have been accepted):
+   * Ray runs one job per submission id, so a retry can never start a second runner on this lease.
+   * Returns null once Ray has the job, else why not.
+   */
+  async function submit(id: string): Promise<{ message: string; retryable: boolean } | null> {
+    const t0 = Date.now();
+    for (let tries = 1; ; tries++) {
+      try {
+        await api.submit({
+          entrypoint,
+          submission_id: id,
+          runtime_env: { env_vars: envVars },
+          metadata: { turnlens_job: job.id, ...(job.runId ? { turnlens_run: job.runId } : {}), turnlens_worker: input.workerId },
+          ...resources,
+        });
+        return null;
+      } catch (e) {
+        if (await api.details(id).then(Boolean, () => false)) return null;
+        const unreachable = e instanceof RayApiError && (e.status === null || e.status >= 500);
+        if (!unreachable || Date.now() - t0 > cfg.unreachableMs || req.stop || req.forced) return { message: errorText(e), retryable: unreachable };
+        if (tries === 1) log(`Ray submission of ${id} failed (${errorText(e)}); retrying it for up to ${cfg.unreachableMs / 1000} s`, "warn");
+        await pause(cfg.pollMs * 2);
+      }
+    }
   }
 
   /** Follows one submission to its end: status, log lines, our stop request. */
