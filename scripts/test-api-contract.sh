@@ -7,6 +7,8 @@ PY="${TURNLENS_PYTHON:-python3}"
 dir="$(mktemp -d)"
 port="$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 export DATABASE_URL="file:$dir/contract.db"
+# uploads (POST /imports) land beside it, removed with it
+export TURNLENS_UPLOAD_DIR="$dir/uploads"
 node scripts/db-migrate.mjs deploy >/dev/null
 # every response is checked against its declared schema on the server too (a mismatch is a 500)
 TURNLENS_CHECK_RESPONSES=1 PORT="$port" node scripts/web-server.mjs >"$dir/server.log" 2>&1 &

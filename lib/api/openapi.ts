@@ -109,7 +109,7 @@ function operation(c: RouteContract, set: SchemaSet, errorRef: Json): Json {
     tags: [c.tag],
     parameters,
     ...(c.method === "POST" && c.bodyType === "application/octet-stream"
-      ? { requestBody: { required: true, description: "The file's bytes, as they are.", content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } } } }
+      ? { requestBody: { required: true, description: "The file's bytes, as they are.", content: { "application/octet-stream": { schema: { type: "string", format: "binary", minLength: 1 } } } } }
       : c.method === "POST"
       ? { requestBody: c.body ? { required: true, content: { "application/json": { schema: set.of(c.body, "input") } } } : { required: false, content: { "application/json": { schema: { type: "object", maxProperties: 0 } } } } }
       : {}),
