@@ -69,3 +69,39 @@ def test_a_server_without_columnar_batches_gets_points():
         assert OldServer.got[0]["points"][3]["values"] == {"x": 3.0, "y": 6.0}
     finally:
         srv.shutdown()
+
+
+class NewServer(OldServer):
+    """Takes columnar batches; keeps the raw bodies it was sent."""
+
+    raw: list = []
+
+    def do_POST(self):
+        if self.path.endswith("/metrics"):
+            data = self.rfile.read(int(self.headers["content-length"]))
+            NewServer.raw.append(data)
+            return self._json(201, {"inserted": 1, "replaced": 0})
+        return super().do_POST()
+
+
+def test_the_next_batch_is_encoded_while_one_is_in_flight(monkeypatch):
+    import turnlens.run as run_module
+
+    encoded_ahead = []
+    real = run_module.encode
+    monkeypatch.setattr(run_module, "encode", lambda body: encoded_ahead.append(body.get("batchId")) or real(body))
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), NewServer)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        run = turnlens.init(project="p", url=f"http://127.0.0.1:{srv.server_address[1]}", batch_values=20, flush_interval=5)
+        for s in range(100):
+            run.log({"x": float(s), "y": 2.0 * s}, step=s)
+        run.finish()
+        bodies = [json.loads(b) for b in NewServer.raw]
+        assert [s for b in bodies for s in b["steps"]] == list(range(100))  # complete, in order, once
+        assert len(bodies) >= 10 and len({b["batchId"] for b in bodies}) == len(bodies)  # batches of at most 20 values
+        # sent bodies that were encoded ahead are byte for byte what encoding them at send time gives
+        assert len(encoded_ahead) >= 5 and set(encoded_ahead) - {None} <= {b["batchId"] for b in bodies}  # None: finish
+        assert all(raw == real(json.loads(raw)) for raw in NewServer.raw)
+    finally:
+        srv.shutdown()

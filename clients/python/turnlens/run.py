@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from . import shapes, spool
-from .transport import ApiError, Transport, Unavailable
+from .transport import ApiError, Transport, Unavailable, encode
 
 _STOP = ("stop",)
 
@@ -276,7 +276,8 @@ class Run:
                 self._to_spool(records[i:])
                 return
             try:
-                self._deliver(rec)
+                # the next body is encoded while the server stores this one
+                self._deliver(rec, records[i + 1] if i + 1 < len(records) else None)
             except Unavailable as e:
                 _warn(f"{e}; spooling the rest to {self.spool_dir}")
                 self._to_spool(records[i:])
@@ -295,10 +296,10 @@ class Run:
                                        self._records([tuple(r["item"]) for r in spool.read_lines(path)]))
                     path.unlink()
 
-    def _deliver(self, rec: Dict[str, Any]) -> None:
+    def _deliver(self, rec: Dict[str, Any], following: Optional[Dict[str, Any]] = None) -> None:
         if self.id is None:
             self._create(None)
-        outcome = send_record(self._transport, self.id, self.write_key, rec, self._stopping, self)
+        outcome = send_record(self._transport, self.id, self.write_key, rec, self._stopping, self, following)
         if outcome is not None:
             self.rejected.append(outcome)
             _warn(f"server rejected {rec['kind']} (batch {rec.get('batchId')}): {outcome}")
@@ -309,19 +310,41 @@ class Run:
         self.spool_dir.rmdir()
 
 
-def send_record(transport: Transport, run_id: str, write_key: Optional[str], rec: Dict[str, Any],
-                should_stop=None, stats: Optional[Run] = None) -> Optional[str]:
-    """Sends one spool record with retries. Returns None when stored (or stored before), or the
-    server's reason when it refused the record (4xx); raises Unavailable when it cannot be reached."""
-    kind = rec["kind"]
+def _request_body(rec: Dict[str, Any], use_ids: bool) -> Dict[str, Any]:
     body = dict(rec["body"])
-    use_ids = stats is None or stats._batch_ids
     if rec.get("batchId") and use_ids:
         body["batchId"] = rec["batchId"]
+    return body
+
+
+# Bodies encoded ahead (the record that follows the one in flight): id(record) -> (record, with batch id, bytes).
+_encoded: Dict[int, Tuple[Dict[str, Any], bool, bytes]] = {}
+
+
+def send_record(transport: Transport, run_id: str, write_key: Optional[str], rec: Dict[str, Any],
+                should_stop=None, stats: Optional[Run] = None, following: Optional[Dict[str, Any]] = None) -> Optional[str]:
+    """Sends one spool record with retries. Returns None when stored (or stored before), or the
+    server's reason when it refused the record (4xx); raises Unavailable when it cannot be reached.
+    `following`, the record to be sent next, is encoded while this one is in flight."""
+    kind = rec["kind"]
+    use_ids = stats is None or stats._batch_ids
+    body = _request_body(rec, use_ids)
+    ahead = _encoded.pop(id(rec), None)
+    data = ahead[2] if ahead is not None and ahead[0] is rec and ahead[1] == use_ids else body
+
+    def encode_following() -> None:
+        if following is None:
+            return
+        _encoded.clear()
+        try:
+            _encoded[id(following)] = (following, use_ids, encode(_request_body(following, use_ids)))
+        except ValueError:
+            pass  # encoded again when it is sent, which names the problem
+
     path = f"/api/v1/runs/{run_id}/{kind}"
     try:
         try:
-            status, _ = transport.request("POST", path, body, write_key=write_key, should_stop=should_stop)
+            status, _ = transport.request("POST", path, data, write_key=write_key, should_stop=should_stop, while_waiting=encode_following)
         except ApiError as e:
             issues = [i for i in e.issues if isinstance(i, dict)]
             names = [f"{i.get('path', '')} {i.get('message', '')}" for i in issues]

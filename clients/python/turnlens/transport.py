@@ -35,6 +35,11 @@ def _retryable(status: int) -> bool:
     return status == 429 or status >= 500
 
 
+def encode(body: Any) -> bytes:
+    """A request body as compact JSON (NaN and infinities refused: the server rejects them anyway)."""
+    return json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
+
+
 class Transport:
     """Talks to one server. Not thread-safe: each thread that sends owns its own Transport."""
 
@@ -60,12 +65,14 @@ class Transport:
             self._conn.close()
             self._conn = None
 
-    def request_once(self, method: str, path: str, body: Any = None, write_key: Optional[str] = None) -> Tuple[int, Dict[str, str], Any]:
-        """One attempt. Returns (status, headers, parsed JSON or text); raises OSError/HTTPException on network failure."""
+    def request_once(self, method: str, path: str, body: Any = None, write_key: Optional[str] = None,
+                     while_waiting: Optional[Callable[[], None]] = None) -> Tuple[int, Dict[str, str], Any]:
+        """One attempt. Returns (status, headers, parsed JSON or text); raises OSError/HTTPException on network failure.
+        `while_waiting` runs once the request is sent, while the server works on it (the sender encodes its next body)."""
         headers = {"Accept": "application/json"}
         data = None
         if body is not None:
-            data = body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
+            data = body if isinstance(body, bytes) else encode(body)
             headers["Content-Type"] = "application/json"
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
@@ -74,6 +81,8 @@ class Transport:
         conn = self._connection()
         try:
             conn.request(method, self._base + path, body=data, headers=headers)
+            if while_waiting is not None:
+                while_waiting()
             resp = conn.getresponse()
             raw = resp.read()
         except (OSError, http.client.HTTPException):
@@ -90,14 +99,15 @@ class Transport:
 
     def request(self, method: str, path: str, body: Any = None, write_key: Optional[str] = None,
                 deadline: Optional[float] = None, should_stop: Optional[Callable[[], bool]] = None,
-                base_delay: float = 0.2, max_delay: float = 8.0) -> Tuple[int, Any]:
+                base_delay: float = 0.2, max_delay: float = 8.0, while_waiting: Optional[Callable[[], None]] = None) -> Tuple[int, Any]:
         """Retries until success, a non-retryable answer (ApiError), or `deadline` (time.monotonic()) passes (Unavailable)."""
         attempt = 0
         while True:
             why = ""
             wait = min(max_delay, base_delay * (2**attempt)) * (0.5 + random.random() / 2)
             try:
-                status, headers, payload = self.request_once(method, path, body, write_key)
+                status, headers, payload = self.request_once(method, path, body, write_key, while_waiting)
+                while_waiting = None  # once is enough
                 if status < 400:
                     return status, payload
                 err = payload if isinstance(payload, dict) else {"error": str(payload)[:500]}
