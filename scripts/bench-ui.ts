@@ -5,7 +5,9 @@
 //     does not hide any work),
 //   * the compare page of two runs over the 20 metric keys (every chart drawn, with its legend),
 //   * a 64 x 50 credit heatmap of a run with 10^6 turns (all 3,200 cells), stored advantages and
-//     recomputed under GRPO over the step's 10,000 turns.
+//     recomputed under GRPO over the step's 10,000 turns,
+//   * the token view of a 30-turn trajectory whose turns store 128 policy tokens each (3,840
+//     tokens drawn, tinted by entropy).
 // Time is measured in the page from navigation start (performance.now()) to the frame where the
 // condition holds. Each page is opened once to warm the server, then REPEATS times in a fresh
 // browser context (empty HTTP and query caches). Target: each under 1.5 s.
@@ -13,13 +15,20 @@
 import { spawn, execFileSync } from "node:child_process";
 import fs from "node:fs";
 import { chromium } from "@playwright/test";
-import { BENCH_DB, BENCH_META, seedBenchUi, type BenchMeta } from "./seed-bench-ui";
+import { BENCH_DB, BENCH_META, seedBenchUi, seedTokenViewRun, type BenchMeta } from "./seed-bench-ui";
 
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 5);
 const TARGET_MS = 1500;
 const PORT = Number(process.env.BENCH_PORT ?? 3191);
 
 const meta: BenchMeta = fs.existsSync(BENCH_META) && fs.existsSync(BENCH_DB) ? JSON.parse(fs.readFileSync(BENCH_META, "utf8")) : await seedBenchUi();
+if (!meta.tokenView) {
+  // a database seeded before the token view case: migrate it and add that run only
+  process.env.DATABASE_URL = `file:./${BENCH_DB}`;
+  execFileSync(process.execPath, ["scripts/db-migrate.mjs", "deploy"], { stdio: "pipe" });
+  meta.tokenView = await seedTokenViewRun();
+  fs.writeFileSync(BENCH_META, JSON.stringify(meta, null, 2));
+}
 if (!fs.existsSync(".next/BUILD_ID")) execFileSync("node_modules/.bin/next", ["build"], { stdio: "inherit", env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1" } });
 
 const server = spawn("node_modules/.bin/next", ["start", "-H", "127.0.0.1", "-p", String(PORT)], {
@@ -94,6 +103,14 @@ const cases: Case[] = [
     viewport: { width: 1400, height: 1400 },
     drawn: `document.querySelectorAll('[data-testid="heatmap-a"][data-estimator="grpo"] [data-testid="heatmap-cell"]').length >= ${cells}`,
   },
+  {
+    name: `token view, ${meta.tokenView.turns} turns x ${meta.tokenView.tokensPerTurn} stored tokens`,
+    shot: "bench-token-view",
+    url: `/runs/${meta.tokenView.run}/trajectories?tint=entropy`,
+    viewport: { width: 1400, height: 1400 },
+    // every stored token of the opened trajectory is drawn, tinted (an inline background colour)
+    drawn: `(() => { const t = document.querySelectorAll('[data-testid="token-view"] [data-token-id]'); return t.length >= ${meta.tokenView.turns * meta.tokenView.tokensPerTurn} && !!t[t.length - 1].style.background; })()`,
+  },
 ];
 
 async function measure(c: Case, shot = false): Promise<number> {
@@ -112,7 +129,8 @@ async function measure(c: Case, shot = false): Promise<number> {
 
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 const rows: { name: string; first: number; median: number; max: number; pass: boolean }[] = [];
-for (const c of cases) {
+// BENCH_ONLY=token-view: only the cases whose screenshot name contains it
+for (const c of cases.filter((x) => !process.env.BENCH_ONLY || x.shot.includes(process.env.BENCH_ONLY))) {
   const first = await measure(c); // cold server caches (first request of this page)
   const xs: number[] = [];
   for (let i = 0; i < REPEATS; i++) xs.push(await measure(c, i === REPEATS - 1));

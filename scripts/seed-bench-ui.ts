@@ -4,7 +4,9 @@
 //   * one run with 20 metrics of 100,000 steps each (the "run page with 20 charts");
 //   * one run with 10^6 turns: 100 training steps x 10,000 turns, every step with task groups of
 //     G = 64 trajectories x 50 turns and repeated anchors, stored GiGPO advantages (the 64 x 50
-//     heatmap).
+//     heatmap);
+//   * one run whose turns store their policy tokens (30-turn trajectories of 128 tokens each, with
+//     ids, texts, log-probs and entropies: the token view).
 // Writes data/bench-ui.json with the ids scripts/bench-ui.ts opens.
 // Usage: node_modules/.bin/tsx scripts/seed-bench-ui.ts
 import { execFileSync } from "node:child_process";
@@ -22,6 +24,47 @@ export interface BenchMeta {
   turnsRun: string;
   turns: number;
   heatmap: { step: number; groupId: string; rows: number; cols: number };
+  tokenView: TokenViewMeta;
+}
+
+export interface TokenViewMeta {
+  run: string;
+  turns: number;
+  tokensPerTurn: number;
+}
+
+/** The token view's run: one step, 4 trajectories x 30 turns x 128 stored tokens (into the current DATABASE_URL). */
+export async function seedTokenViewRun(): Promise<TokenViewMeta> {
+  const { createRun } = await import("../lib/db/runs");
+  const { writeRolloutStep } = await import("../lib/db/rollouts");
+  const { getRawDb } = await import("../lib/db/sqlite");
+  const { rolloutStepInputSchema } = await import("../lib/schemas/rollouts");
+  const TURNS = 30;
+  const TOK = 128;
+  const run = createRun({ project: "bench", name: "bench-token-view", kind: "imported", jobKind: null, config: {}, envId: "sokoban", estimator: "grpo", status: "running" }).runId;
+  const words = ["I", " should", " push", " the", " box", " left", ",", " then", " up", ".", " <", "action", ">", "left", "</", "action", ">", "\n"];
+  const trajectories = Array.from({ length: 4 }, (_, t) => ({
+    success: t % 2 === 0,
+    turns: Array.from({ length: TURNS }, (_, i) => {
+      const ids = Array.from({ length: TOK }, (_, k) => (t * 31 + i * 17 + k * 7) % words.length);
+      const texts = ids.map((id) => words[id]);
+      return {
+        observation: `Turn ${i + 1}: the box is two cells left of the target.`,
+        action: texts.join(""),
+        reward: i === TURNS - 1 && t % 2 === 0 ? 1 : 0,
+        advantage: t % 2 === 0 ? 0.8 : -0.8,
+        tokenCount: TOK,
+        tokenIds: ids.map((id) => 1000 + id),
+        tokenTexts: texts,
+        tokenLogprobs: ids.map((_, k) => -((k * 13 + i) % 40) / 10),
+        tokenEntropies: ids.map((_, k) => ((k * 29 + t) % 30) / 10),
+      };
+    }),
+  }));
+  writeRolloutStep(run, rolloutStepInputSchema.parse({ step: 0, estimator: "grpo", groups: [{ uid: "task-0", envId: "sokoban", taskSeed: 0, trajectories }] }));
+  getRawDb().prepare(`UPDATE "Run" SET "status" = 'succeeded', "progress" = 1 WHERE "id" = ?`).run(run);
+  getRawDb().pragma("wal_checkpoint(TRUNCATE)");
+  return { run, turns: TURNS, tokensPerTurn: TOK };
 }
 
 export async function seedBenchUi(log: (s: string) => void = console.log): Promise<BenchMeta> {
@@ -149,8 +192,9 @@ export async function seedBenchUi(log: (s: string) => void = console.log): Promi
     .get(turnsRun, hmStep) as string;
   // both big runs are finished, like the runs one opens to study
   db.prepare(`UPDATE "Run" SET "status" = 'succeeded', "progress" = 1 WHERE "id" IN (?, ?)`).run(chartRun, turnsRun);
+  const tokenView = await seedTokenViewRun();
   db.pragma("wal_checkpoint(TRUNCATE)");
-  const meta: BenchMeta = { runs: N_RUNS + 2, chartRun, chartKeys: KEYS.length, turnsRun, turns, heatmap: { step: hmStep, groupId, rows: G, cols: T } };
+  const meta: BenchMeta = { runs: N_RUNS + 3, chartRun, chartKeys: KEYS.length, turnsRun, turns, heatmap: { step: hmStep, groupId, rows: G, cols: T }, tokenView };
   fs.writeFileSync(BENCH_META, JSON.stringify(meta, null, 2));
   return meta;
 }

@@ -2,10 +2,10 @@ import { Suspense } from "react";
 import { TrajectoryBrowser } from "@/components/trajectories/trajectory-browser";
 import { Hydrate, tryRead } from "@/components/ui/hydrate";
 import { getRun } from "@/lib/db/runs";
-import { listGroups, listSteps } from "@/lib/db/rollouts";
+import { getTrajectory, listGroups, listSteps } from "@/lib/db/rollouts";
 import { groupCredit } from "@/lib/runs/credit-views";
 import { defaultGroup } from "@/lib/charts/prepare-heatmap";
-import { groupCreditQuery, groupsQuery, runQuery, stepsQuery } from "@/lib/queries";
+import { groupCreditQuery, groupsQuery, runQuery, stepsQuery, trajectoryQuery } from "@/lib/queries";
 
 export const dynamic = "force-dynamic";
 export const metadata = { title: "Trajectories" };
@@ -13,8 +13,9 @@ export const metadata = { title: "Trajectories" };
 type Search = Record<string, string | string[] | undefined>;
 
 /**
- * The step, its groups and the opened group's trajectories come with the page, under the client's
- * query keys (as on the credit heatmap page); what fails here the client fetches and reports.
+ * The step, its groups, the opened group's trajectories and the opened trajectory's turns come with
+ * the page, under the client's query keys (as on the credit heatmap page); what fails here the
+ * client fetches and reports.
  */
 export default async function TrajectoriesPage({ params, searchParams }: { params: Promise<{ id: string }>; searchParams: Promise<Search> }) {
   const { id } = await params;
@@ -32,7 +33,14 @@ export default async function TrajectoriesPage({ params, searchParams }: { param
     [stepsQuery(id).queryKey, steps],
   ];
   if (step !== undefined && groups) seed.push([groupsQuery(id, step).queryKey, groups]);
-  if (step !== undefined && groupId) seed.push([groupCreditQuery(id, step, groupId, {}).queryKey, tryRead(() => groupCredit(id, step, groupId, {}))]);
+  if (step !== undefined && groupId) {
+    const credit = tryRead(() => groupCredit(id, step, groupId, {}));
+    seed.push([groupCreditQuery(id, step, groupId, {}).queryKey, credit]);
+    // the trajectory the browser opens: the URL's, else the group's first when no filter is set
+    const filtered = ["outcome", "minLen", "maxLen", "minR", "maxR"].some((k) => one(k));
+    const trajId = one("traj") ?? (filtered ? undefined : credit?.trajectories[0]?.id);
+    if (trajId) seed.push([trajectoryQuery(trajId).queryKey, tryRead(() => getTrajectory(trajId) ?? undefined)]);
+  }
   return (
     <Hydrate seed={seed}>
       <Suspense fallback={<p className="text-sm text-zinc-500">Loading…</p>}>
