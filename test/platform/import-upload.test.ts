@@ -15,6 +15,7 @@ process.env.TURNLENS_UPLOAD_DIR = path.join(env.dir, "uploads");
 process.env.TURNLENS_MAX_UPLOAD_MB = "4"; // read when the route declarations load: a 413 is cheap to provoke
 const uploadRoute = await import("@/app/api/v1/imports/route");
 const importRoute = await import("@/app/api/v1/imports/[id]/route");
+const cancelRoute = await import("@/app/api/v1/imports/[id]/cancel/route");
 const { getRawDb } = await import("@/lib/db/sqlite");
 const { getRun } = await import("@/lib/db/runs");
 const { requestCancel, tailLog } = await import("@/lib/jobs");
@@ -147,6 +148,12 @@ describe("upload and import, every format", () => {
     expect(again.report!.runs[0]).toMatchObject({ runId, created: false, imported: 0, alreadyPresent: 3, rejected: 2 });
     expect(turnsOf(runId)).toBe(3);
     expect(count(`SELECT COUNT(*) FROM "Run" WHERE "kind" = 'imported' AND json_extract("config", '$.turnlensImport.id') = ?`, (run.config as { turnlensImport: { id: string } }).turnlensImport.id)).toBe(1);
+
+    // both uploads are listed, newest first; a finished import cannot be canceled
+    const list = await uploadRoute.GET(new NextRequest(new URL("/api/v1/imports?pageSize=5", "http://127.0.0.1:3000")), { params: Promise.resolve({}) });
+    expect((await list.json()).imports.slice(0, 2).map((i: ImportOut) => i.id)).toEqual([again.id, first.id]);
+    const cancel = await cancelRoute.POST(new NextRequest(new URL(`/api/v1/imports/${first.id}/cancel`, "http://127.0.0.1:3000"), { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }), { params: Promise.resolve({ id: first.id }) });
+    expect(cancel.status).toBe(409);
   });
 
   it("generic JSONL: run, metrics, rollouts and finish lines", async () => {

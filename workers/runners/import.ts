@@ -65,13 +65,12 @@ function readUpload(ctx: JobContext, file: string, spoolDir: string, p: { format
   });
 }
 
-function readJsonLines<T>(file: string): T[] {
-  if (!fs.existsSync(file)) return [];
-  return fs
-    .readFileSync(file, "utf8")
-    .split("\n")
-    .filter((l) => l.trim())
-    .map((l) => JSON.parse(l) as T);
+/** The lines of a JSONL file one at a time (a spool can be far larger than memory wants), with each line's size. */
+async function* jsonLines<T>(file: string): AsyncGenerator<{ value: T; bytes: number }> {
+  if (!fs.existsSync(file)) return;
+  for await (const line of createInterface({ input: fs.createReadStream(file), crlfDelay: Infinity })) {
+    if (line.trim()) yield { value: JSON.parse(line) as T, bytes: Buffer.byteLength(line) + 1 };
+  }
 }
 
 /** The run an earlier import of the same source made (config.turnlensImport.id, per project), if any. */
@@ -95,25 +94,22 @@ export const importUpload: JobRunner = async (ctx) => {
   try {
     await readUpload(ctx, file, spoolDir, p);
     if (ctx.signal.aborted) return { stopped: true };
-    const spools = fs.existsSync(spoolDir) ? fs.readdirSync(spoolDir).sort() : [];
-    const plans = spools.map((d) => ({
-      dir: path.join(spoolDir, d),
-      state: JSON.parse(fs.readFileSync(path.join(spoolDir, d, "run.json"), "utf8")) as { create: unknown },
-      records: readJsonLines<SpoolRecord>(path.join(spoolDir, d, "records.jsonl")),
-      rejected: readJsonLines<{ where: string; reason: string }>(path.join(spoolDir, d, "rejected.jsonl")),
-    }));
-    const total = plans.reduce((n, pl) => n + pl.records.length, 0);
+    const spools = (fs.existsSync(spoolDir) ? fs.readdirSync(spoolDir).sort() : []).map((d) => path.join(spoolDir, d));
+    const size = (f: string) => (fs.existsSync(f) ? fs.statSync(f).size : 0);
+    const total = spools.reduce((n, d) => n + size(path.join(d, "records.jsonl")), 0);
     let done = 0;
+    let sent = 0;
     const report: ImportReport = { runs: [], imported: 0, alreadyPresent: 0, rejected: 0, rejectedRows: [] };
     const reject = (source: string, where: string, reason: string, rows = 1) => {
       report.rejected += rows;
       if (report.rejectedRows.length < REJECTED_SHOWN) report.rejectedRows.push({ source, where, reason });
     };
-    await ctx.progress(READ_SHARE, `storing ${total} request(s) of ${plans.length} run(s)`);
-    for (const plan of plans) {
-      const create = importRunSchema.parse(plan.state.create);
+    await ctx.progress(READ_SHARE, `storing ${spools.length} run(s)`);
+    for (const dir of spools) {
+      const state = JSON.parse(fs.readFileSync(path.join(dir, "run.json"), "utf8")) as { create: unknown };
+      const create = importRunSchema.parse(state.create);
       const imp = (create.config as { turnlensImport?: { id?: string; source?: string } }).turnlensImport;
-      if (!imp?.id) throw new Error(`${plan.dir}/run.json: no config.turnlensImport.id (not an importer's spool)`);
+      if (!imp?.id) throw new Error(`${dir}/run.json: no config.turnlensImport.id (not an importer's spool)`);
       // the file or folder inside the upload, e.g. "logs.tar.gz!run-1"
       const uploadDir = path.dirname(file) + path.sep;
       const source = imp.source?.startsWith(uploadDir) ? imp.source.slice(uploadDir.length) : (imp.source ?? p.filename);
@@ -130,10 +126,13 @@ export const importUpload: JobRunner = async (ctx) => {
         issueWriteKey(runId, db);
         return { runId, created: true, name: create.name };
       });
-      ctx.log(`${created ? "created" : "found"} run ${name} (${runId}) for ${source}: ${plan.records.length} request(s), ${plan.rejected.length} row(s) rejected while reading`);
-      const entry = { runId, name, source, created, imported: 0, alreadyPresent: 0, rejected: plan.rejected.length };
-      for (const r of plan.rejected) reject(source, r.where, r.reason);
-      for (const rec of plan.records) {
+      ctx.log(`${created ? "created" : "found"} run ${name} (${runId}) for ${source}`);
+      const entry = { runId, name, source, created, imported: 0, alreadyPresent: 0, rejected: 0 };
+      for await (const { value: r } of jsonLines<{ where: string; reason: string }>(path.join(dir, "rejected.jsonl"))) {
+        entry.rejected++;
+        reject(source, r.where, r.reason);
+      }
+      for await (const { value: rec, bytes } of jsonLines<SpoolRecord>(path.join(dir, "records.jsonl"))) {
         if (ctx.signal.aborted) return { stopped: true };
         const rows = rec.rows ?? 0;
         if (rec.kind === "finish") {
@@ -151,8 +150,8 @@ export const importUpload: JobRunner = async (ctx) => {
           } else if (reply.status === 200) entry.alreadyPresent += rows;
           else entry.imported += rows;
         }
-        done++;
-        if (done % 20 === 0 || done === total) await ctx.progress(READ_SHARE + (1 - READ_SHARE) * (done / Math.max(1, total)), `stored ${done}/${total} request(s)`);
+        done += bytes;
+        if (++sent % 20 === 0) await ctx.progress(READ_SHARE + (1 - READ_SHARE) * (done / Math.max(1, total)), `stored ${sent} request(s) (${Math.round((100 * done) / Math.max(1, total))} % of the spool)`);
       }
       report.imported += entry.imported;
       report.alreadyPresent += entry.alreadyPresent;
