@@ -7,7 +7,7 @@ trackio 0.43 and mlflow 3.17 from PyPI into it (about 85 s here), then re-runs i
 Workloads (each system in turn, round after round; the median of the rounds is printed):
   write      N metric points (log calls of 10 keys) until stored (finish/end_run returned)
   chart      one key's series as a chart asks for it (TurnLens: downsampled to 1,500 points)
-  all-points every raw point of one key
+  all-points every raw point of one key (TurnLens: the columnar export, parsed into lists)
   run-query  R runs with a numeric config value, filter on it and sort by it
   turns      T agent turns as one step's rollouts (TurnLens) / a table (Trackio, MLflow)
 Options: --points (100000), --runs (100), --turns (20000), --rounds (3). Ratios are the peer's
@@ -15,6 +15,7 @@ time divided by TurnLens's (> 1: TurnLens faster).
 """
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -81,7 +82,8 @@ class TurnLens:
         self._get(f"/api/v1/runs/{self.last}/metrics/series?key=train/k0&maxPoints=1500")
 
     def all_points(self):
-        self._get(f"/api/v1/runs/{self.last}/metrics/export?format=csv&key=train/k0")
+        # parsed into Python lists, as the peers' APIs return them
+        json.loads(self._get(f"/api/v1/runs/{self.last}/metrics/export?format=columnar&key=train/k0"))
 
     def make_runs(self, n):
         for i in range(n):
