@@ -3,6 +3,7 @@ the test, nothing downloaded) through the same protocol, in a real subprocess.""
 
 from __future__ import annotations
 
+import math
 import pytest
 
 from conftest import EngineProcess
@@ -46,6 +47,11 @@ def test_hf_generate_update_save_load(hf_proc, hf_models, arch, tmp_path):
     # allowed restricts a Hugging Face model too
     restricted = e.call("generate", {"prompts": ["S F F H"], "n": 8, "allowed": ["left", "right", "up", "down"]})
     assert {r["text"] for r in restricted["responses"]} <= {"left", "right", "up", "down"}
+    # per token: its text (the tokenizer's decode of that id alone; an action may be several tokens)
+    # and the entropy of pi, at most log(4) at the first token (four allowed actions)
+    for r in restricted["responses"]:
+        assert len(r["token_texts"]) == len(r["entropies"]) == len(r["response_ids"])
+        assert "".join(r["token_texts"]).startswith(r["text"]) and 0 <= r["entropies"][0] <= math.log(4) + 1e-5
 
     m = e.call("update", {"samples": _samples(gen["responses"], [1.0, -1.0, 0.5, -0.5]), "lr": 1e-3,
                           "epochs": 2, "minibatch_size": 2})["metrics"]
