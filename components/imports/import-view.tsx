@@ -84,7 +84,8 @@ function UploadForm({ maxUploadBytes, onQueued }: { maxUploadBytes: number; onQu
         </label>
         <label className="space-y-1">
           <span className={labelCls}>Run name</span>
-          <input className={`${inputCls} w-full`} value={name} onChange={(e) => setName(e.target.value)} maxLength={200} placeholder="from the files" />
+          <input className={`${inputCls} w-full`} value={name} onChange={(e) => setName(e.target.value)} maxLength={200} placeholder="from the files" aria-describedby="run-name-help" />
+          <span id="run-name-help" className="block text-xs text-zinc-500">Used when the upload holds one run; a log dir or store of several keeps their own names.</span>
         </label>
       </div>
       <label className="block space-y-1">
@@ -138,7 +139,7 @@ function ImportStatus({ id }: { id: string }) {
           </button>
         ) : null}
       </div>
-      {live || imp.job.progress < 1 ? (
+      {live ? (
         <div className="space-y-1">
           <ProgressBar value={imp.job.progress} label="import progress" />
           <p className="text-xs text-zinc-500">{imp.job.progressMessage || (imp.job.status === "queued" ? "waiting for a worker" : "")}</p>

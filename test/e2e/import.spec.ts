@@ -2,7 +2,10 @@
 // (rows imported, the malformed line rejected with its reason), open the run it made; upload the
 // same file again and see nothing added.
 import { expect, test, type Page } from "@playwright/test";
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 
 const ART = "test/artifacts";
 fs.mkdirSync(ART, { recursive: true });
@@ -55,4 +58,19 @@ test("upload a JSONL file, see the report and the imported run; a re-upload adds
   await shot(page, "import-again");
 
   expect((await page.request.delete(`/api/v1/runs/${runId}`)).ok()).toBe(true);
+});
+
+test("a path-traversal archive fails the import with a clear error on the page", async ({ page }) => {
+  const evil = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "e2e-import-")), "evil.tar.gz");
+  execFileSync("python3", ["-c", "import io,sys,tarfile\nwith tarfile.open(sys.argv[1],'w:gz') as t:\n d=b'{}\\n'\n i=tarfile.TarInfo('dump/../../escaped.jsonl'); i.size=len(d); t.addfile(i,io.BytesIO(d))", evil]);
+  await page.goto("/import");
+  await page.getByLabel(/verl rollout dump/).check();
+  await page.getByLabel("File to upload").setInputFiles(evil);
+  await page.getByRole("button", { name: "Upload and import" }).click();
+  await page.waitForURL(/\/import\?job=[\w-]+$/);
+  const status = page.getByTestId("import-status");
+  await expect(status.getByTestId("status-badge")).toHaveText("failed", { timeout: 60_000 });
+  await expect(status.getByTestId("import-error")).toContainText("'..' in the path refused (path traversal)");
+  await expect(status.getByTestId("import-report")).toHaveCount(0);
+  await shot(page, "import-refused");
 });
