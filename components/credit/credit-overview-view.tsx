@@ -19,7 +19,7 @@ import { cardCls, inputCls, labelCls } from "@/components/ui/controls";
 import { RunCrumbs } from "@/components/runs/run-crumbs";
 import { EstimatorPicker } from "./estimator-picker";
 import { TurnDiagnosticsView } from "./turn-diagnostics-view";
-import type { EstimatorInfo } from "./estimator-catalog";
+import type { EstimatorInfo } from "@/lib/schemas/credit";
 
 /** Diagnostics that are shares (drawn on [0, 1]). */
 const SHARES = new Set<keyof StepDiagnostics>(["nonZeroShare", "zeroVarianceShare", "singletonRatio"]);

@@ -5,7 +5,7 @@ import { useEffect, useMemo, useState } from "react";
 import { checkField, defaultsOf, schemaFields } from "@/lib/forms/schema-fields";
 import { SchemaFields } from "@/components/forms/schema-form";
 import { btnCls, inputCls } from "@/components/ui/controls";
-import type { EstimatorInfo } from "./estimator-catalog";
+import type { EstimatorInfo } from "@/lib/schemas/credit";
 import type { CreditSource } from "@/lib/schemas/credit";
 
 

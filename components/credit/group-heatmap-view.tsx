@@ -20,7 +20,7 @@ import { useUrlState } from "@/components/ui/use-url-state";
 import { btnCls, cardCls, inputCls, labelCls } from "@/components/ui/controls";
 import { RunCrumbs } from "@/components/runs/run-crumbs";
 import { EstimatorPicker } from "./estimator-picker";
-import type { EstimatorInfo } from "./estimator-catalog";
+import type { EstimatorInfo } from "@/lib/schemas/credit";
 import { useStepGroups } from "@/components/runs/use-step-groups";
 
 /** URL keys of a source: est/p for A, cmp/cp for B ("stored" or an estimator id). */

@@ -3,7 +3,7 @@
 // enum when it has one), its parameters from the chosen estimator's params schema, sent as
 // `config.estimatorParams`. Pure, so it is tested against the registry directly.
 import { defaultsOf, schemaFields, type Field, type JsonSchema } from "@/lib/forms/schema-fields";
-import type { EstimatorInfo } from "@/components/credit/estimator-catalog";
+import type { EstimatorInfo } from "@/lib/schemas/credit";
 
 /** Config keys the estimator section owns (the generic field list skips them). */
 export const ESTIMATOR_KEYS = ["estimator", "estimatorParams"] as const;

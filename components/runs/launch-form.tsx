@@ -15,7 +15,7 @@ import { addError, invalidJsonPaths, issuePathKey, plainIssue, plainMessage, zod
 import { layOut } from "@/lib/forms/launch-layout";
 import { launchRunSchema, type RunOut } from "@/lib/schemas/runs";
 import { SchemaFields } from "@/components/forms/schema-form";
-import type { EstimatorInfo } from "@/components/credit/estimator-catalog";
+import type { EstimatorInfo } from "@/lib/schemas/credit";
 import { ESTIMATOR_KEYS, estimatorParamFields, estimatorParamValues, estimatorSection } from "./launch-estimators";
 
 export interface LaunchCatalog {

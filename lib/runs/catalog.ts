@@ -2,6 +2,8 @@
 import { z } from "zod";
 import { envRegistry } from "../envs/registry";
 import { launchableKinds } from "../jobs/kinds";
+import { estimators } from "../credit";
+import type { EstimatorInfo } from "../schemas/credit";
 import type { JsonSchema } from "../schemas/json-schema";
 
 const toJsonSchema = (s: z.ZodType) => z.toJSONSchema(s, { io: "input", unrepresentable: "any" }) as JsonSchema;
@@ -21,4 +23,15 @@ export function launchCatalog() {
     envs: envCatalog(),
     jobKinds: launchableKinds().map((k) => ({ id: k.id, title: k.title, description: k.description, configSchema: toJsonSchema(k.payload) })),
   };
+}
+
+/** The estimators the UI offers, from the lib/credit registry: server-side, pages pass it to client components. */
+export function estimatorCatalog(): EstimatorInfo[] {
+  return Object.values(estimators).map((s) => ({
+    id: s.id,
+    title: s.title,
+    paper: { title: s.paper.title, year: s.paper.year, url: s.paper.url },
+    needs: s.needs.filter((f) => f !== "reward").map(String),
+    paramsSchema: toJsonSchema(s.paramsSchema),
+  }));
 }

@@ -5,6 +5,7 @@ import { z } from "zod";
 import type { CreditDiagnostics, Turn } from "../credit";
 import { ESTIMATOR_IDS } from "../credit/registry";
 import { queryInt } from "./common";
+import type { JsonSchema } from "./json-schema";
 import type { TurnInput } from "./rollouts";
 
 const paramsJson = z
@@ -69,6 +70,17 @@ export function creditSourceFromUrl(estimator: string | null | undefined, params
 
 /** The HTTP query of a source (the inverse of `creditSourceQuerySchema`). */
 export const creditSourceQuery = (s: CreditSource) => ({ estimator: s.estimator, params: s.params ? JSON.stringify(s.params) : undefined });
+
+/** An estimator as the UI offers it (made by lib/runs/catalog.ts from the lib/credit registry). */
+export interface EstimatorInfo {
+  id: string;
+  title: string;
+  paper: { title: string; year: number; url: string };
+  /** turn fields beyond `reward` it needs (e.g. value, judgeScore) */
+  needs: string[];
+  /** its params as JSON Schema, for generated forms */
+  paramsSchema: JsonSchema;
+}
 
 // ---------------------------------------------------------------- the turn lib/credit reads
 

@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { estimators, ESTIMATOR_IDS } from "@/lib/credit";
-import { estimatorCatalog } from "@/components/credit/estimator-catalog";
+import { estimatorCatalog } from "@/lib/runs/catalog";
 import { estimatorParamFields, estimatorParamValues, estimatorSection } from "@/components/runs/launch-estimators";
 import { launchCatalog } from "@/lib/runs/catalog";
 import type { JsonSchema } from "@/lib/forms/schema-fields";

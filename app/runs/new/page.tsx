@@ -2,7 +2,7 @@ import { z } from "zod";
 import { getRun } from "@/lib/db/runs";
 import { launchCatalog } from "@/lib/runs/catalog";
 import { LaunchForm, type LaunchPrefill } from "@/components/runs/launch-form";
-import { estimatorCatalog } from "@/components/credit/estimator-catalog";
+import { estimatorCatalog } from "@/lib/runs/catalog";
 import { estimatorSection } from "@/components/runs/launch-estimators";
 import type { RunOut } from "@/lib/schemas/runs";
 

@@ -1,6 +1,6 @@
 import { Suspense } from "react";
 import { CreditOverviewView } from "@/components/credit/credit-overview-view";
-import { estimatorCatalog } from "@/components/credit/estimator-catalog";
+import { estimatorCatalog } from "@/lib/runs/catalog";
 import { Hydrate, tryRead } from "@/components/ui/hydrate";
 import { getRun } from "@/lib/db/runs";
 import { creditOverview } from "@/lib/runs/credit-views";

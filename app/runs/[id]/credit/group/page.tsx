@@ -1,6 +1,6 @@
 import { Suspense } from "react";
 import { GroupHeatmapView } from "@/components/credit/group-heatmap-view";
-import { estimatorCatalog } from "@/components/credit/estimator-catalog";
+import { estimatorCatalog } from "@/lib/runs/catalog";
 import { Hydrate, tryRead } from "@/components/ui/hydrate";
 import { getRun } from "@/lib/db/runs";
 import { listGroups, listSteps } from "@/lib/db/rollouts";
