@@ -28,16 +28,25 @@ const { tailLog } = await import("../../lib/jobs/logs");
 const { RayJobsClient } = await import("../../workers/ray/jobs-api");
 const { RESULT_MARK } = await import("../../workers/ray/protocol");
 
-/** A free TCP port on loopback (closed again at once: Ray binds it right after). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
+const taken = new Set<number>();
+/**
+ * A free TCP port for the head, drawn from 20000-32767: below the kernel's ephemeral range (where
+ * Ray's own port-0 listeners could take it first) and above Ray's worker ports (10002-19999).
+ */
+async function freePort(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_768);
+    if (taken.has(port)) continue;
+    const free = await new Promise<boolean>((resolve) => {
+      const s = net.createServer();
+      s.once("error", () => resolve(false));
+      s.listen(port, "0.0.0.0", () => s.close(() => resolve(true)));
     });
-  });
+    if (free) {
+      taken.add(port);
+      return port;
+    }
+  }
 }
 
 let tempDir = "";
@@ -67,7 +76,14 @@ async function startHead(): Promise<void> {
     { encoding: "utf8", timeout: 120_000 },
   );
   if (r.status !== 0) throw new Error(`ray start failed (${r.status}): ${r.stdout}\n${r.stderr}`);
-  await waitFor("the Ray Jobs API", () => api.list().then(() => true, () => false), 60_000, 500);
+  let last: unknown = null;
+  try {
+    await waitFor("the Ray Jobs API", () => api.list().then(() => true, (e) => ((last = e), false)), 120_000, 500);
+  } catch (e) {
+    const log = path.join(tempDir, "session_latest/logs/dashboard.log");
+    const tail = fs.existsSync(log) ? fs.readFileSync(log, "utf8").split("\n").slice(-15).join("\n") : "(no dashboard.log)";
+    throw new Error(`${(e as Error).message}; last error: ${last instanceof Error ? last.message : String(last)}\ndashboard.log:\n${tail}`);
+  }
 }
 
 afterEach(killAllWorkers);

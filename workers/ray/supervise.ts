@@ -92,7 +92,8 @@ export async function runOnRay(input: RayRunInput): Promise<RaySettled> {
     if (req.stop) return { kind: "died", code: null, signal: null, killed: false };
     const id = `turnlens-${job.id}-${job.attempts}-${n}-${randomBytes(3).toString("hex")}`;
     const refused = await submit(id);
-    if (req.stop || req.forced) return { kind: "died", code: null, signal: null, killed: false };
+    if (refused && (req.stop || req.forced)) return { kind: "died", code: null, signal: null, killed: false };
+    // submitted: even if a stop came meanwhile, follow() asks Ray to stop it
     if (refused) return { kind: "error", message: `Ray job could not be submitted to ${cfg.address}: ${refused.message}`, stack: null, retryable: refused.retryable };
     log(
       `submitted Ray job ${id} to ${cfg.address} (entrypoint_num_cpus ${resources.entrypoint_num_cpus}, entrypoint_num_gpus ${resources.entrypoint_num_gpus})` +
@@ -168,7 +169,6 @@ export async function runOnRay(input: RayRunInput): Promise<RaySettled> {
     let stopSentAt: number | null = null;
     let failingSince: number | null = null;
     for (;;) {
-      if (req.forced) return { lost: "not waited for (second shutdown signal)" };
       if (req.stop && stopSentAt === null) {
         stopSentAt = Date.now();
         try {
@@ -178,6 +178,7 @@ export async function runOnRay(input: RayRunInput): Promise<RaySettled> {
           log(`could not ask Ray to stop job ${id}: ${errorText(e)}`, "warn");
         }
       }
+      if (req.forced) return { lost: "not waited for (second shutdown signal)" };
       try {
         const d = await api.details(id);
         await pump(false);
