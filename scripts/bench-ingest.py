@@ -5,8 +5,9 @@ dashboard's read latency measured while it runs.
 Starts the production build (`next build` first) on a fresh SQLite file and a free loopback port,
 then for 1 writer and for 4 writers (separate processes, one run each): metric points/s (log()
 calls of 10 keys, from the first call until finish() returns, i.e. stored) and turns/s
-(log_rollouts of 16 groups x 8 trajectories x 8 turns). Meanwhile 2 reader processes poll what
-the dashboard reads (the runs table, a chart's series, a page of trajectories) and report p50/p99.
+(log_rollouts of 16 groups x 8 trajectories x 8 turns), after one warm-up request of each kind.
+Meanwhile 2 reader processes poll what the dashboard reads (the runs table, a chart's series, a
+page of trajectories) and report p50/p99.
 Options: --points N (per writer, default 500000), --turns N (per writer, default 200000).
 """
 
@@ -56,6 +57,17 @@ def start_server(work: Path):
         except OSError:
             time.sleep(0.2)
     raise SystemExit("bench: the server did not start (see server.log)")
+
+
+def warm_up(url: str) -> None:
+    """One of each request the phases make, before any is timed: Next loads a route's code on its
+    first request and the ingest thread starts on the first write (about a second, once per server)."""
+    with turnlens.init(project="bench-warm-up", name="warm-up", url=url) as run:
+        run.log({k: 0.0 for k in KEYS}, step=0)
+        run.log_rollouts(0, {"task-0": [[{"observation": "o", "action": "a", "reward": 1.0}]]})
+    for path in ("/api/v1/runs?pageSize=50", f"/api/v1/runs/{run.id}/metrics/series?key=train/k0",
+                 f"/api/v1/runs/{run.id}/trajectories?pageSize=50"):
+        urllib.request.urlopen(url + path, timeout=60).read()
 
 
 def stop_server(proc, work: Path) -> None:
@@ -149,6 +161,7 @@ def main() -> None:
     os.environ["TURNLENS_DIR"] = str(work / "home")
     proc, url = start_server(work)
     try:
+        warm_up(url)
         rows = []
         for writers in (1, 4):
             rows.append(phase(url, "points", writers, args.points))

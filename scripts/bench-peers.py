@@ -155,8 +155,10 @@ class MLflow:
 
         mlflow.set_tracking_uri(f"sqlite:///{d / 'mlflow.db'}")
         self.m, self.c, self.n = mlflow, mlflow.tracking.MlflowClient(), 0
-        self.exp = mlflow.set_experiment("peers").experiment_id
-        self.qexp = self.c.create_experiment("peers-query")
+        # artifacts (the turns table) in the bench's temp dir, not ./mlruns of the checkout
+        art = (d / "mlflow-artifacts").as_uri()
+        self.exp = self.c.create_experiment("peers", artifact_location=art)
+        self.qexp = self.c.create_experiment("peers-query", artifact_location=art)
 
     def write(self, points):
         from mlflow.entities import Metric
