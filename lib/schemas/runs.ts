@@ -95,11 +95,12 @@ export function parseConfigFilter(text: string): ConfigClause[] {
   for (const raw of text.split(";")) {
     const clause = raw.trim();
     if (!clause) continue;
-    const m = clause.match(/^([A-Za-z_][\w-]*(?:\.[\w-]+)*)\s*(>=|<=|!=|=|>|<|~)\s*(.*)$/);
+    // `s`: a text value may hold line breaks (the documented pattern allows any text without ';').
+    const m = clause.match(/^([A-Za-z_][\w-]*(?:\.[\w-]+)*)\s*(>=|<=|!=|=|>|<|~)\s*(.*)$/s);
     if (!m) throw new Error(`"${clause}" is not a filter clause like lr>=1e-4 or envConfig.size=6`);
     const v = m[3].trim();
     let value: ConfigClause["value"];
-    if (/^(["']).*\1$/.test(v)) value = v.slice(1, -1);
+    if (/^(["']).*\1$/s.test(v)) value = v.slice(1, -1);
     else if (v === "true" || v === "false") value = v === "true";
     else if (v === "null") value = null;
     else if (v !== "" && Number.isFinite(Number(v))) value = Number(v);
