@@ -9,7 +9,7 @@ import { importSchema, importUploadQuerySchema } from "../schemas/imports";
 import { maxUploadBytes } from "../runs/imports";
 import { jobListQuerySchema, jobListSchema, jobSchema, logLinesSchema, logQuerySchema } from "../schemas/jobs";
 import { logMetricsSchema, metricKeyInfoSchema, metricKeySchema, seriesQuerySchema, seriesSchema } from "../schemas/metrics";
-import { groupSchema, pageQuerySchema, rolloutStepInputSchema, rolloutStepSchema, trajectoryListQuerySchema, trajectorySchema, turnSchema } from "../schemas/rollouts";
+import { groupSchema, pageQuerySchema, rolloutStepInputSchema, rolloutStepSchema, trajectoryDetailSchema, trajectoryListQuerySchema, trajectorySchema, turnSchema } from "../schemas/rollouts";
 import { compareQuerySchema, importedRunSchema, runFiltersSchema, importRunSchema, launchRunSchema, runListQuerySchema, runListSchema, runSchema } from "../schemas/runs";
 
 const page = <T extends z.ZodType>(key: string, item: T) => z.object({ [key]: z.array(item), total: z.number(), page: z.number(), pageSize: z.number() });
@@ -180,7 +180,7 @@ export const routes = {
     query: pageQuerySchema,
     response: z.object({ turns: z.array(turnSchema), next: z.number().nullable() }),
   }),
-  trajectoryGet: defineRoute({ id: "getTrajectory", method: "GET", path: "/trajectories/{id}", summary: "A trajectory with every turn", tag: "rollouts", query: none, response: trajectorySchema }),
+  trajectoryGet: defineRoute({ id: "getTrajectory", method: "GET", path: "/trajectories/{id}", summary: "A trajectory with every turn", tag: "rollouts", query: none, response: trajectoryDetailSchema }),
   compare: defineRoute({ id: "compareRuns", method: "GET", path: "/compare", summary: "Runs to compare and the union of their metric keys", tag: "runs", query: compareQuerySchema, errors: [404] }),
   creditOverview: defineRoute({
     id: "creditOverview",

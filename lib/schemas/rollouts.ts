@@ -154,6 +154,11 @@ export const trajectorySchema = z
   .meta({ id: "Trajectory" });
 export type TrajectoryOut = z.infer<typeof trajectorySchema>;
 
+/** One trajectory as GET /trajectories/{id} answers it: with its run and every turn. */
+export const trajectoryDetailSchema = trajectorySchema
+  .extend({ runId: z.string().describe("The run it belongs to."), turns: z.array(turnSchema) })
+  .meta({ id: "TrajectoryDetail" });
+
 export const rolloutStepSchema = z
   .object({
     id: z.string(),
