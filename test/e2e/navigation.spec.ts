@@ -140,10 +140,11 @@ test("runs table at 1440 px: full metric names, chosen columns, resizable, names
   await page.mouse.down();
   await page.mouse.move(handle.x + 80, handle.y + handle.height / 2, { steps: 5 });
   await page.mouse.up();
-  await expect.poll(async () => (await h.boundingBox())!.width).toBeGreaterThan(before + 60);
+  // `?? 0`: a box is null until the element is laid out (after the reload below too); poll again then
+  await expect.poll(async () => (await h.boundingBox())?.width ?? 0).toBeGreaterThan(before + 60);
   // the width survives a reload (localStorage)
   await page.reload();
-  await expect.poll(async () => (await page.getByTestId("metric-header").nth(0).boundingBox())!.width).toBeGreaterThan(before + 60);
+  await expect.poll(async () => (await page.getByTestId("metric-header").nth(0).boundingBox())?.width ?? 0).toBeGreaterThan(before + 60);
   // the long run name and its tags are shown whole
   const row = page.getByTestId("run-row").filter({ hasText: "nav-gigpo" });
   const link = row.getByRole("link", { name: "nav-gigpo-with-a-long-descriptive-run-name-s0" });
