@@ -7,7 +7,7 @@ import { parseJsonText } from "../schemas/json-limits";
 import { openSqlite, type RawDb } from "../db/sqlite";
 import { sqlitePath } from "../db/url";
 import { metricBodySchema, metricColumnsLookValid } from "../schemas/metrics";
-import { rolloutStepInputSchema } from "../schemas/rollouts";
+import { rolloutStepFast, rolloutStepInputSchema } from "../schemas/rollouts";
 import { ingestMetrics, ingestStep } from "./batches";
 
 export interface IngestRequest {
@@ -41,7 +41,7 @@ export function handleIngest(req: IngestRequest, conn?: RawDb): IngestReply {
     const value = parseJsonText(Buffer.from(req.bytes.buffer, req.bytes.byteOffset, req.bytes.byteLength).toString("utf8"));
     const ans =
       req.kind === "steps"
-        ? ingestStep(req.runId, parseInput(rolloutStepInputSchema, value, "body"), conn)
+        ? ingestStep(req.runId, rolloutStepFast(value) ?? parseInput(rolloutStepInputSchema, value, "body"), conn)
         : ingestMetrics(req.runId, metricColumnsLookValid(value) ? value : parseInput(metricBodySchema(value), value, "body"), conn);
     return { id: req.id, ok: true, status: ans.status, body: ans.body };
   } catch (e) {
