@@ -35,6 +35,9 @@ fi
 node scripts/credit-cli.mjs --build >/dev/null
 
 # Prisma's CLI wants its native schema engine only for migrate; generate needs none (any file will do).
+# Two clients from the one schema: SQLite's and PostgreSQL's (derived by scripts/db-schema.mjs).
 PRISMA_SCHEMA_ENGINE_BINARY="$(type -P true)" npx prisma generate >/dev/null
-# Migrations through the schema engine's WebAssembly build (no download): same files as `prisma migrate deploy`.
+PRISMA_SCHEMA_ENGINE_BINARY="$(type -P true)" npx prisma generate --schema "$(node scripts/db-schema.mjs write-postgresql)" >/dev/null
+# Migrations through the schema engine's WebAssembly build (no download): same files as `prisma migrate deploy`;
+# prisma/migrations for a file: DATABASE_URL, prisma/migrations-postgresql for a postgresql:// one.
 node scripts/db-migrate.mjs deploy
