@@ -9,6 +9,13 @@ import { register } from "tsx/esm/api";
 // The API's methods per path come from the route declarations (lib/api/routes.ts): a method a path
 // does not declare is a 405 that lists the ones it does (RFC 9110's Allow header).
 register();
+// Refuse to start on a store the app cannot serve yet (lib/db/url.ts says why) instead of failing per request.
+try {
+  (await import("../lib/db/url.ts")).assertStoreServable();
+} catch (e) {
+  console.error(`web-server: ${e.message}`);
+  process.exit(1);
+}
 const { ROUTES } = await import("../lib/api/routes.ts");
 const API = "/api/v1";
 const allowed = new Map();

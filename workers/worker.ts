@@ -28,7 +28,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { getDb } from "../lib/db/client";
 import { LeaseLostError } from "../lib/db/sqlite";
-import { projectRoot } from "../lib/db/url";
+import { assertStoreServable, projectRoot } from "../lib/db/url";
 import { retryDelayMs, workerConfig, type WorkerConfig } from "../lib/jobs/config";
 import { detectGpus, GpuPool } from "../lib/jobs/gpus";
 import { JobLogBuffer, type LogLevel } from "../lib/jobs/logs";
@@ -467,6 +467,7 @@ class Worker {
 let cfg: WorkerConfig;
 let ray: RayConfig | null;
 try {
+  assertStoreServable(); // refuse at start, not at the first claim
   cfg = workerConfig(process.env, process.argv.slice(2));
   ray = rayConfig(process.env, { root: projectRoot(), node: process.execPath });
 } catch (e) {

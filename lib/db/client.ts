@@ -1,8 +1,11 @@
 // The one Prisma client of a process (web server or worker). Prisma 7 needs a driver adapter:
-// better-sqlite3 for the embedded file. PostgreSQL: see README "Running on PostgreSQL".
+// better-sqlite3 for the embedded file, pg for a postgresql:// URL. The two generated clients
+// (lib/generated/prisma, lib/generated/prisma-pg) come from the same data model.
 import { PrismaBetterSqlite3 } from "@prisma/adapter-better-sqlite3";
+import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaClient } from "../generated/prisma/client";
-import { databaseUrl, isSqlite, sqlitePath } from "./url";
+import { PrismaClient as PrismaPgClient } from "../generated/prisma-pg/client";
+import { assertStoreServable, databaseUrl, isPostgres, sqlitePath } from "./url";
 import { openSqlite } from "./sqlite";
 
 export type Db = PrismaClient;
@@ -10,11 +13,9 @@ export type Db = PrismaClient;
 const globalForDb = globalThis as unknown as { turnlensPrisma?: PrismaClient };
 
 export function createPrisma(url = databaseUrl()): PrismaClient {
-  if (!isSqlite(url)) {
-    throw new Error(
-      "DATABASE_URL is not a SQLite file. For PostgreSQL, set provider = \"postgresql\" in prisma/schema.prisma, " +
-        "install @prisma/adapter-pg and regenerate (README: Running on PostgreSQL).",
-    );
+  if (isPostgres(url)) {
+    // Same models and API; the generated types differ only in provider tags, hence the cast.
+    return new PrismaPgClient({ adapter: new PrismaPg({ connectionString: url }) }) as unknown as PrismaClient;
   }
   // Apply the connection pragmas (WAL, busy timeout) once on the file before Prisma opens it.
   openSqlite(sqlitePath(url)).close();
@@ -23,8 +24,11 @@ export function createPrisma(url = databaseUrl()): PrismaClient {
   return new PrismaClient({ adapter });
 }
 
-/** Process-wide client, reused across Next.js hot reloads. */
+/** Process-wide client, reused across Next.js hot reloads. Refuses a store the app cannot serve yet. */
 export function getDb(): PrismaClient {
-  if (!globalForDb.turnlensPrisma) globalForDb.turnlensPrisma = createPrisma();
+  if (!globalForDb.turnlensPrisma) {
+    assertStoreServable();
+    globalForDb.turnlensPrisma = createPrisma();
+  }
   return globalForDb.turnlensPrisma;
 }

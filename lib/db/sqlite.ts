@@ -1,7 +1,7 @@
 // SQLite-specific fast paths. Everything dialect-specific stays in lib/db: bulk inserts and
 // fenced write transactions use better-sqlite3 directly (Prisma createMany is ~10x slower here).
 import Database from "better-sqlite3";
-import { databaseUrl, sqlitePath } from "./url";
+import { assertStoreServable, databaseUrl, sqlitePath } from "./url";
 
 export type RawDb = Database.Database;
 
@@ -33,7 +33,10 @@ export function cachedStatement(db: RawDb, sql: string): Database.Statement {
 
 /** Process-wide raw connection for the bulk paths (same file as the Prisma client). */
 export function getRawDb(): RawDb {
-  if (!raw || !raw.open) raw = openSqlite(sqlitePath(databaseUrl()));
+  if (!raw || !raw.open) {
+    assertStoreServable();
+    raw = openSqlite(sqlitePath(databaseUrl()));
+  }
   return raw;
 }
 
