@@ -179,7 +179,25 @@ def anchor_text(anchor: Any) -> Optional[str]:
     return json.dumps(_jsonable(anchor), sort_keys=True, separators=(",", ":"))
 
 
+# Turn fields that, given as exactly this type, the server takes as they are (a float only when
+# finite): a turn of only these is copied in one pass instead of converted field by field.
+_AS_IS = {"observation": str, "action": str, "reward": float, "anchor": str, "valid": bool, "done": bool,
+          "logprob": float, "entropy": float, "advantage": float}
+
+
 def turn_body(turn: Mapping[str, Any], where: str) -> Dict[str, Any]:
+    if type(turn) is dict and "reward" in turn:
+        for k, v in turn.items():
+            t = _AS_IS.get(k)
+            if t is None or type(v) is not t or (t is float and v - v != 0.0):
+                break
+        else:  # the common case: plain str/float/bool fields only (two-thirds of a step's client time otherwise)
+            out = dict(turn)
+            if "observation" not in out:
+                out["observation"] = ""
+            if "action" not in out:
+                out["action"] = ""
+            return out
     # type() first: isinstance against typing's Mapping costs more than the rest of a turn
     if type(turn) is not dict and not isinstance(turn, Mapping):
         raise ShapeError(f"{where}: expected a dict with observation, action, reward")
