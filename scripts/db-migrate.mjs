@@ -133,3 +133,6 @@ if (cmd === "dev" || cmd === "deploy") {
   console.log("applied:", r.appliedMigrationNames);
 }
 engine.free?.();
+// A PostgreSQL connection the engine left checked out would keep the process alive for pg's 10 s
+// idle timeout; everything is written by now (stdout to a pipe or file is synchronous on Linux).
+if (provider === "postgresql") setTimeout(() => process.exit(), 200).unref();

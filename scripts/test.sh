@@ -35,6 +35,9 @@ if [ ! -f "$stamp" ] || [ ! -x "$RAY_VENV/bin/ray" ]; then
 fi
 
 echo "== unit and integration tests (vitest)"
+# PostgreSQL suites (test/db/postgres.test.ts) use TURNLENS_TEST_PG (a postgresql:// server URL) if
+# set, else a temporary cluster of Debian's PostgreSQL 15 on a free loopback port, removed at the end;
+# without PostgreSQL installed (apt-get install postgresql) they are skipped with a message.
 node_modules/.bin/vitest run
 
 if [ -d test/engine ] && ls test/engine/test_*.py >/dev/null 2>&1; then
