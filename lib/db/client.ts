@@ -2,9 +2,7 @@
 // better-sqlite3 for the embedded file, pg for a postgresql:// URL. The two generated clients
 // (lib/generated/prisma, lib/generated/prisma-pg) come from the same data model.
 import { PrismaBetterSqlite3 } from "@prisma/adapter-better-sqlite3";
-import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaClient } from "../generated/prisma/client";
-import { PrismaClient as PrismaPgClient } from "../generated/prisma-pg/client";
 import { assertStoreServable, databaseUrl, isPostgres, sqlitePath } from "./url";
 import { openSqlite } from "./sqlite";
 
@@ -12,11 +10,15 @@ export type Db = PrismaClient;
 
 const globalForDb = globalThis as unknown as { turnlensPrisma?: PrismaClient };
 
+/** A client for either provider; PostgreSQL's is loaded only when asked for (lib/db/client-pg.ts). */
+export async function openPrisma(url = databaseUrl()): Promise<PrismaClient> {
+  if (isPostgres(url)) return (await import("./client-pg")).createPostgresPrisma(url);
+  return createPrisma(url);
+}
+
+/** A SQLite client, synchronously (the app's path until lib/db's raw SQL runs on PostgreSQL). */
 export function createPrisma(url = databaseUrl()): PrismaClient {
-  if (isPostgres(url)) {
-    // Same models and API; the generated types differ only in provider tags, hence the cast.
-    return new PrismaPgClient({ adapter: new PrismaPg({ connectionString: url }) }) as unknown as PrismaClient;
-  }
+  if (isPostgres(url)) throw new Error("createPrisma is SQLite-only: open a PostgreSQL client with `await openPrisma(url)`");
   // Apply the connection pragmas (WAL, busy timeout) once on the file before Prisma opens it.
   openSqlite(sqlitePath(url)).close();
   // A generous busy timeout: several worker processes and the web server share one file.

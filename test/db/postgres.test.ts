@@ -9,7 +9,7 @@ import { promisify } from "node:util";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createPrisma } from "../../lib/db/client";
+import { openPrisma } from "../../lib/db/client";
 import { assertStoreServable } from "../../lib/db/url";
 import { postgresUnavailable, startPostgres, type TempPostgres } from "../helpers/postgres";
 import { ROOT } from "../helpers/temp-db";
@@ -54,7 +54,7 @@ describe.skipIf(skip)("PostgreSQL", () => {
     expect(stdout).toMatch(/applied: \[\s*'\d+_init'/);
     expect((await migrate(url, "deploy")).stdout).toContain("applied: []");
 
-    const db = createPrisma(url);
+    const db = await openPrisma(url);
     try {
       const project = await db.project.create({ data: { name: "pg-project", description: "on PostgreSQL" } });
       const made = await db.run.create({
