@@ -113,20 +113,22 @@ describe.skipIf(skip)("PostgreSQL", () => {
     expect(pgCols).toEqual(sqliteCols);
   });
 
-  it("the app refuses a PostgreSQL URL with one message saying what is missing, and the worker will not start", async () => {
+  it("the app refuses a PostgreSQL URL with one message saying what is missing: neither the worker nor the web server starts", async () => {
     expect(() => assertStoreServable(url)).toThrow(/raw-SQL fast paths .* SQLite-only/);
-    let failure: { code?: number; stderr?: string } = {};
-    try {
-      execFileSync(process.execPath, ["--import", "tsx", "workers/worker.ts"], {
-        cwd: ROOT,
-        env: { ...process.env, DATABASE_URL: url },
-        stdio: "pipe",
-        timeout: 60_000,
-      });
-    } catch (e) {
-      failure = { code: (e as { status?: number }).status, stderr: String((e as { stderr?: Buffer }).stderr) };
-    }
-    expect(failure.code).toBe(2);
-    expect(failure.stderr).toContain("TurnLens cannot serve yet");
+    const start = (args: string[]) => {
+      try {
+        execFileSync(process.execPath, args, { cwd: ROOT, env: { ...process.env, DATABASE_URL: url, PORT: "1" }, stdio: "pipe", timeout: 60_000 });
+        return { code: 0, stderr: "" };
+      } catch (e) {
+        return { code: (e as { status?: number }).status, stderr: String((e as { stderr?: Buffer }).stderr) };
+      }
+    };
+    const worker = start(["--import", "tsx", "workers/worker.ts"]);
+    expect(worker.code).toBe(2);
+    expect(worker.stderr).toContain("TurnLens cannot serve yet");
+    // The web server refuses before Next loads (PORT 1 could not be bound anyway: it must not get that far).
+    const web = start(["scripts/web-server.mjs"]);
+    expect(web.code).toBe(1);
+    expect(web.stderr).toContain("web-server: DATABASE_URL is a PostgreSQL URL, which TurnLens cannot serve yet");
   });
 });
