@@ -9,7 +9,7 @@ import { importSchema, importUploadQuerySchema } from "../schemas/imports";
 import { maxUploadBytes } from "../runs/imports";
 import { jobListQuerySchema, jobListSchema, jobSchema, logLinesSchema, logQuerySchema } from "../schemas/jobs";
 import { logMetricsSchema, metricKeyInfoSchema, metricKeySchema, seriesQuerySchema, seriesSchema } from "../schemas/metrics";
-import { groupSchema, pageQuerySchema, rolloutStepInputSchema, rolloutStepSchema, trajectoryDetailSchema, trajectoryListQuerySchema, trajectorySchema, turnSchema } from "../schemas/rollouts";
+import { groupSchema, pageQuerySchema, rolloutStepInputSchema, rolloutStepSchema, rolloutStepsBatchSchema, trajectoryDetailSchema, trajectoryListQuerySchema, trajectorySchema, turnSchema } from "../schemas/rollouts";
 import { compareQuerySchema, importedRunSchema, runFiltersSchema, importRunSchema, launchRunSchema, runListQuerySchema, runListSchema, runSchema } from "../schemas/runs";
 
 const page = <T extends z.ZodType>(key: string, item: T) => z.object({ [key]: z.array(item), total: z.number(), page: z.number(), pageSize: z.number() });
@@ -150,6 +150,17 @@ export const routes = {
     tag: "ingest",
     body: rolloutStepInputSchema,
     response: z.object({ stepId: z.string(), turns: z.number() }),
+    idempotent: true,
+    ingest: true,
+  }),
+  stepsBatchWrite: defineRoute({
+    id: "writeSteps",
+    method: "POST",
+    path: "/runs/{id}/steps/batch",
+    summary: "Ingest consecutive steps in one request, stored in order in one transaction (all or none); each step is idempotent as in writeStep (a step stored before with identical content is answered from its record; other content: 409 naming body.steps.N.step)",
+    tag: "ingest",
+    body: rolloutStepsBatchSchema,
+    response: z.object({ steps: z.array(z.object({ stepId: z.string(), turns: z.number() })) }),
     idempotent: true,
     ingest: true,
   }),

@@ -8,7 +8,7 @@ import { metricBodyByKey, writeMetricsByKey } from "../db/metrics";
 import { writeRolloutStep } from "../db/rollouts";
 import { getRawDb, writeTransaction, type RawDb } from "../db/sqlite";
 import type { LogMetrics } from "../schemas/metrics";
-import type { RolloutStepInput } from "../schemas/rollouts";
+import type { RolloutStepInput, RolloutStepsBatch } from "../schemas/rollouts";
 import { ConflictError } from "../schemas/errors";
 
 export interface IngestAnswer {
@@ -51,6 +51,28 @@ export function ingestStep(runId: string, input: RolloutStepInput, db: RawDb = g
     (db) => writeRolloutStep(runId, input, null, db),
     db,
   );
+}
+
+/**
+ * Consecutive steps of one request, each as ingestStep would store it (same rows, same hash), in one
+ * transaction: all stored or none. A step stored before with other content is a 409 naming it
+ * (`body.steps.N.step`); the answer lists each step's answer in order, 201 when any was new.
+ */
+export function ingestSteps(runId: string, input: RolloutStepsBatch, db: RawDb = getRawDb()): IngestAnswer {
+  const answers = writeTransaction(
+    null,
+    (db) =>
+      input.steps.map((s, i) => {
+        try {
+          return ingestStep(runId, s, db);
+        } catch (e) {
+          if (e instanceof ConflictError) throw new ConflictError(e.message, [{ path: `body.steps.${i}.step`, message: `step ${s.step} exists with other content` }]);
+          throw e;
+        }
+      }),
+    db,
+  );
+  return { status: answers.some((a) => a.status === 201) ? 201 : 200, body: { steps: answers.map((a) => a.body) } };
 }
 
 /** Metric points; with a batchId a retry is answered from the record instead of written again. */

@@ -7,12 +7,12 @@ import { parseJsonText } from "../schemas/json-limits";
 import { openSqlite, type RawDb } from "../db/sqlite";
 import { sqlitePath } from "../db/url";
 import { metricBodySchema, metricColumnsLookValid } from "../schemas/metrics";
-import { rolloutStepFast, rolloutStepInputSchema } from "../schemas/rollouts";
-import { ingestMetrics, ingestStep } from "./batches";
+import { rolloutStepFast, rolloutStepInputSchema, rolloutStepsBatchFast, rolloutStepsBatchSchema } from "../schemas/rollouts";
+import { ingestMetrics, ingestStep, ingestSteps } from "./batches";
 
 export interface IngestRequest {
   id: number;
-  kind: "metrics" | "steps";
+  kind: "metrics" | "steps" | "stepsBatch";
   runId: string;
   /** the request body as received (UTF-8 JSON) */
   bytes: Uint8Array;
@@ -42,7 +42,9 @@ export function handleIngest(req: IngestRequest, conn?: RawDb): IngestReply {
     const ans =
       req.kind === "steps"
         ? ingestStep(req.runId, rolloutStepFast(value) ?? parseInput(rolloutStepInputSchema, value, "body"), conn)
-        : ingestMetrics(req.runId, metricColumnsLookValid(value) ? value : parseInput(metricBodySchema(value), value, "body"), conn);
+        : req.kind === "stepsBatch"
+          ? ingestSteps(req.runId, rolloutStepsBatchFast(value) ?? parseInput(rolloutStepsBatchSchema, value, "body"), conn)
+          : ingestMetrics(req.runId, metricColumnsLookValid(value) ? value : parseInput(metricBodySchema(value), value, "body"), conn);
     return { id: req.id, ok: true, status: ans.status, body: ans.body };
   } catch (e) {
     const err = e as Error & { issues?: Issue[] };

@@ -87,6 +87,16 @@ export const rolloutStepInputSchema = z
   .meta({ id: "StepBatch" });
 export type RolloutStepInput = z.infer<typeof rolloutStepInputSchema>;
 
+/** Most steps in one POST /runs/:id/steps/batch (each up to the step limits; the body limit still applies). */
+export const MAX_BATCH_STEPS = 64;
+
+/** POST /runs/:id/steps/batch: consecutive steps in one request, stored in order in one transaction. */
+export const rolloutStepsBatchSchema = z
+  .object({ steps: z.array(rolloutStepInputSchema).min(1).max(MAX_BATCH_STEPS) })
+  .strict()
+  .meta({ id: "StepsBatch" });
+export type RolloutStepsBatch = z.infer<typeof rolloutStepsBatchSchema>;
+
 const INT32 = 2 ** 31;
 const isFiniteNum = (x: unknown): x is number => typeof x === "number" && Number.isFinite(x);
 const isInt = (x: unknown, min: number, max: number) => Number.isSafeInteger(x) && (x as number) >= min && (x as number) <= max;
@@ -99,6 +109,7 @@ const onlyKeys = (o: object, allowed: Set<string>) => {
 const STEP_KEYS = new Set(["step", "estimator", "params", "diagnostics", "groups", "batchId"]);
 const GROUP_KEYS = new Set(["uid", "envId", "taskSeed", "trajectories"]);
 const TRAJ_KEYS = new Set(["reward", "success", "truncated", "turns"]);
+const BATCH_KEYS = new Set(["steps"]);
 const TURN_KEYS = new Set(Object.keys(turnInputSchema.shape));
 /** Optional per-turn scalars in schema order, with their check (null allowed for each). */
 const TURN_OPTIONAL: [string, (x: unknown) => boolean][] = [
@@ -198,6 +209,20 @@ export function rolloutStepFast(v: unknown): RolloutStepInput | null {
   out.groups = outGroups;
   if ("batchId" in b) out.batchId = b.batchId;
   return out as RolloutStepInput;
+}
+
+/** rolloutStepsBatchSchema's output for `v`, or null (then the schema names the field): rolloutStepFast per step. */
+export function rolloutStepsBatchFast(v: unknown): RolloutStepsBatch | null {
+  if (!isRecord(v) || !onlyKeys(v as Record<string, unknown>, BATCH_KEYS)) return null;
+  const steps = (v as Record<string, unknown>).steps;
+  if (!Array.isArray(steps) || steps.length < 1 || steps.length > MAX_BATCH_STEPS) return null;
+  const out: RolloutStepInput[] = new Array(steps.length);
+  for (let i = 0; i < steps.length; i++) {
+    const s = rolloutStepFast(steps[i]);
+    if (!s) return null;
+    out[i] = s;
+  }
+  return { steps: out };
 }
 
 export const pageQuerySchema = z

@@ -12,6 +12,7 @@ const metricsRoute = await import("@/app/api/v1/runs/[id]/metrics/route");
 const seriesRoute = await import("@/app/api/v1/runs/[id]/metrics/series/route");
 const exportRoute = await import("@/app/api/v1/runs/[id]/metrics/export/route");
 const stepsRoute = await import("@/app/api/v1/runs/[id]/steps/route");
+const stepsBatchRoute = await import("@/app/api/v1/runs/[id]/steps/batch/route");
 const trajRoute = await import("@/app/api/v1/runs/[id]/trajectories/route");
 const turnsRoute = await import("@/app/api/v1/runs/[id]/turns/route");
 const oneTraj = await import("@/app/api/v1/trajectories/[id]/route");
@@ -172,6 +173,37 @@ describe("ingest from an external trainer", () => {
     expect(r.status).toBe(400);
     expect(r.json.issues[0].path).toBe("body.groups.0.trajectories.0.turns.0.reward");
     expect(count("Turn")).toBe(before);
+  });
+
+  it("stores several steps in one request as one-step requests would, in order, answering a retry from the records", async () => {
+    const mk = (step: number, r: number) => ({
+      step,
+      groups: [{ uid: "g", envId: "sokoban", trajectories: [{ turns: [{ observation: `o${step}`, action: "a", reward: r }, { observation: "p", action: "b", reward: 0 }] }] }],
+    });
+    const before = count("Turn");
+    const url = `/api/v1/runs/${runId}/steps/batch`;
+    const w = await call(stepsBatchRoute.POST, "POST", url, keyed({ body: { steps: [mk(10, 1), mk(11, 0)] }, params: { id: runId } }));
+    expect(w.status).toBe(201);
+    expect(w.json.steps.map((s: { turns: number }) => s.turns)).toEqual([2, 2]);
+    expect(count("Turn")).toBe(before + 4);
+    const seqs = getRawDb().prepare(`SELECT t."observation" FROM "Turn" t WHERE t."runId" = ? AND t."seq" >= ? ORDER BY t."seq"`).pluck().all(runId, before) as string[];
+    expect(seqs).toEqual(["o10", "p", "o11", "p"]); // write order is the batch's order
+    // the same step alone is recognised as stored (same hash on either route), and so is the whole batch again
+    const alone = await call(stepsRoute.POST, "POST", `/api/v1/runs/${runId}/steps`, keyed({ body: mk(11, 0), params: { id: runId } }));
+    expect(alone.status).toBe(200);
+    expect(alone.json).toEqual(w.json.steps[1]);
+    const again = await call(stepsBatchRoute.POST, "POST", url, keyed({ body: { steps: [mk(10, 1), mk(11, 0)] }, params: { id: runId } }));
+    expect([again.status, again.json]).toEqual([200, w.json]);
+    // a new step beside one stored with other content: 409 naming that step, and nothing of the batch stored
+    const clash = await call(stepsBatchRoute.POST, "POST", url, keyed({ body: { steps: [mk(12, 0), mk(10, 0.5)] }, params: { id: runId } }));
+    expect(clash.status).toBe(409);
+    expect(clash.json.issues[0].path).toBe("body.steps.1.step");
+    const bad = await call(stepsBatchRoute.POST, "POST", url, keyed({ body: { steps: [mk(12, 0), { ...mk(13, 0), groups: [] }] }, params: { id: runId } }));
+    expect(bad.status).toBe(400);
+    expect(bad.json.issues[0].path).toBe("body.steps.1.groups");
+    expect(count("Turn")).toBe(before + 4);
+    const noKey = await call(stepsBatchRoute.POST, "POST", url, { body: { steps: [mk(12, 0)] }, params: { id: runId } });
+    expect(noKey.status).toBe(403); // the write key is checked as on every ingest route
   });
 
   it("404s unknown runs and refuses to delete a running run", async () => {

@@ -2,7 +2,7 @@
 // only what the schema accepts, and gives the very object the schema gives (defaults filled, keys
 // in the same order), so the stored rows and the idempotency hash do not depend on which path ran.
 import { describe, expect, it } from "vitest";
-import { rolloutStepFast, rolloutStepInputSchema } from "@/lib/schemas/rollouts";
+import { rolloutStepFast, rolloutStepInputSchema, rolloutStepsBatchFast, rolloutStepsBatchSchema } from "@/lib/schemas/rollouts";
 
 let seed = 23;
 const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
@@ -99,5 +99,31 @@ describe("rolloutStepFast", () => {
     expect(rolloutStepFast(body)).toBeNull();
     const r = rolloutStepInputSchema.safeParse(body);
     expect(r.success ? [] : r.error.issues.map((i) => i.path.join("."))).toEqual(["groups.0.trajectories.0.turns.1.reward"]);
+  });
+});
+
+describe("rolloutStepsBatchFast", () => {
+  it("accepts only what rolloutStepsBatchSchema accepts and gives the same object (1,000 random batches, one step in three with a defect)", () => {
+    let accepted = 0;
+    for (let i = 0; i < 1000; i++) {
+      const steps = Array.from({ length: 1 + Math.floor(rand() * 4) }, () => (maybe(1 / 3) ? mutate(validBody()) : validBody()));
+      const body: unknown = maybe(0.05) ? pick([{ steps: [] }, { steps, x: 1 }, { steps: {} }, steps]) : { steps };
+      const fast = rolloutStepsBatchFast(body);
+      const schema = rolloutStepsBatchSchema.safeParse(body);
+      expect(fast !== null, JSON.stringify(body).slice(0, 2000)).toBe(schema.success);
+      if (fast) {
+        accepted++;
+        expect(JSON.stringify(fast)).toBe(JSON.stringify(schema.data));
+      }
+    }
+    expect(accepted).toBeGreaterThan(150);
+  });
+
+  it("names the refused field with the step's index", () => {
+    const good = { step: 1, groups: [{ uid: "g", envId: "e", trajectories: [{ turns: [{ observation: "o", action: "a", reward: 1 }] }] }] };
+    const body = { steps: [good, { ...good, step: 2, groups: [{ ...good.groups[0], trajectories: [{ turns: [{ observation: "o", action: "a", reward: "x" }] }] }] }] };
+    expect(rolloutStepsBatchFast(body)).toBeNull();
+    const r = rolloutStepsBatchSchema.safeParse(body);
+    expect(r.success ? [] : r.error.issues.map((i) => i.path.join("."))).toEqual(["steps.1.groups.0.trajectories.0.turns.0.reward"]);
   });
 });
