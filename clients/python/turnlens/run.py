@@ -26,6 +26,9 @@ from . import shapes, spool
 from .transport import ApiError, Transport, Unavailable, encode
 
 _STOP = ("stop",)
+# Most steps (and, reached first, about most turns) sent in one steps/batch request.
+MAX_BATCH_STEPS = 8
+MAX_BATCH_TURNS = 16_384
 
 
 def _warn(msg: str) -> None:
@@ -58,6 +61,7 @@ class Run:
         self._session = secrets.token_hex(6)  # batch ids: <session>:<n>, unique per Run object
         self._seq = 0
         self._batch_ids = True  # switched off if the server predates client batch ids
+        self._step_batches = True  # switched off if the server predates POST /steps/batch
         self._queue: "queue.Queue[tuple]" = queue.Queue(maxsize=max_queue)
         self._lock = threading.Lock()
         self._spilling = False
@@ -270,18 +274,57 @@ class Run:
             self._deliver_all(self._records(items))
             path.unlink(missing_ok=True)
 
+    def _units(self, records: List[Dict[str, Any]]) -> List[Tuple[Dict[str, Any], List[Dict[str, Any]]]]:
+        """(what to send, the records it carries): consecutive steps already queued go as one
+        steps/batch request (one round trip and one commit for several steps; a lone step is sent as is)."""
+        units: List[Tuple[Dict[str, Any], List[Dict[str, Any]]]] = []
+        i = 0
+        while i < len(records):
+            j, turns = i + 1, 0
+            if records[i]["kind"] == "steps" and self._step_batches:
+                turns = shapes.count_turns(records[i]["body"])
+                while (j < len(records) and records[j]["kind"] == "steps" and j - i < MAX_BATCH_STEPS
+                       and turns < MAX_BATCH_TURNS):
+                    turns += shapes.count_turns(records[j]["body"])
+                    j += 1
+            if j - i == 1:
+                units.append((records[i], records[i:j]))
+            else:
+                units.append(({"kind": "steps/batch", "batchId": None, "turns": turns, "body": {"steps": [
+                    _request_body(r, self._batch_ids) for r in records[i:j]]}}, records[i:j]))
+            i = j
+        return units
+
     def _deliver_all(self, records: List[Dict[str, Any]]) -> None:
-        for i, rec in enumerate(records):
+        units = self._units(records)
+        for i, (unit, parts) in enumerate(units):
             if self.mode == "offline" or self._stopping():
-                self._to_spool(records[i:])
+                self._to_spool([r for _, ps in units[i:] for r in ps])
                 return
             try:
                 # the next body is encoded while the server stores this one
-                self._deliver(rec, records[i + 1] if i + 1 < len(records) else None)
+                following = units[i + 1][0] if i + 1 < len(units) else None
+                if unit["kind"] == "steps/batch":
+                    self._deliver_batch(unit, parts, following)
+                else:
+                    self._deliver(unit, following)
             except Unavailable as e:
                 _warn(f"{e}; spooling the rest to {self.spool_dir}")
-                self._to_spool(records[i:])
+                self._to_spool([r for _, ps in units[i:] for r in ps])
                 return
+
+    def _deliver_batch(self, unit: Dict[str, Any], parts: List[Dict[str, Any]], following: Optional[Dict[str, Any]]) -> None:
+        if self.id is None:
+            self._create(None)
+        try:
+            send_record(self._transport, self.id, self.write_key, unit, self._stopping, self, following)
+        except ApiError as e:
+            # A server without the route (404/405) gets single steps from now on; any other refusal
+            # (a step stored with other content, a bad field) is sorted out step by step, each with its own answer.
+            if e.status in (404, 405):
+                self._step_batches = False
+            for k, rec in enumerate(parts):
+                self._deliver(rec, parts[k + 1] if k + 1 < len(parts) else None)
 
     def _to_spool(self, records: List[Dict[str, Any]]) -> None:
         spool.append_lines(self.spool_dir / "records.jsonl", records)
@@ -363,6 +406,8 @@ def send_record(transport: Transport, run_id: str, write_key: Optional[str], rec
     except ApiError as e:
         if kind == "finish" and e.status == 409:
             return None  # already finished: the finish of an earlier attempt arrived
+        if kind == "steps/batch":
+            raise  # the caller sends the steps one by one
         return str(e)
     if stats is not None:
         stats.sent["requests"] += 1
@@ -372,6 +417,8 @@ def send_record(transport: Transport, run_id: str, write_key: Optional[str], rec
             stats.sent["points"] += shapes.count_points(body)
         elif kind == "steps":
             stats.sent["turns"] += shapes.count_turns(body)
+        elif kind == "steps/batch":
+            stats.sent["turns"] += rec["turns"]
     return None
 
 
