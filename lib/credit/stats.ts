@@ -145,21 +145,30 @@ export function maskedWhitenTurns(
   const mean = s / (wsum + 1e-8); // verl masked_mean: sum / (mask.sum() + 1e-8)
   const out = new Float64Array(n);
   let variance = 0;
+  let spread = 0; // the values' own std, around their exact mean (verl's mean carries a 1e-8 bias)
   if (!constant) {
+    const exactMean = s / wsum;
     let m2 = 0;
+    let m2exact = 0;
     for (let i = 0; i < n; i++) {
       const w = weights[i];
       if (w <= 0) continue;
       const d = turnMean[i] - mean;
-      m2 += w * d * d + (within === null ? 0 : within[i]);
+      const e = turnMean[i] - exactMean;
+      const inner = within === null ? 0 : within[i];
+      m2 += w * d * d + inner;
+      m2exact += w * e * e + inner;
     }
     variance = ((m2 / (wsum + 1e-8)) * wsum) / (wsum - 1); // Bessel: N / (N - 1)
+    spread = Math.sqrt(m2exact / (wsum - 1));
   }
   // Zero variance, or a spread at rounding level (values equal in exact arithmetic that rounding
   // set apart, e.g. centred rewards): every row 0. Rows that differ from the valid tokens' value
-  // (masked turns) are counted; verl would give them (x - m) * 1e4.
+  // (masked turns) are counted; verl would give them (x - m) * 1e4. The spread is judged around the
+  // exact mean: around verl's (sum / (N + 1e-8)) two equal values 0.5 look 2.5e-9 apart, and a masked
+  // turn then got (0 - 0.5) * 1e4 = -5000 (found by the bounded-inputs property test).
   const tol = ROUNDING_SPREAD * maxAbs;
-  if (constant || Math.sqrt(variance) <= tol) {
+  if (constant || spread <= tol) {
     const ref = constant ? common : s / wsum;
     let zeroed = 0;
     for (let i = 0; i < n; i++) if (Math.abs(turnMean[i] - ref) > tol) zeroed++;

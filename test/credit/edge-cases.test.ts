@@ -76,6 +76,15 @@ describe("degenerate statistics", () => {
     expect(res.diagnostics.zeroVariance).toBeUndefined();
     expect(Math.max(...Object.values(advOf(res)).flat().map(Math.abs))).toBeLessThan(10);
   });
+
+  it("valid tokens equal but for rounding (0.5 and 0.5 - 5.6e-17): zero variance, the masked turn 0 (was -5000)", () => {
+    // The bounded-inputs property test's counterexample (CI, seed 568581550): judged around verl's
+    // mean sum / (N + 1e-8), the two values looked 2.5e-9 apart and the masked turn got (0 - 0.5) * 1e4.
+    const batch = mkBatch({ g: { a: [{ reward: 0, value: 0, tokens: 0 }], b: [{ reward: 0, value: 0 }, { reward: 0.5, value: 2.775557561562892e-17 }] } });
+    const res = run("gae", batch);
+    expect(advOf(res)).toEqual({ a: [0], b: [0, 0] });
+    expect(res.diagnostics.zeroVariance).toEqual({ turns: 1 });
+  });
 });
 
 describe("precision", () => {
