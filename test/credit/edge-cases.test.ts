@@ -277,13 +277,21 @@ describe("properties", () => {
     );
   });
 
-  it("bounded inputs (|x| <= 1) never give |A| > 1e3 (no +-1 / epsilon, no (x - m) * 1e4)", () => {
+  // Turns with tokens only: a masked turn (tokens 0) is whitened as verl does, (x - m) / sqrt(var + 1e-8),
+  // which reaches thousands when the valid tokens' spread is tiny but real (lib/credit/README,
+  // "Degenerate statistics"; verl masks that position out of the loss). 1 run in ~3,500 drew one.
+  it("bounded inputs (|x| <= 1) never give |A| > 1e3 on a turn with tokens (no +-1 / epsilon, no (x - m) * 1e4)", () => {
     fc.assert(
       fc.property(batchArb, fc.constantFrom({}, { perTrajectory: true }, { mode: "mean_norm" }), (b, gigpoParams) => {
         for (const id of ESTIMATOR_IDS) {
           if (["reinforcepp", "reinforcepp_baseline", "gae", "mars"].includes(id) && validTokens(b) < 2) continue;
           const res = run(id, b, id === "gigpo" ? gigpoParams : {});
-          for (const t of res.trajectories) for (const a of t.advantages) if (!(Math.abs(a) <= 1e3)) throw new Error(`${id}: ${a}`);
+          res.trajectories.forEach((t, ti) =>
+            t.advantages.forEach((a, k) => {
+              const turn = b.groups.flatMap((g) => g.trajectories)[ti].turns[k];
+              if ((turn.tokens ?? 1) > 0 && !(Math.abs(a) <= 1e3)) throw new Error(`${id}: ${a}`);
+            }),
+          );
         }
       }),
       { numRuns: 150 },
