@@ -86,15 +86,16 @@ test("the token view shows the token ids a train run stored, tinted by advantage
   const byAdvantage = await colours(all);
   await page.getByLabel("Tint tokens by").selectOption("entropy");
   await expect(page).toHaveURL(/tint=entropy/);
+  // the URL changes before the tokens are painted again: poll the colours (CI read them in between)
+  await expect.poll(() => colours(all)).not.toEqual(byAdvantage);
   const byEntropy = await colours(all);
-  expect(byEntropy).not.toEqual(byAdvantage);
   const ents = turns.flatMap((u) => u.tokens!.entropies!);
   const zero = ents.findIndex((h) => h === 0);
   const high = ents.indexOf(Math.max(...ents));
   if (zero >= 0) expect(byEntropy[zero]).not.toEqual(byEntropy[high]);
   await page.getByLabel("Tint tokens by").selectOption("logprob");
   await expect(page).toHaveURL(/tint=logprob/);
-  expect(await colours(all)).not.toEqual(byEntropy);
+  await expect.poll(() => colours(all)).not.toEqual(byEntropy);
 
   // docs/screenshots: the turns of this trajectory, tinted by entropy, light and dark
   await page.getByLabel("Tint tokens by").selectOption("entropy");
