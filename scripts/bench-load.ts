@@ -1,0 +1,223 @@
+// npm run bench:load -- --store sqlite|postgresql [--duration 10] [--connections 1,8,64] [--ingest-queue N]
+// Load figures of the production server (issue 12, docs/scale.md): ingest and read endpoints
+// driven by autocannon at 1, 8 and 64 concurrent connections, on a fresh database of the store.
+//
+// Seeds, through the HTTP API as a trainer would: 300 imported runs with varied configs (the run
+// list's filter), one run of 10 metric keys x 100,000 steps (10^6 points: the chart), one run of
+// 100 steps x 1,024 turns (the turn page and trajectories), and 64 runs that the ingest rows write
+// into. Every ingest request carries its own batch id and its own steps, so nothing is
+// deduplicated; the stored totals are checked against the 2xx count at the end.
+// The load generator runs in this process on the same machine as the server (2 cores here).
+import autocannon from "autocannon";
+import { call, loadAverage, openStore, parseArgs, parseStore, startServer } from "./bench-store";
+
+const opts = parseArgs(process.argv.slice(2), { store: "sqlite", duration: "10", connections: "1,8,64", "ingest-queue": "" });
+const kind = parseStore(opts.store);
+const duration = Number(opts.duration);
+const conns = opts.connections.split(",").map(Number);
+if (!(duration > 0)) throw new Error(`--duration must be a positive number of seconds (got ${opts.duration})`);
+if (conns.some((c) => !Number.isInteger(c) || c < 1)) throw new Error(`--connections must be positive integers joined by commas (got ${opts.connections})`);
+
+const KEYS = Array.from({ length: 10 }, (_, i) => `train/k${i}`);
+const METRIC_STEPS_PER_REQUEST = 100; // 100 steps x 10 keys = 1,000 points a request
+const GROUPS = 16; // a step of 16 groups x 8 trajectories x 8 turns = 1,024 turns a request
+const TRAJ = 8;
+const TURNS = 8;
+const TURNS_PER_STEP = GROUPS * TRAJ * TURNS;
+const INGEST_RUNS = 64;
+
+const loadStart = loadAverage();
+const startedAt = new Date().toISOString();
+const store = await openStore(kind);
+console.error(`bench:load: ${kind} at ${store.url}`);
+// --ingest-queue: the server's TURNLENS_INGEST_QUEUE (default 16 in flight, then 429 + Retry-After)
+const queue = opts["ingest-queue"];
+if (queue && !(Number.isInteger(Number(queue)) && Number(queue) >= 1)) throw new Error(`--ingest-queue must be a positive integer (got ${queue})`);
+const server = await startServer(store.url, "/tmp/turnlens-bench-load-server.log", queue ? { TURNLENS_INGEST_QUEUE: queue } : {});
+const api = server.api;
+
+interface Imported {
+  id: string;
+  writeKey: string;
+}
+const importRun = (name: string, config: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+  call<Imported>(`${api}/runs/import`, { body: { project: "bench-load", name, config, envId: "sokoban", estimator: "gigpo", ...extra } });
+const writeHeaders = (r: Imported) => ({ "content-type": "application/json", "x-turnlens-write-key": r.writeKey });
+
+/** One step's body as a trainer sends it: text observations of a 6x6 grid, anchors, advantages, token counts. */
+function stepBody(step: number, batchId: string): string {
+  const grid = "######\n#_P__#\n#_X__#\n#__O_#\n#____#\n######";
+  return JSON.stringify({
+    step,
+    batchId,
+    estimator: "gigpo",
+    groups: Array.from({ length: GROUPS }, (_, g) => ({
+      uid: `task-${g}`,
+      envId: "sokoban",
+      taskSeed: g,
+      trajectories: Array.from({ length: TRAJ }, (_, t) => ({
+        success: t % 3 === 0,
+        turns: Array.from({ length: TURNS }, (_, i) => ({
+          observation: `Turn ${i}. You are P; push the box X onto the target O.\n${grid}`,
+          action: ["up", "down", "left", "right"][(g + t + i) % 4],
+          reward: i === TURNS - 1 && t % 3 === 0 ? 10 : -0.1,
+          done: i === TURNS - 1,
+          anchor: `s${(g * 7 + i) % 40}`,
+          advantage: ((t % 3) - 1) * 0.5,
+          tokenCount: 12 + ((g + i) % 20),
+        })),
+      })),
+    })),
+  });
+}
+
+// ---- seed what the read endpoints need
+const t0 = performance.now();
+const LRS = [1e-6, 3e-6, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3];
+for (let i = 0; i < 300; i += 10)
+  await Promise.all(
+    Array.from({ length: 10 }, (_, j) =>
+      importRun(`sweep-${i + j}`, { lr: LRS[(i + j) % LRS.length], envConfig: { size: [4, 6, 8][(i + j) % 3] }, model: { layers: 2 + ((i + j) % 4) } }),
+    ),
+  );
+const chart = await importRun("chart", { lr: 1e-5 });
+for (let s0 = 0; s0 < 100_000; s0 += 10_000) {
+  const steps = Array.from({ length: 10_000 }, (_, i) => s0 + i);
+  const values = Object.fromEntries(KEYS.map((k, ki) => [k, steps.map((s) => Math.sin(s / 5000 + ki) + ((s * 7919) % 1000) / 5000)]));
+  await call(`${api}/runs/${chart.id}/metrics`, { body: { batchId: `seed-${s0}`, steps, values }, headers: writeHeaders(chart) });
+}
+const rollouts = await importRun("rollouts", { lr: 1e-5 });
+for (let step = 0; step < 100; step++) await call(`${api}/runs/${rollouts.id}/steps`, { body: stepBody(step, `seed-${step}`), headers: writeHeaders(rollouts) });
+const trajIds = new Set<string>();
+for (let after = -1; trajIds.size < 2000; after += 5000) {
+  const page = await call<{ turns: { trajectoryId: string }[] }>(`${api}/runs/${rollouts.id}/turns?limit=1000&after=${after}`);
+  for (const t of page.turns) trajIds.add(t.trajectoryId);
+}
+const trajectories = [...trajIds];
+const ingest = await Promise.all(Array.from({ length: INGEST_RUNS }, (_, i) => importRun(`ingest-${i}`, { lr: 1e-4 })));
+console.error(`bench:load: seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+
+// ---- the rows
+// The filter matches 5 sweep runs in 21 (lr <= 1e-4 and size 6): 71 of the 366 runs.
+const FILTER = encodeURIComponent("lr<=1e-4;envConfig.size=6");
+const rand = (n: number) => Math.floor(Math.random() * n);
+let counter = 0;
+// Step body with the step number and batch id spliced in: stringifying 1,024 turns per request
+// would load this process (it shares the 2 cores with the server).
+const stepTemplate = stepBody(123456789, "BATCHID");
+const [stepHead, stepTail] = stepTemplate.split("123456789");
+const [stepMid, stepEnd] = stepTail.split("BATCHID");
+const metricValues = JSON.stringify(Object.fromEntries(KEYS.map((k, ki) => [k, Array.from({ length: METRIC_STEPS_PER_REQUEST }, (_, i) => ki + i / 100)])));
+
+interface Row {
+  name: string;
+  kind: "ingest" | "read";
+  unit?: { name: string; per: number };
+  setup: (req: autocannon.Request) => autocannon.Request;
+}
+const runId = () => `${Date.now().toString(36)}-${counter}`;
+const rows: Row[] = [
+  {
+    name: "POST /runs/{id}/metrics (1,000 points)",
+    kind: "ingest",
+    unit: { name: "points/s", per: KEYS.length * METRIC_STEPS_PER_REQUEST },
+    setup: (req) => {
+      const n = counter++;
+      const run = ingest[n % INGEST_RUNS];
+      const base = Math.floor(n / INGEST_RUNS) * METRIC_STEPS_PER_REQUEST;
+      const steps = Array.from({ length: METRIC_STEPS_PER_REQUEST }, (_, i) => base + i);
+      return { ...req, method: "POST", path: `/api/v1/runs/${run.id}/metrics`, headers: writeHeaders(run), body: `{"batchId":"m-${runId()}","steps":[${steps.join(",")}],"values":${metricValues}}` };
+    },
+  },
+  {
+    name: `POST /runs/{id}/steps (${TURNS_PER_STEP.toLocaleString()} turns)`,
+    kind: "ingest",
+    unit: { name: "turns/s", per: TURNS_PER_STEP },
+    setup: (req) => {
+      const n = counter++;
+      const run = ingest[n % INGEST_RUNS];
+      return { ...req, method: "POST", path: `/api/v1/runs/${run.id}/steps`, headers: writeHeaders(run), body: `${stepHead}${Math.floor(n / INGEST_RUNS)}${stepMid}s-${runId()}${stepEnd}` };
+    },
+  },
+  {
+    name: "GET metric series (chart: 10^5 steps of a key, maxPoints 1500)",
+    kind: "read",
+    setup: (req) => ({ ...req, method: "GET", path: `/api/v1/runs/${chart.id}/metrics/series?key=${encodeURIComponent(KEYS[rand(KEYS.length)])}&maxPoints=1500` }),
+  },
+  {
+    name: "GET /runs/{id}/turns (100 turns at a random offset of 102,400)",
+    kind: "read",
+    setup: (req) => ({ ...req, method: "GET", path: `/api/v1/runs/${rollouts.id}/turns?limit=100&after=${rand(100 * TURNS_PER_STEP - 100)}` }),
+  },
+  {
+    name: "GET /trajectories/{id} (8 turns)",
+    kind: "read",
+    setup: (req) => ({ ...req, method: "GET", path: `/api/v1/trajectories/${trajectories[rand(trajectories.length)]}` }),
+  },
+  {
+    name: "GET /runs?config=lr<=1e-4;envConfig.size=6 (71 of 366 runs)",
+    kind: "read",
+    setup: (req) => ({ ...req, method: "GET", path: `/api/v1/runs?config=${FILTER}&pageSize=50` }),
+  },
+];
+
+interface Measured {
+  row: Row;
+  connections: number;
+  ok: number;
+  seconds: number;
+  p50: number;
+  p99: number;
+  codes: string;
+  errors: number;
+  load: string;
+}
+const results: Measured[] = [];
+const url = api.replace(/\/api\/v1$/, "");
+try {
+  for (const row of rows) {
+    // Next loads a route's code on its first request, the ingest thread starts on the first write.
+    await autocannon({ url, connections: 1, amount: 3, requests: [{ setupRequest: row.setup }] });
+    for (const c of conns) {
+      const r = await autocannon({ url, connections: c, duration, timeout: 60, requests: [{ setupRequest: row.setup }] });
+      const bad = Object.entries(r.statusCodeStats ?? {})
+        .filter(([code]) => !code.startsWith("2"))
+        .map(([code, s]) => `${code} x${s.count}`)
+        .join(", ");
+      const m: Measured = { row, connections: c, ok: r["2xx"], seconds: r.duration, p50: r.latency.p50, p99: r.latency.p99, codes: bad, errors: r.errors + r.timeouts, load: loadAverage() };
+      results.push(m);
+      console.error(`  ${row.name} c=${c}: ${(m.ok / m.seconds).toFixed(1)} req/s p50 ${m.p50} ms p99 ${m.p99} ms ${bad} errors ${m.errors} (load ${m.load})`);
+    }
+  }
+
+  // Nothing was deduplicated: every 2xx ingest request added its points and its step. A cell's
+  // end abandons the requests in flight (at most its connections), which the server may still store.
+  const series = await Promise.all(ingest.map((r) => call<{ keys: { count: number }[] }>(`${api}/runs/${r.id}/metrics`)));
+  const points = series.reduce((s, x) => s + x.keys.reduce((a, k) => a + k.count, 0), 0);
+  const steps = await Promise.all(ingest.map((r) => call<{ total: number }>(`${api}/runs/${r.id}/steps?pageSize=1`)));
+  const stored = steps.reduce((s, x) => s + x.total, 0);
+  const okOf = (k: string) => results.filter((m) => m.row.name.startsWith(k)).reduce((s, m) => s + m.ok, 0) + 3; // + the warm-up
+  const slack = conns.reduce((a, b) => a + b, 0);
+  const pointReqs = points / (KEYS.length * METRIC_STEPS_PER_REQUEST);
+  const verdict = (stored: number, ok: number) => (stored >= ok && stored <= ok + slack ? "ok" : "MISMATCH");
+  const check =
+    `metric requests stored ${pointReqs.toLocaleString()} for ${okOf("POST /runs/{id}/metrics").toLocaleString()} 2xx answers (${verdict(pointReqs, okOf("POST /runs/{id}/metrics"))}), ` +
+    `steps stored ${stored.toLocaleString()} for ${okOf("POST /runs/{id}/steps").toLocaleString()} 2xx answers (${verdict(stored, okOf("POST /runs/{id}/steps"))}); ` +
+    `up to ${slack} more may be stored from requests in flight when a cell ended`;
+
+  console.log(`\nbench:load on ${kind}, ${startedAt}, ${duration} s a cell, TURNLENS_INGEST_QUEUE ${queue || "default (16)"}, load average at start ${loadStart}, at end ${loadAverage()}\n`);
+  console.log("| endpoint | conns | req/s | turns/s or points/s | p50 ms | p99 ms | non-2xx / errors | load avg (1/5/15 min) |");
+  console.log("| --- | --- | --- | --- | --- | --- | --- | --- |");
+  for (const m of results) {
+    const rps = m.ok / m.seconds;
+    const unit = m.row.unit ? `${Math.round(rps * m.row.unit.per).toLocaleString()} ${m.row.unit.name}` : "-";
+    const errs = m.codes || m.errors ? [m.codes, m.errors ? `${m.errors} socket errors/timeouts` : ""].filter(Boolean).join(", ") : "0";
+    const ms = (x: number) => (x === 0 ? "<1" : String(x)); // autocannon records whole milliseconds
+    console.log(`| ${m.row.name} | ${m.connections} | ${rps.toFixed(1)} | ${unit} | ${ms(m.p50)} | ${ms(m.p99)} | ${errs} | ${m.load} |`);
+  }
+  console.log(`\ncheck (nothing deduplicated): ${check}`);
+  console.log("req/s, turns/s and points/s count 2xx answers only; p50/p99 are over every answer.");
+} finally {
+  await server.stop();
+  await store.stop();
+}

@@ -1,0 +1,148 @@
+// What the store benchmarks share (scripts/bench-load.ts, scripts/gen-scale-data.ts): a fresh
+// database of either store, migrated, and the production server started on it.
+import { execFileSync, spawn } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { startPostgres } from "../test/helpers/postgres";
+
+export type StoreKind = "sqlite" | "postgresql";
+
+export interface Store {
+  kind: StoreKind;
+  /** DATABASE_URL of the fresh, migrated database. */
+  url: string;
+  /** The SQLite file, for its size (null on PostgreSQL). */
+  file: string | null;
+  /** Deletes the database (a temp PostgreSQL cluster is stopped and removed). */
+  stop(): Promise<void>;
+}
+
+export function parseStore(v: string | undefined): StoreKind {
+  if (v === "sqlite" || v === "postgresql") return v;
+  throw new Error(`--store must be sqlite or postgresql (got ${JSON.stringify(v)})`);
+}
+
+/** Reads `--name value` options; unknown names are an error naming them. */
+export function parseArgs(argv: string[], known: Record<string, string>): Record<string, string> {
+  const out = { ...known };
+  for (let i = 0; i < argv.length; i++) {
+    const m = /^--([\w-]+)(?:=(.*))?$/.exec(argv[i]);
+    if (!m || !(m[1] in known)) throw new Error(`unknown argument ${argv[i]}; options: ${Object.keys(known).map((k) => `--${k}`).join(" ")}`);
+    out[m[1]] = m[2] ?? argv[++i];
+    if (out[m[1]] === undefined) throw new Error(`--${m[1]} needs a value`);
+  }
+  return out;
+}
+
+/**
+ * A fresh database of the given store, migrated with the offline migrator. SQLite: a file in a
+ * temp dir (or `dir`). PostgreSQL: a database on TURNLENS_TEST_PG, else a temp cluster of Debian's
+ * PostgreSQL 15 (test/helpers/postgres.ts).
+ */
+export async function openStore(kind: StoreKind, dir?: string): Promise<Store> {
+  let store: Store;
+  if (kind === "sqlite") {
+    const d = dir ?? fs.mkdtempSync(path.join(os.tmpdir(), "turnlens-bench-"));
+    fs.mkdirSync(d, { recursive: true });
+    const file = path.join(d, "bench.db");
+    for (const f of [file, file + "-wal", file + "-shm"]) fs.rmSync(f, { force: true });
+    store = { kind, url: `file:${file}`, file, stop: async () => fs.rmSync(d, { recursive: true, force: true }) };
+  } else {
+    const pg = await startPostgres();
+    store = { kind, url: await pg.createDatabase("turnlens_bench"), file: null, stop: () => pg.stop() };
+  }
+  execFileSync(process.execPath, ["scripts/db-migrate.mjs", "deploy"], { stdio: "pipe", env: { ...process.env, DATABASE_URL: store.url } });
+  return store;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export interface Server {
+  /** http://127.0.0.1:PORT/api/v1 */
+  api: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * The production server (scripts/web-server.mjs, as scripts/serve.sh runs it; no worker: the
+ * benchmarks write imported runs) on `databaseUrl`, built first if this checkout has no build.
+ * No API or read token: the loopback default. Its output goes to `logFile`.
+ */
+export async function startServer(databaseUrl: string, logFile: string, extraEnv: Record<string, string> = {}): Promise<Server> {
+  if (!fs.existsSync(".next/BUILD_ID")) {
+    console.error("bench: no production build here; running next build (a few minutes)…");
+    execFileSync("node_modules/.bin/next", ["build"], { stdio: "inherit", env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1" } });
+  }
+  const port = await freePort();
+  const env: NodeJS.ProcessEnv = { ...process.env, ...extraEnv, DATABASE_URL: databaseUrl, TURNLENS_HOST: "127.0.0.1", PORT: String(port), NEXT_TELEMETRY_DISABLED: "1" };
+  delete env.TURNLENS_API_TOKEN;
+  delete env.TURNLENS_READ_TOKEN;
+  const log = fs.openSync(logFile, "w");
+  const child = spawn(process.execPath, ["scripts/web-server.mjs"], { env, stdio: ["ignore", log, log], detached: true });
+  let exited = false;
+  child.on("exit", () => (exited = true));
+  const kill = () => {
+    if (!exited) {
+      try {
+        process.kill(-child.pid!, "SIGTERM");
+      } catch {
+        /* gone */
+      }
+    }
+  };
+  process.on("exit", kill);
+  const api = `http://127.0.0.1:${port}/api/v1`;
+  for (let i = 0; ; i++) {
+    if (exited) throw new Error(`the server exited at start; its log (${logFile}):\n${fs.readFileSync(logFile, "utf8").slice(-2000)}`);
+    try {
+      if ((await fetch(`${api}/projects`)).ok) break;
+    } catch {
+      /* not up yet */
+    }
+    if (i > 600) throw new Error(`the server did not answer in 120 s (log: ${logFile})`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return {
+    api,
+    stop: async () => {
+      kill();
+      await new Promise<void>((r) => (exited ? r() : child.on("exit", () => r())));
+      process.off("exit", kill);
+    },
+  };
+}
+
+/** `uptime`'s three load averages, for the record beside each figure. */
+export const loadAverage = () =>
+  os
+    .loadavg()
+    .map((x) => x.toFixed(2))
+    .join(" ");
+
+export const percentile = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+
+/** JSON over fetch; a non-2xx answer throws with its body. */
+export async function call<T = unknown>(url: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<T> {
+  const res = await fetch(url, {
+    method: init.method ?? (init.body === undefined ? "GET" : "POST"),
+    headers: { "content-type": "application/json", ...init.headers },
+    body: init.body === undefined ? undefined : typeof init.body === "string" ? init.body : JSON.stringify(init.body),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${init.method ?? "GET"} ${url}: HTTP ${res.status} ${text.slice(0, 500)}`);
+  return JSON.parse(text) as T;
+}
