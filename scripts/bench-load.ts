@@ -9,7 +9,7 @@
 // deduplicated; the stored totals are checked against the 2xx count at the end.
 // The load generator runs in this process on the same machine as the server (2 cores here).
 import autocannon from "autocannon";
-import { call, loadAverage, openStore, parseArgs, parseStore, startServer } from "./bench-store";
+import { call, loadAverage, openStore, parseArgs, parseStore, startServer, stepBody, TURNS_PER_STEP } from "./bench-store";
 
 const opts = parseArgs(process.argv.slice(2), { store: "sqlite", duration: "10", connections: "1,8,64", "ingest-queue": "" });
 const kind = parseStore(opts.store);
@@ -20,10 +20,6 @@ if (conns.some((c) => !Number.isInteger(c) || c < 1)) throw new Error(`--connect
 
 const KEYS = Array.from({ length: 10 }, (_, i) => `train/k${i}`);
 const METRIC_STEPS_PER_REQUEST = 100; // 100 steps x 10 keys = 1,000 points a request
-const GROUPS = 16; // a step of 16 groups x 8 trajectories x 8 turns = 1,024 turns a request
-const TRAJ = 8;
-const TURNS = 8;
-const TURNS_PER_STEP = GROUPS * TRAJ * TURNS;
 const INGEST_RUNS = 64;
 
 const loadStart = loadAverage();
@@ -43,33 +39,6 @@ interface Imported {
 const importRun = (name: string, config: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
   call<Imported>(`${api}/runs/import`, { body: { project: "bench-load", name, config, envId: "sokoban", estimator: "gigpo", ...extra } });
 const writeHeaders = (r: Imported) => ({ "content-type": "application/json", "x-turnlens-write-key": r.writeKey });
-
-/** One step's body as a trainer sends it: text observations of a 6x6 grid, anchors, advantages, token counts. */
-function stepBody(step: number, batchId: string): string {
-  const grid = "######\n#_P__#\n#_X__#\n#__O_#\n#____#\n######";
-  return JSON.stringify({
-    step,
-    batchId,
-    estimator: "gigpo",
-    groups: Array.from({ length: GROUPS }, (_, g) => ({
-      uid: `task-${g}`,
-      envId: "sokoban",
-      taskSeed: g,
-      trajectories: Array.from({ length: TRAJ }, (_, t) => ({
-        success: t % 3 === 0,
-        turns: Array.from({ length: TURNS }, (_, i) => ({
-          observation: `Turn ${i}. You are P; push the box X onto the target O.\n${grid}`,
-          action: ["up", "down", "left", "right"][(g + t + i) % 4],
-          reward: i === TURNS - 1 && t % 3 === 0 ? 10 : -0.1,
-          done: i === TURNS - 1,
-          anchor: `s${(g * 7 + i) % 40}`,
-          advantage: ((t % 3) - 1) * 0.5,
-          tokenCount: 12 + ((g + i) % 20),
-        })),
-      })),
-    })),
-  });
-}
 
 // ---- seed what the read endpoints need
 const t0 = performance.now();
@@ -104,7 +73,7 @@ const rand = (n: number) => Math.floor(Math.random() * n);
 let counter = 0;
 // Step body with the step number and batch id spliced in: stringifying 1,024 turns per request
 // would load this process (it shares the 2 cores with the server).
-const stepTemplate = stepBody(123456789, "BATCHID");
+const stepTemplate = JSON.stringify(stepBody(123456789, "BATCHID"));
 const [stepHead, stepTail] = stepTemplate.split("123456789");
 const [stepMid, stepEnd] = stepTail.split("BATCHID");
 const metricValues = JSON.stringify(Object.fromEntries(KEYS.map((k, ki) => [k, Array.from({ length: METRIC_STEPS_PER_REQUEST }, (_, i) => ki + i / 100)])));

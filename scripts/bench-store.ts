@@ -146,3 +146,70 @@ export async function call<T = unknown>(url: string, init: { method?: string; bo
   if (!res.ok) throw new Error(`${init.method ?? "GET"} ${url}: HTTP ${res.status} ${text.slice(0, 500)}`);
   return JSON.parse(text) as T;
 }
+
+// ---- the step both benchmarks write: 16 groups x 8 trajectories x 8 turns of a 6x6 grid game
+export const STEP_GROUPS = 16;
+export const STEP_TRAJECTORIES = 8;
+export const STEP_TURNS = 8;
+export const TURNS_PER_STEP = STEP_GROUPS * STEP_TRAJECTORIES * STEP_TURNS;
+
+/** POST /runs/{id}/steps's body as a trainer sends it: text observations, anchors, advantages, token counts. */
+export function stepBody(step: number, batchId?: string) {
+  const grid = "######\n#_P__#\n#_X__#\n#__O_#\n#____#\n######";
+  return {
+    step,
+    ...(batchId ? { batchId } : {}),
+    estimator: "gigpo",
+    groups: Array.from({ length: STEP_GROUPS }, (_, g) => ({
+      uid: `task-${g}`,
+      envId: "sokoban",
+      taskSeed: g,
+      trajectories: Array.from({ length: STEP_TRAJECTORIES }, (_, t) => ({
+        success: t % 3 === 0,
+        turns: Array.from({ length: STEP_TURNS }, (_, i) => ({
+          observation: `Turn ${i}. You are P; push the box X onto the target O.\n${grid}`,
+          action: ["up", "down", "left", "right"][(g + t + i) % 4],
+          reward: i === STEP_TURNS - 1 && t % 3 === 0 ? 10 : -0.1,
+          done: i === STEP_TURNS - 1,
+          anchor: `s${(g * 7 + i) % 40}`,
+          advantage: ((t % 3) - 1) * 0.5,
+          tokenCount: 12 + ((g + i) % 20),
+        })),
+      })),
+    })),
+  };
+}
+export type StepBody = ReturnType<typeof stepBody>;
+
+export type Cell = string | number | boolean | null;
+export const STEP_COLS = ["id", "runId", "step", "estimator", "params", "diagnostics", "createdAt"];
+export const GROUP_COLS = ["id", "runId", "stepId", "uid", "envId", "taskSeed"];
+export const TRAJECTORY_COLS = ["id", "runId", "groupId", "index", "reward", "success", "length", "truncated"];
+export const TURN_COLS = ["runId", "seq", "trajectoryId", "index", "observation", "action", "reward", "valid", "done", "anchor", "agent", "tokenCount", "logprob", "entropy", "advantage", "info", "tokenData"];
+
+/**
+ * The rows lib/db/rollouts.ts writeRolloutStep stores for `body` (gen:scale bulk-loads them;
+ * test/platform/scale-rows.test.ts holds the two equal): RolloutStep, RolloutGroup, Trajectory
+ * and Turn rows, new UUIDv7 ids from `newId`, turn seq from `seq0`.
+ */
+export function stepRows(runId: string, body: StepBody, seq0: number, createdAt: string, newId: () => string) {
+  const steps: Cell[][] = [];
+  const groups: Cell[][] = [];
+  const trajectories: Cell[][] = [];
+  const turns: Cell[][] = [];
+  const stepId = newId();
+  steps.push([stepId, runId, body.step, body.estimator, null, null, createdAt]);
+  let seq = seq0;
+  for (const g of body.groups) {
+    const groupId = newId();
+    groups.push([groupId, runId, stepId, g.uid, g.envId, g.taskSeed]);
+    g.trajectories.forEach((t, ti) => {
+      const trajId = newId();
+      trajectories.push([trajId, runId, groupId, ti, t.turns.reduce((s, u) => s + u.reward, 0), t.success, t.turns.length, false]);
+      t.turns.forEach((u, ui) =>
+        turns.push([runId, seq++, trajId, ui, u.observation, u.action, u.reward, true, u.done, u.anchor, null, u.tokenCount, null, null, u.advantage, null, null]),
+      );
+    });
+  }
+  return { steps, groups, trajectories, turns };
+}

@@ -4,8 +4,9 @@
 // --requests sequential requests each, at random runs and offsets), and prints bytes per turn.
 //
 // Rows: runs of 977 steps (~10^6 turns) of 1,024 turns each (16 groups x 8 trajectories x 8
-// turns), with the columns and values lib/db/rollouts.ts writeRolloutStep stores for the step
-// bench:load posts (UUIDv7 ids from lib/db/ids.ts, seq from 0 per run). SQLite: better-sqlite3,
+// turns), the rows writeRolloutStep stores for the step bench:load posts (stepRows in
+// scripts/bench-store.ts; test/platform/scale-rows.test.ts holds them equal), UUIDv7 ids from
+// lib/db/ids.ts, seq from 0 per run. SQLite: better-sqlite3,
 // one transaction per 50 steps. PostgreSQL: COPY through pg (pg-copy-streams). Runs and metrics
 // (a chart of 10^6 points of one key, and 10 keys per step of every turn run) are written by the
 // app's own createRun/writeMetrics into a SQLite file first, then copied row for row.
@@ -19,7 +20,7 @@ import { execFileSync } from "node:child_process";
 import pg from "pg";
 import { from as copyFrom } from "pg-copy-streams";
 import { orderedId } from "../lib/db/ids";
-import { call, loadAverage, openStore, parseArgs, parseStore, percentile, startServer, type Store } from "./bench-store";
+import { call, loadAverage, openStore, parseArgs, parseStore, percentile, startServer, stepBody, stepRows, GROUP_COLS, STEP_COLS, TRAJECTORY_COLS, TURN_COLS, TURNS_PER_STEP as PER_STEP, type Cell, type Store } from "./bench-store";
 
 const opts = parseArgs(process.argv.slice(2), { store: "postgresql", turns: "10000000", requests: "300", dir: "" });
 const kind = parseStore(opts.store);
@@ -28,58 +29,18 @@ const requests = Number(opts.requests);
 if (!Number.isInteger(wanted) || wanted < 1024) throw new Error(`--turns must be an integer >= 1024 (got ${opts.turns})`);
 if (!Number.isInteger(requests) || requests < 10) throw new Error(`--requests must be an integer >= 10 (got ${opts.requests})`);
 
-const GROUPS = 16;
-const TRAJ = 8;
-const TURNS = 8;
-const PER_STEP = GROUPS * TRAJ * TURNS;
 const STEPS_PER_RUN = 977; // 1,000,448 turns
 const CHUNK_STEPS = 50;
 const totalSteps = Math.ceil(wanted / PER_STEP);
 const nRuns = Math.ceil(totalSteps / STEPS_PER_RUN);
 const CHART_POINTS = 1_000_000;
+const TEMPLATE = stepBody(0); // every step has the same content (bench:load's step), new ids
 const KEYS = Array.from({ length: 10 }, (_, i) => `train/k${i}`);
 
-type Cell = string | number | boolean | null;
 interface Sink {
   /** Writes rows of tables in the given order (parents first), as one unit. */
   write(tables: [table: string, cols: string[], rows: Cell[][]][]): Promise<void>;
   close(): Promise<void>;
-}
-
-const TURN_COLS = ["runId", "seq", "trajectoryId", "index", "observation", "action", "reward", "valid", "done", "anchor", "agent", "tokenCount", "logprob", "entropy", "advantage", "info", "tokenData"];
-const STEP_COLS = ["id", "runId", "step", "estimator", "params", "diagnostics", "createdAt"];
-const GROUP_COLS = ["id", "runId", "stepId", "uid", "envId", "taskSeed"];
-const TRAJ_COLS = ["id", "runId", "groupId", "index", "reward", "success", "length", "truncated"];
-const GRID = "######\n#_P__#\n#_X__#\n#__O_#\n#____#\n######";
-
-/** One step's rows, as writeRolloutStep stores bench:load's step body. */
-function stepRows(runId: string, step: number, seq0: number, createdAt: string) {
-  const steps: Cell[][] = [];
-  const groups: Cell[][] = [];
-  const trajs: Cell[][] = [];
-  const turns: Cell[][] = [];
-  const stepId = orderedId();
-  steps.push([stepId, runId, step, "gigpo", null, null, createdAt]);
-  let seq = seq0;
-  for (let g = 0; g < GROUPS; g++) {
-    const groupId = orderedId();
-    groups.push([groupId, runId, stepId, `task-${g}`, "sokoban", g]);
-    for (let t = 0; t < TRAJ; t++) {
-      const trajId = orderedId();
-      const success = t % 3 === 0;
-      let reward = 0;
-      for (let i = 0; i < TURNS; i++) {
-        const r = i === TURNS - 1 && success ? 10 : -0.1;
-        reward += r;
-        turns.push([
-          runId, seq++, trajId, i, `Turn ${i}. You are P; push the box X onto the target O.\n${GRID}`, ["up", "down", "left", "right"][(g + t + i) % 4],
-          r, true, i === TURNS - 1, `s${(g * 7 + i) % 40}`, null, 12 + ((g + i) % 20), null, null, ((t % 3) - 1) * 0.5, null, null,
-        ]);
-      }
-      trajs.push([trajId, runId, groupId, t, reward, success, TURNS, false]);
-    }
-  }
-  return { steps, groups, trajs, turns };
 }
 
 function sqliteSink(file: string): Sink {
@@ -189,16 +150,16 @@ let written = 0;
 let step = 0;
 for (let r = 0; r < nRuns; r++) {
   for (let s0 = 0; s0 < STEPS_PER_RUN && step < totalSteps; s0 += CHUNK_STEPS) {
-    const all = { steps: [] as Cell[][], groups: [] as Cell[][], trajs: [] as Cell[][], turns: [] as Cell[][] };
+    const all = { steps: [] as Cell[][], groups: [] as Cell[][], trajectories: [] as Cell[][], turns: [] as Cell[][] };
     const createdAt = new Date().toISOString();
     for (let s = s0; s < Math.min(s0 + CHUNK_STEPS, STEPS_PER_RUN) && step < totalSteps; s++, step++) {
-      const rows = stepRows(turnRuns[r], s, s * PER_STEP, kind === "sqlite" ? createdAt.replace("Z", "+00:00") : createdAt);
-      for (const k of ["steps", "groups", "trajs", "turns"] as const) for (const row of rows[k]) all[k].push(row);
+      const rows = stepRows(turnRuns[r], { ...TEMPLATE, step: s }, s * PER_STEP, kind === "sqlite" ? createdAt.replace("Z", "+00:00") : createdAt, orderedId);
+      for (const k of ["steps", "groups", "trajectories", "turns"] as const) for (const row of rows[k]) all[k].push(row);
     }
     await sink.write([
       ["RolloutStep", STEP_COLS, all.steps],
       ["RolloutGroup", GROUP_COLS, all.groups],
-      ["Trajectory", TRAJ_COLS, all.trajs],
+      ["Trajectory", TRAJECTORY_COLS, all.trajectories],
       ["Turn", TURN_COLS, all.turns],
     ]);
     written += all.turns.length;

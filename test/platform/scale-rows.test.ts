@@ -1,0 +1,63 @@
+// gen:scale (scripts/gen-scale-data.ts) bulk-loads the rows stepRows builds instead of calling
+// writeRolloutStep 10^4 times: its figures hold only while those rows are the ones the app stores.
+import Database from "better-sqlite3";
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), "turnlens-scale-rows-"));
+const file = path.join(dir, "test.db");
+execFileSync(process.execPath, ["scripts/db-migrate.mjs", "deploy"], { env: { ...process.env, DATABASE_URL: `file:${file}` }, stdio: "pipe" });
+process.env.DATABASE_URL = `file:${file}`;
+const { createRun } = await import("@/lib/db/runs");
+const { writeRolloutStep } = await import("@/lib/db/rollouts");
+const { rolloutStepInputSchema } = await import("@/lib/schemas/rollouts");
+const { stepBody, stepRows, STEP_COLS, GROUP_COLS, TRAJECTORY_COLS, TURN_COLS } = await import("../../scripts/bench-store");
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+type Row = (string | number | boolean | null)[];
+/** Ids become their order of first appearance, createdAt a constant, booleans SQLite's 0/1. */
+function canonical(tables: Row[][], idCols: number[][], createdAtCol: number): Row[][] {
+  const ids = new Map<string, string>();
+  const id = (v: unknown) => {
+    if (!ids.has(v as string)) ids.set(v as string, `id${ids.size}`);
+    return ids.get(v as string)!;
+  };
+  return tables.map((rows, t) =>
+    rows.map((r) => r.map((v, c) => (idCols[t].includes(c) ? id(v) : t === 0 && c === createdAtCol ? "T" : typeof v === "boolean" ? (v ? 1 : 0) : v))),
+  );
+}
+
+describe("gen:scale's rows", () => {
+  it("are the rows writeRolloutStep stores for the same step body, column for column", () => {
+    const runId = createRun({ project: "p", name: "r", kind: "imported", jobKind: null, config: {}, status: "running" }).runId;
+    writeRolloutStep(runId, rolloutStepInputSchema.parse(stepBody(0)));
+    writeRolloutStep(runId, rolloutStepInputSchema.parse(stepBody(1)));
+
+    const db = new Database(file, { readonly: true });
+    const read = (table: string, cols: string[], order: string) =>
+      db.prepare(`SELECT ${cols.map((c) => `"${c}"`).join(",")} FROM "${table}" ORDER BY ${order}`).raw().all() as Row[];
+    const stored = [
+      read("RolloutStep", STEP_COLS, `"step"`),
+      read("RolloutGroup", GROUP_COLS, `"id"`),
+      read("Trajectory", TRAJECTORY_COLS, `"id"`),
+      read("Turn", TURN_COLS, `"seq"`),
+    ];
+    db.close();
+
+    let n = 0;
+    const built = [0, 1].map((step) => stepRows(runId, stepBody(step), step * 1024, "T", () => `gen-${n++}`));
+    const generated = [
+      built.flatMap((b) => b.steps),
+      built.flatMap((b) => b.groups),
+      built.flatMap((b) => b.trajectories),
+      built.flatMap((b) => b.turns),
+    ];
+    expect(stored[3]).toHaveLength(2048);
+    // step id, group id + step id, trajectory id + group id, turn's trajectory id
+    const idCols = [[0], [0, 2], [0, 2], [2]];
+    expect(canonical(generated, idCols, 6)).toEqual(canonical(stored, idCols, 6));
+  });
+});
