@@ -37,7 +37,7 @@ export interface TokenViewMeta {
 export async function seedTokenViewRun(): Promise<TokenViewMeta> {
   const { createRun } = await import("../lib/db/runs");
   const { writeRolloutStep } = await import("../lib/db/rollouts");
-  const { getRawDb } = await import("../lib/db/sqlite");
+  const { getRawDb } = await import("../lib/db/raw");
   const { rolloutStepInputSchema } = await import("../lib/schemas/rollouts");
   const TURNS = 30;
   const TOK = 128;
@@ -74,7 +74,7 @@ export async function seedBenchUi(log: (s: string) => void = console.log): Promi
   const { createRun } = await import("../lib/db/runs");
   const { writeMetrics } = await import("../lib/db/metrics");
   const { writeRolloutStep } = await import("../lib/db/rollouts");
-  const { getRawDb } = await import("../lib/db/sqlite");
+  const { getRawDb } = await import("../lib/db/raw");
   const { runCredit } = await import("../lib/credit");
   type Step = import("../lib/schemas/rollouts").RolloutStepInput;
   const db = getRawDb();

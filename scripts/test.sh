@@ -34,11 +34,31 @@ if [ ! -f "$stamp" ] || [ ! -x "$RAY_VENV/bin/ray" ]; then
   fi
 fi
 
+# PostgreSQL for the second pass below: Debian's server package and the libpq addon (optional
+# dependency, built by node-gyp against libpq-dev).
+if [ -z "${TURNLENS_TEST_PG:-}" ] && [ ! -x /usr/lib/postgresql/15/bin/initdb ] && [ "$(id -u)" = 0 ]; then
+  echo "test: installing Debian's postgresql for the PostgreSQL suites…"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+fi
+if ! node -e 'require("libpq")' >/dev/null 2>&1; then
+  if ! command -v pg_config >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libpq-dev >/dev/null
+  fi
+  npm rebuild libpq --foreground-scripts >/dev/null 2>&1 || true
+fi
+
 echo "== unit and integration tests (vitest)"
 # PostgreSQL suites (test/db/postgres.test.ts) use TURNLENS_TEST_PG (a postgresql:// server URL) if
 # set, else a temporary cluster of Debian's PostgreSQL 15 on a free loopback port, removed at the end;
 # without PostgreSQL installed (apt-get install postgresql) they are skipped with a message.
 node_modules/.bin/vitest run
+
+echo "== database and queue suites again, on PostgreSQL (TURNLENS_TEST_STORE=postgresql)"
+# scripts/pg-temp.ts starts a temporary cluster (or uses TURNLENS_TEST_PG's server) and removes it
+# at the end; test/helpers/temp-db.ts gives each file its own database there.
+PG_SUITES=(test/db test/platform test/jobs/queue.test.ts test/jobs/list.test.ts test/jobs/worker-fleet.test.ts
+  test/jobs/lease-hold.test.ts test/dashboard/credit-api.test.ts test/schemas)
+node --import tsx scripts/pg-temp.ts -- env TURNLENS_TEST_STORE=postgresql node_modules/.bin/vitest run "${PG_SUITES[@]}"
 
 if [ -d test/engine ] && ls test/engine/test_*.py >/dev/null 2>&1; then
   echo "== engine tests (pytest)"

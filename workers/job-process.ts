@@ -13,7 +13,7 @@
 // ("disconnect"), and for a runner that never yields a watchdog thread notices the new parent and
 // SIGKILLs the group.
 import { Worker as Thread } from "node:worker_threads";
-import { LeaseLostError, type Fence } from "../lib/db/sqlite";
+import { LeaseLostError, type Fence } from "../lib/db/raw";
 import { isRetryable } from "../lib/jobs/errors";
 import { loadRunner } from "./runners/index";
 import type { JobContext } from "./runners/types";

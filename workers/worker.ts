@@ -27,7 +27,7 @@ import os from "node:os";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { getDb } from "../lib/db/client";
-import { LeaseLostError } from "../lib/db/sqlite";
+import { LeaseLostError } from "../lib/db/raw";
 import { assertStoreServable, projectRoot } from "../lib/db/url";
 import { retryDelayMs, workerConfig, type WorkerConfig } from "../lib/jobs/config";
 import { detectGpus, GpuPool } from "../lib/jobs/gpus";

@@ -1,6 +1,6 @@
 // Checkpoints of a training run and resuming from them.
 import { randomUUID } from "node:crypto";
-import { getRawDb, sqliteDateTime, writeTransaction, type Fence, type RawDb } from "./sqlite";
+import { getRawDb, dbDateTime, writeTransaction, type Fence, type RawDb } from "./raw";
 import { truncateMetricsAfter } from "./metrics";
 
 export interface CheckpointRow {
@@ -23,9 +23,9 @@ export function addCheckpoint(runId: string, step: number, torchPath: string, on
     fence,
     (db) => {
       db.prepare(
-        `INSERT INTO "Checkpoint" ("id","runId","step","torchPath","onnxPath","createdAt") VALUES (?,?,?,?,?,?)
-         ON CONFLICT("runId","step") DO UPDATE SET "torchPath" = excluded."torchPath", "onnxPath" = COALESCE(excluded."onnxPath", "onnxPath")`,
-      ).run(randomUUID(), runId, step, torchPath, onnxPath, sqliteDateTime());
+        `INSERT INTO "Checkpoint" AS o ("id","runId","step","torchPath","onnxPath","createdAt") VALUES (?,?,?,?,?,?)
+         ON CONFLICT("runId","step") DO UPDATE SET "torchPath" = excluded."torchPath", "onnxPath" = COALESCE(excluded."onnxPath", o."onnxPath")`,
+      ).run(randomUUID(), runId, step, torchPath, onnxPath, dbDateTime());
     },
     db,
   );

@@ -1,6 +1,5 @@
 // The PostgreSQL Prisma client (generated from the derived schema, see scripts/db-schema.mjs).
-// A module of its own, imported only for a postgresql:// URL: pg and this client add ~60 ms to
-// every process start that would never use them (each job process on SQLite included).
+// Loading it and pg costs ~50 ms at process start, paid on SQLite too so getDb() stays synchronous.
 import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaClient as PrismaPgClient } from "../generated/prisma-pg/client";
 import type { PrismaClient } from "../generated/prisma/client";

@@ -3,6 +3,7 @@
 // (lib/generated/prisma, lib/generated/prisma-pg) come from the same data model.
 import { PrismaBetterSqlite3 } from "@prisma/adapter-better-sqlite3";
 import { PrismaClient } from "../generated/prisma/client";
+import { createPostgresPrisma } from "./client-pg";
 import { assertStoreServable, databaseUrl, isPostgres, sqlitePath } from "./url";
 import { openSqlite } from "./sqlite";
 
@@ -10,15 +11,9 @@ export type Db = PrismaClient;
 
 const globalForDb = globalThis as unknown as { turnlensPrisma?: PrismaClient };
 
-/** A client for either provider; PostgreSQL's is loaded only when asked for (lib/db/client-pg.ts). */
-export async function openPrisma(url = databaseUrl()): Promise<PrismaClient> {
-  if (isPostgres(url)) return (await import("./client-pg")).createPostgresPrisma(url);
-  return createPrisma(url);
-}
-
-/** A SQLite client, synchronously (the app's path until lib/db's raw SQL runs on PostgreSQL). */
+/** A client for the store at `url`: SQLite's for a file: URL, PostgreSQL's (lib/db/client-pg.ts) otherwise. */
 export function createPrisma(url = databaseUrl()): PrismaClient {
-  if (isPostgres(url)) throw new Error("createPrisma is SQLite-only: open a PostgreSQL client with `await openPrisma(url)`");
+  if (isPostgres(url)) return createPostgresPrisma(url);
   // Apply the connection pragmas (WAL, busy timeout) once on the file before Prisma opens it.
   openSqlite(sqlitePath(url)).close();
   // A generous busy timeout: several worker processes and the web server share one file.

@@ -7,7 +7,7 @@
 import type { Group, Turn } from "../credit";
 import { creditTurn, INFO_CREDIT_FIELDS, type TurnText } from "../schemas/credit";
 import { NotFoundError } from "../schemas/errors";
-import { getRawDb, type RawDb } from "./sqlite";
+import { getRawDb, isPostgresDb, type RawDb } from "./raw";
 
 /** Every optional credit turn field, for the "which estimators can run on this data" check. */
 const OPTIONAL_FIELDS = ["anchor", "agent", "tokens", ...INFO_CREDIT_FIELDS] as const;
@@ -75,7 +75,7 @@ export function loadStep(meta: StepMeta, db: RawDb = getRawDb()): LoadedStep {
     )
     .all(meta.id) as { id: string; groupId: string; index: number; reward: number; success: number; length: number; truncated: number }[];
   // Only info texts that may carry a credit field are parsed (views and other extras are skipped).
-  const mayCarry = INFO_CREDIT_FIELDS.map((f) => `instr(u."info", '"${f}"') > 0`).join(" OR ");
+  const mayCarry = INFO_CREDIT_FIELDS.map((f) => `u."info" LIKE '%"${f}"%'`).join(" OR ");
   const turns = db
     .prepare(
       `SELECT u."trajectoryId", u."index", u."reward", u."valid", u."anchor", u."agent", u."tokenCount", u."advantage", u."entropy",
@@ -135,10 +135,13 @@ export function loadStep(meta: StepMeta, db: RawDb = getRawDb()): LoadedStep {
 }
 
 export function groupTexts(groupId: string, db: RawDb = getRawDb()): Map<string, TurnText[]> {
+  const pg = isPostgresDb(db);
+  const nl = pg ? "chr(10)" : "char(10)";
+  const tail450 = pg ? `right(u."observation", 450)` : `substr(u."observation", -450)`;
   const rows = db
     .prepare(
       `SELECT u."trajectoryId",
-              CASE WHEN length(u."observation") > 700 THEN substr(u."observation", 1, 200) || char(10) || '…' || char(10) || substr(u."observation", -450) ELSE u."observation" END,
+              CASE WHEN length(u."observation") > 700 THEN substr(u."observation", 1, 200) || ${nl} || '…' || ${nl} || ${tail450} ELSE u."observation" END,
               substr(u."action", 1, 400), length(u."observation"), length(u."action")
        FROM "Trajectory" t JOIN "Turn" u ON u."trajectoryId" = t."id" WHERE t."groupId" = ? ORDER BY t."index", u."index"`,
     )

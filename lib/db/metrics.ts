@@ -9,7 +9,7 @@
 // buckets at widths 16, 256, 4096 and 65536; a read aggregates the coarsest rollup not wider than
 // the stride (at most 16 rollup rows per output bucket).
 import type { LogMetrics, MetricKeyInfo, Series } from "../schemas/metrics";
-import { cachedStatement, getRawDb, writeTransaction, type Fence, type RawDb } from "./sqlite";
+import { cachedStatement, getRawDb, isPostgresDb, writeTransaction, type Fence, type RawDb } from "./raw";
 
 export const ROLLUP_LEVELS = [16, 256, 4096, 65536] as const;
 
@@ -42,16 +42,19 @@ function addToAgg(agg: Agg | undefined, step: number, value: number): Agg {
   return agg;
 }
 
-// Merge a batch aggregate into a stored one. SQLite evaluates every SET expression on the old row.
+// Merge a batch aggregate into a stored one (alias o). Both stores evaluate every SET expression on
+// the old row; CASE instead of 2-argument MIN/MAX, which PostgreSQL spells LEAST/GREATEST.
+const least = (a: string, b: string) => `CASE WHEN ${b} < ${a} THEN ${b} ELSE ${a} END`;
+const greatest = (a: string, b: string) => `CASE WHEN ${b} > ${a} THEN ${b} ELSE ${a} END`;
 const MERGE_SET = `
-  "count" = "count" + excluded."count",
-  "minStep" = CASE WHEN excluded."minValue" < "minValue" THEN excluded."minStep" ELSE "minStep" END,
-  "minValue" = MIN("minValue", excluded."minValue"),
-  "maxStep" = CASE WHEN excluded."maxValue" > "maxValue" THEN excluded."maxStep" ELSE "maxStep" END,
-  "maxValue" = MAX("maxValue", excluded."maxValue"),
-  "firstStep" = MIN("firstStep", excluded."firstStep"),
-  "lastValue" = CASE WHEN excluded."lastStep" >= "lastStep" THEN excluded."lastValue" ELSE "lastValue" END,
-  "lastStep" = MAX("lastStep", excluded."lastStep")`;
+  "count" = o."count" + excluded."count",
+  "minStep" = CASE WHEN excluded."minValue" < o."minValue" THEN excluded."minStep" ELSE o."minStep" END,
+  "minValue" = ${least(`o."minValue"`, `excluded."minValue"`)},
+  "maxStep" = CASE WHEN excluded."maxValue" > o."maxValue" THEN excluded."maxStep" ELSE o."maxStep" END,
+  "maxValue" = ${greatest(`o."maxValue"`, `excluded."maxValue"`)},
+  "firstStep" = ${least(`o."firstStep"`, `excluded."firstStep"`)},
+  "lastValue" = CASE WHEN excluded."lastStep" >= o."lastStep" THEN excluded."lastValue" ELSE o."lastValue" END,
+  "lastStep" = ${greatest(`o."lastStep"`, `excluded."lastStep"`)}`;
 
 /** One key's points of a write, in the order given. */
 export interface KeyPoints {
@@ -173,7 +176,7 @@ function appendPoints(db: RawDb, runId: string, keys: KeyPoints[]): { inserted: 
 
 /** Any write: point by point, a point at a stored (key, step) replacing it and its buckets recomputed. */
 function writePointByPoint(db: RawDb, runId: string, keys: KeyPoints[]): { inserted: number; replaced: number } {
-  const insert = cachedStatement(db, `INSERT OR IGNORE INTO "Metric" ("runId","key","step","value","wallTime") VALUES (?,?,?,?,?)`);
+  const insert = cachedStatement(db, `INSERT INTO "Metric" ("runId","key","step","value","wallTime") VALUES (?,?,?,?,?) ON CONFLICT DO NOTHING`);
   const replace = cachedStatement(db, `UPDATE "Metric" SET "value" = ?, "wallTime" = ? WHERE "runId" = ? AND "key" = ? AND "step" = ?`);
   // key -> level -> bucket -> aggregate of the NEW points
   const fresh = new Map<string, Map<number, Map<number, Agg>>>();
@@ -213,7 +216,7 @@ function writePointByPoint(db: RawDb, runId: string, keys: KeyPoints[]): { inser
 function mergeRollup(db: RawDb, runId: string, key: string, level: number, bucket: number, a: Agg): void {
   cachedStatement(
     db,
-    `INSERT INTO "MetricRollup" ("runId","key","level","bucket","count","minStep","minValue","maxStep","maxValue","firstStep","lastStep","lastValue")
+    `INSERT INTO "MetricRollup" AS o ("runId","key","level","bucket","count","minStep","minValue","maxStep","maxValue","firstStep","lastStep","lastValue")
      VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT("runId","key","level","bucket") DO UPDATE SET ${MERGE_SET}`,
   ).run(runId, key, level, bucket, a.count, a.minStep, a.minValue, a.maxStep, a.maxValue, a.firstStep, a.lastStep, a.lastValue);
 }
@@ -221,14 +224,14 @@ function mergeRollup(db: RawDb, runId: string, key: string, level: number, bucke
 function mergeSeries(db: RawDb, runId: string, series: Map<string, Agg>): void {
   const upsert = cachedStatement(
     db,
-    `INSERT INTO "MetricSeries" ("runId","key","count","firstStep","lastStep","lastValue","minValue","maxValue")
+    `INSERT INTO "MetricSeries" AS o ("runId","key","count","firstStep","lastStep","lastValue","minValue","maxValue")
      VALUES (?,?,?,?,?,?,?,?) ON CONFLICT("runId","key") DO UPDATE SET
-       "count" = "count" + excluded."count",
-       "minValue" = MIN("minValue", excluded."minValue"),
-       "maxValue" = MAX("maxValue", excluded."maxValue"),
-       "firstStep" = MIN("firstStep", excluded."firstStep"),
-       "lastValue" = CASE WHEN excluded."lastStep" >= "lastStep" THEN excluded."lastValue" ELSE "lastValue" END,
-       "lastStep" = MAX("lastStep", excluded."lastStep")`,
+       "count" = o."count" + excluded."count",
+       "minValue" = ${least(`o."minValue"`, `excluded."minValue"`)},
+       "maxValue" = ${greatest(`o."maxValue"`, `excluded."maxValue"`)},
+       "firstStep" = ${least(`o."firstStep"`, `excluded."firstStep"`)},
+       "lastValue" = CASE WHEN excluded."lastStep" >= o."lastStep" THEN excluded."lastValue" ELSE o."lastValue" END,
+       "lastStep" = ${greatest(`o."lastStep"`, `excluded."lastStep"`)}`,
   );
   for (const [key, a] of series) upsert.run(runId, key, a.count, a.firstStep, a.lastStep, a.lastValue, a.minValue, a.maxValue);
 }
@@ -237,7 +240,9 @@ function mergeSeries(db: RawDb, runId: string, series: Map<string, Agg>): void {
 function recomputeBuckets(db: RawDb, runId: string, key: string, steps: Set<number>): void {
   const rows = db.prepare(`SELECT "step", "value" FROM "Metric" WHERE "runId" = ? AND "key" = ? AND "step" >= ? AND "step" < ? ORDER BY "step"`);
   const put = db.prepare(
-    `INSERT OR REPLACE INTO "MetricRollup" ("runId","key","level","bucket","count","minStep","minValue","maxStep","maxValue","firstStep","lastStep","lastValue") VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
+    `INSERT INTO "MetricRollup" ("runId","key","level","bucket","count","minStep","minValue","maxStep","maxValue","firstStep","lastStep","lastValue") VALUES (?,?,?,?,?,?,?,?,?,?,?,?)
+     ON CONFLICT("runId","key","level","bucket") DO UPDATE SET "count" = excluded."count", "minStep" = excluded."minStep", "minValue" = excluded."minValue",
+       "maxStep" = excluded."maxStep", "maxValue" = excluded."maxValue", "firstStep" = excluded."firstStep", "lastStep" = excluded."lastStep", "lastValue" = excluded."lastValue"`,
   );
   for (const level of ROLLUP_LEVELS) {
     const buckets = new Set([...steps].map((s) => Math.floor(s / level)));
@@ -310,17 +315,25 @@ export function readSeries(runId: string, key: string, opts: SeriesOptions = {},
     // The coarsest stored level that is not wider than the stride (1 = raw rows).
     const level = [...ROLLUP_LEVELS].reverse().find((l) => l <= stride) ?? 1;
     const ratio = stride / level;
-    // SQLite returns the bare column (the step) from the row holding the MIN/MAX (documented behaviour).
-    const sql =
-      level === 1
-        ? (agg: "MIN" | "MAX") =>
-            `SELECT "step", ${agg}("value") FROM "Metric" WHERE "runId" = ? AND "key" = ? AND "step" >= ? GROUP BY "step" / CAST(? AS INTEGER)`
-        : (agg: "MIN" | "MAX") =>
-            `SELECT "${agg === "MIN" ? "minStep" : "maxStep"}", ${agg}("${agg === "MIN" ? "minValue" : "maxValue"}") FROM "MetricRollup"
-             WHERE "runId" = ? AND "key" = ? AND "level" = ${level} AND "bucket" >= ? GROUP BY "bucket" / CAST(? AS INTEGER)`;
+    // Per group of `ratio` rows, the step and value of the row holding the MIN/MAX, first such row on
+    // ties, groups in step order. SQLite returns the bare column from the row holding the MIN/MAX
+    // (documented behaviour); PostgreSQL says the same with DISTINCT ON.
+    const pg = isPostgresDb(db);
+    const sql = (agg: "MIN" | "MAX") => {
+      const [stepCol, valueCol, groupCol, table, levelCond] =
+        level === 1
+          ? ["step", "value", "step", "Metric", ""]
+          : [agg === "MIN" ? "minStep" : "maxStep", agg === "MIN" ? "minValue" : "maxValue", "bucket", "MetricRollup", `AND "level" = ${level}`];
+      const where = `WHERE "runId" = ? AND "key" = ? ${levelCond} AND "${groupCol}" >= ?`;
+      if (!pg) return `SELECT "${stepCol}", ${agg}("${valueCol}") FROM "${table}" ${where} GROUP BY "${groupCol}" / CAST(? AS INTEGER)`;
+      const group = `"${groupCol}" / ${Math.trunc(ratio)}`; // an integer computed here, not input
+      return `SELECT DISTINCT ON (${group}) "${stepCol}", "${valueCol}" FROM "${table}" ${where}
+              ORDER BY ${group}, "${valueCol}" ${agg === "MIN" ? "ASC" : "DESC"}, "${groupCol}"`;
+    };
     const from = level === 1 ? fromStep : fromStep / level;
-    const mins = db.prepare(sql("MIN")).raw().all(runId, key, from, ratio) as [number, number][];
-    const maxs = db.prepare(sql("MAX")).raw().all(runId, key, from, ratio) as [number, number][];
+    const args = pg ? [runId, key, from] : [runId, key, from, ratio];
+    const mins = db.prepare(sql("MIN")).raw().all(...args) as [number, number][];
+    const maxs = db.prepare(sql("MAX")).raw().all(...args) as [number, number][];
     for (let i = 0; i < mins.length; i++) {
       const a = mins[i];
       const b = maxs[i];
@@ -389,7 +402,7 @@ export function truncateMetricsAfter(runId: string, step: number, db: RawDb): vo
     db.prepare(
       `INSERT INTO "MetricRollup" ("runId","key","level","bucket","count","minStep","minValue","maxStep","maxValue","firstStep","lastStep","lastValue")
        SELECT "runId","key",${level}, "step" / ${level}, COUNT(*), 0, MIN("value"), 0, MAX("value"), MIN("step"), MAX("step"), 0
-       FROM "Metric" WHERE "runId" = ? GROUP BY "key", "step" / ${level}`,
+       FROM "Metric" WHERE "runId" = ? GROUP BY "runId", "key", "step" / ${level}`,
     ).run(runId);
   // Steps of the min/max and the last value, from the rows (the aggregate above cannot name them).
   db.prepare(
@@ -402,7 +415,7 @@ export function truncateMetricsAfter(runId: string, step: number, db: RawDb): vo
   const top = ROLLUP_LEVELS[ROLLUP_LEVELS.length - 1];
   db.prepare(
     `INSERT INTO "MetricSeries" ("runId","key","count","firstStep","lastStep","lastValue","minValue","maxValue")
-     SELECT "runId","key",SUM("count"),MIN("firstStep"),MAX("lastStep"),0,MIN("minValue"),MAX("maxValue") FROM "MetricRollup" WHERE "runId" = ? AND "level" = ? GROUP BY "key"`,
+     SELECT "runId","key",SUM("count"),MIN("firstStep"),MAX("lastStep"),0,MIN("minValue"),MAX("maxValue") FROM "MetricRollup" WHERE "runId" = ? AND "level" = ? GROUP BY "runId", "key"`,
   ).run(runId, top);
   db.prepare(
     `UPDATE "MetricSeries" AS s SET "lastValue" = (SELECT m."value" FROM "Metric" m WHERE m."runId" = s."runId" AND m."key" = s."key" AND m."step" = s."lastStep") WHERE s."runId" = ?`,

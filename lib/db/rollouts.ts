@@ -3,7 +3,7 @@
 import { orderedId } from "./ids";
 import { ConflictError } from "../schemas/errors";
 import type { GroupOut, RolloutStepInput, RolloutStepOut, TrajectoryOut, TurnOut } from "../schemas/rollouts";
-import { cachedStatement, getRawDb, sqliteDateTime, writeTransaction, type Fence, type RawDb } from "./sqlite";
+import { cachedStatement, getRawDb, dbDateTime, isPostgresDb, writeTransaction, type Fence, type RawDb } from "./raw";
 import { decodeTokenData, encodeTokenData } from "./token-data";
 
 export class StepExistsError extends ConflictError {
@@ -24,7 +24,7 @@ export function writeRolloutStep(runId: string, input: RolloutStepInput, fence: 
     fence,
     (db) => {
       if (stepExists(runId, input.step, db)) throw new StepExistsError(runId, input.step);
-      const now = sqliteDateTime();
+      const now = dbDateTime();
       const stepId = orderedId();
       db.prepare(`INSERT INTO "RolloutStep" ("id","runId","step","estimator","params","diagnostics","createdAt") VALUES (?,?,?,?,?,?,?)`).run(
         stepId,
@@ -101,7 +101,7 @@ export function listSteps(runId: string, page = 1, pageSize = 100, db: RawDb = g
     .prepare(
       `SELECT s."id", s."step", s."estimator", s."createdAt",
               (SELECT COUNT(*) FROM "RolloutGroup" g WHERE g."stepId" = s."id") AS "groups",
-              COUNT(t."id") AS "trajectories", AVG(t."success") AS "successRate", AVG(t."reward") AS "meanReward"
+              COUNT(t."id") AS "trajectories", AVG(CAST(t."success" AS INTEGER)) AS "successRate", AVG(t."reward") AS "meanReward"
        FROM "RolloutStep" s
        LEFT JOIN "RolloutGroup" g ON g."stepId" = s."id"
        LEFT JOIN "Trajectory" t ON t."groupId" = g."id"
@@ -118,10 +118,10 @@ export function listGroups(runId: string, step: number, db: RawDb = getRawDb()):
   const rows = db
     .prepare(
       `SELECT g."id", g."uid", g."envId", g."taskSeed", s."step",
-              COUNT(t."id") AS "trajectories", AVG(t."success") AS "successRate", AVG(t."reward") AS "meanReward"
+              COUNT(t."id") AS "trajectories", AVG(CAST(t."success" AS INTEGER)) AS "successRate", AVG(t."reward") AS "meanReward"
        FROM "RolloutStep" s JOIN "RolloutGroup" g ON g."stepId" = s."id" LEFT JOIN "Trajectory" t ON t."groupId" = g."id"
        WHERE s."runId" = ? AND s."step" = ?
-       GROUP BY g."id"`,
+       GROUP BY g."id", s."step"`,
     )
     .all(runId, step) as GroupRow[];
   // Natural order: s5-g2 before s5-g10.
@@ -165,10 +165,12 @@ export function listTrajectories(runId: string, f: TrajectoryFilter = {}, db: Ra
   // CROSS JOIN fixes the loop order: steps newest first by their (runId, step) index, a step's groups
   // by (stepId, uid), a group's trajectories by (groupId, index). That is the page's order, so SQLite
   // stops after the page instead of sorting every trajectory of the run (15 ms at 12,400 trajectories).
+  // PostgreSQL has no CROSS JOIN ... ON and plans the joins itself.
+  const join = isPostgresDb(db) ? "JOIN" : "CROSS JOIN";
   const rows = db
     .prepare(
       `SELECT t."id", t."groupId", g."uid", s."step", t."index", t."reward", t."success", t."length", t."truncated"
-       FROM "RolloutStep" s CROSS JOIN "RolloutGroup" g ON g."stepId" = s."id" CROSS JOIN "Trajectory" t ON t."groupId" = g."id"
+       FROM "RolloutStep" s ${join} "RolloutGroup" g ON g."stepId" = s."id" ${join} "Trajectory" t ON t."groupId" = g."id"
        WHERE ${w} ORDER BY s."step" DESC, g."uid", t."index" LIMIT ? OFFSET ?`,
     )
     .all(...args, pageSize, offset) as Record<string, unknown>[];

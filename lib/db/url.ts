@@ -20,20 +20,9 @@ export function isPostgres(url = databaseUrl()): boolean {
   return /^postgres(ql)?:\/\//.test(url);
 }
 
-/**
- * The one check the server (scripts/web-server.mjs), the worker and the process-wide clients make
- * before using the store: the app runs on SQLite only until lib/db's raw SQL is ported (issue 12).
- * PostgreSQL already has its migrations and Prisma client; refusing here beats failing mid-request.
- */
+/** The one check the server (scripts/web-server.mjs), the worker and the process-wide clients make before using the store. */
 export function assertStoreServable(url = databaseUrl()): void {
-  if (isSqlite(url)) return;
-  if (isPostgres(url)) {
-    throw new Error(
-      "DATABASE_URL is a PostgreSQL URL, which TurnLens cannot serve yet: migrations (scripts/db-migrate.mjs) and the " +
-        "Prisma client work on PostgreSQL, but lib/db's raw-SQL fast paths (metric rollups, turn pages, run filters, " +
-        "fenced writes, ingest) are SQLite-only until issue 12's port lands. Use a file: URL (SQLite) for now.",
-    );
-  }
+  if (isSqlite(url) || isPostgres(url)) return;
   throw new Error(`DATABASE_URL must be file:... (SQLite) or postgresql://..., got ${url.split(":")[0]}:...`);
 }
 

@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto";
 import { metricBodyByKey, writeMetricsByKey } from "../db/metrics";
 import { writeRolloutStep } from "../db/rollouts";
-import { getRawDb, writeTransaction, type RawDb } from "../db/sqlite";
+import { getRawDb, writeTransaction, type RawDb } from "../db/raw";
 import type { LogMetrics } from "../schemas/metrics";
 import type { RolloutStepInput, RolloutStepsBatch } from "../schemas/rollouts";
 import { ConflictError } from "../schemas/errors";

@@ -4,7 +4,7 @@
 import path from "node:path";
 import type { Worker as WorkerType } from "node:worker_threads";
 import { DomainError } from "../schemas/errors";
-import { databaseUrl, projectRoot } from "../db/url";
+import { databaseUrl, isPostgres, projectRoot } from "../db/url";
 import type { IngestReply, IngestRequest } from "./thread";
 
 /** Ingest requests in flight (running or waiting) before new ones get 429 (TURNLENS_INGEST_QUEUE). */
@@ -47,7 +47,9 @@ export async function runIngest(kind: IngestRequest["kind"], runId: string, byte
   if (pending.size >= MAX_IN_FLIGHT) throw new OverloadedError();
   const req: IngestRequest = { id: nextId++, kind, runId, bytes, databaseUrl: databaseUrl() };
   let reply: IngestReply;
-  if (process.env.TURNLENS_INGEST_THREAD === "0") {
+  // On PostgreSQL the body is stored inline: the libpq addon loads in one thread per process (it is
+  // not context-aware), and the server's own thread already holds it.
+  if (process.env.TURNLENS_INGEST_THREAD === "0" || isPostgres(req.databaseUrl)) {
     const { handleIngest } = await import("./thread");
     reply = handleIngest(req);
   } else {

@@ -1,11 +1,10 @@
 // The ingest thread: parses, validates and stores large ingest bodies (a 48 MB step) away from the
-// server's event loop, so dashboard reads keep answering meanwhile. It has its own SQLite
-// connection (WAL: the server's readers are not blocked by its write transaction).
+// server's event loop, so dashboard reads keep answering meanwhile. It has its own connection
+// (SQLite in WAL mode or PostgreSQL: the server's readers are not blocked by its write transaction).
 import { parentPort } from "node:worker_threads";
 import { errorKind, parseInput, type ErrorKind, type Issue } from "../schemas/errors";
 import { parseJsonText } from "../schemas/json-limits";
-import { openSqlite, type RawDb } from "../db/sqlite";
-import { sqlitePath } from "../db/url";
+import { openRawDb, type RawDb } from "../db/raw";
 import { metricBodySchema, metricColumnsLookValid } from "../schemas/metrics";
 import { rolloutStepFast, rolloutStepInputSchema, rolloutStepsBatchFast, rolloutStepsBatchSchema } from "../schemas/rollouts";
 import { ingestMetrics, ingestStep, ingestSteps } from "./batches";
@@ -33,7 +32,7 @@ export function handleIngest(req: IngestRequest, conn?: RawDb): IngestReply {
     if (!conn) {
       if (!db || dbUrl !== req.databaseUrl) {
         db?.close();
-        db = openSqlite(sqlitePath(req.databaseUrl));
+        db = openRawDb(req.databaseUrl);
         dbUrl = req.databaseUrl;
       }
       conn = db;

@@ -3,7 +3,7 @@
 // is running (a finished run is reopened explicitly with POST /runs/{id}/resume).
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { ConflictError, ForbiddenError, NotFoundError } from "../schemas/errors";
-import { getRawDb, sqliteDateTime, type RawDb } from "../db/sqlite";
+import { getRawDb, dbDateTime, type RawDb } from "../db/raw";
 
 export const WRITE_KEY_HEADER = "x-turnlens-write-key";
 
@@ -49,5 +49,5 @@ export function assertExternalWrite(runId: string, headers: Headers, opts: { all
 
 /** Reopens a finished imported run for writes (the client's `resume`). */
 export function resumeImportedRun(runId: string, db: RawDb = getRawDb()): void {
-  db.prepare(`UPDATE "Run" SET "status" = 'running', "finishedAt" = NULL, "error" = NULL, "updatedAt" = ? WHERE "id" = ? AND "kind" = 'imported'`).run(sqliteDateTime(), runId);
+  db.prepare(`UPDATE "Run" SET "status" = 'running', "finishedAt" = NULL, "error" = NULL, "updatedAt" = ? WHERE "id" = ? AND "kind" = 'imported'`).run(dbDateTime(), runId);
 }

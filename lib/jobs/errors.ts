@@ -1,6 +1,6 @@
 // Typed errors of the job queue, in the one hierarchy (lib/schemas/errors.ts): lib/api maps their
 // `kind` (not_found, conflict) to a status; runners throw `RetryableJobError` to ask for another attempt.
-import { LeaseLostError } from "../db/sqlite";
+import { LeaseLostError } from "../db/raw";
 import { DomainError, type ErrorKind } from "../schemas/errors";
 
 export { LeaseLostError };

@@ -16,7 +16,8 @@
 import { randomUUID } from "node:crypto";
 import type { z } from "zod";
 import { getDb, type Db } from "../db/client";
-import { LeaseLostError, sqliteDateTime, writeTransaction, type Fence, type RawDb } from "../db/sqlite";
+import { LeaseLostError, dbDateTime, getRawDb, writeTransaction, type Fence, type RawDb } from "../db/raw";
+import { databaseUrl, isPostgres } from "../db/url";
 import { Prisma, type Job } from "../generated/prisma/client";
 import { defaultLeaseMs, defaultRetryBackoffMs, retryDelayMs } from "./config";
 import { InvalidJobTransitionError, JobNotFoundError, RunNotFoundError } from "./errors";
@@ -119,11 +120,11 @@ function resolveInput(input: EnqueueInput): Omit<z.output<typeof EnqueueInputSch
 export function enqueueInTransaction(db: RawDb, input: EnqueueInput, now: Date = new Date()): string {
   const p = resolveInput(input);
   const id = randomUUID();
-  const at = sqliteDateTime(now);
+  const at = dbDateTime(now);
   db.prepare(
     `INSERT INTO "Job" ("id","runId","kind","payload","status","priority","maxAttempts","timeoutMs","availableAt","createdAt","updatedAt")
      VALUES (?,?,?,?,'queued',?,?,?,?,?,?)`,
-  ).run(id, p.runId ?? null, p.kind, JSON.stringify(p.payload), p.priority, p.maxAttempts, p.timeoutMs, sqliteDateTime(p.availableAt ?? now), at, at);
+  ).run(id, p.runId ?? null, p.kind, JSON.stringify(p.payload), p.priority, p.maxAttempts, p.timeoutMs, dbDateTime(p.availableAt ?? now), at, at);
   return id;
 }
 
@@ -140,11 +141,40 @@ export async function enqueue(input: EnqueueInput, opts: QueueOptions = {}): Pro
     if (runId) {
       raw
         .prepare(`UPDATE "Run" SET "status" = 'queued', "progress" = 0, "progressMessage" = 'queued', "error" = NULL, "startedAt" = NULL, "finishedAt" = NULL, "updatedAt" = ? WHERE "id" = ?`)
-        .run(sqliteDateTime(now), runId);
+        .run(dbDateTime(now), runId);
     }
     return jobId;
   });
   return getJob(id, opts);
+}
+
+/** PostgreSQL's claim: marks the best ready job running under a new lease in one statement; [] when none. */
+function claimSkipLocked(
+  workerId: string,
+  kinds: readonly string[] | null | undefined,
+  excludeKinds: readonly string[] | undefined,
+  jobId: string | null,
+  now: Date,
+  leaseMs: number,
+): { id: string; claimed: { leaseToken: string; leaseExpiresAt: Date } }[] {
+  const leaseToken = randomUUID();
+  const leaseExpiresAt = new Date(now.getTime() + leaseMs);
+  const where: string[] = [`"status" = 'queued'`, `"availableAt" <= ?`];
+  const args: unknown[] = [dbDateTime(now)];
+  if (kinds?.length) where.push(`"kind" IN (${kinds.map(() => "?").join(",")})`), args.push(...kinds);
+  if (excludeKinds?.length) where.push(`"kind" NOT IN (${excludeKinds.map(() => "?").join(",")})`), args.push(...excludeKinds);
+  if (jobId) where.push(`"id" = ?`), args.push(jobId);
+  const at = dbDateTime(now);
+  const row = getRawDb()
+    .prepare(
+      `UPDATE "Job" SET "status" = 'running', "leaseOwner" = ?, "leaseToken" = ?, "leaseExpiresAt" = ?, "heartbeatAt" = ?,
+         "attempts" = "attempts" + 1, "startedAt" = ?, "finishedAt" = NULL, "updatedAt" = ?
+       WHERE "id" = (SELECT "id" FROM "Job" WHERE ${where.join(" AND ")}
+                     ORDER BY "priority" DESC, "createdAt" ASC, "id" ASC LIMIT 1 FOR UPDATE SKIP LOCKED)
+       RETURNING "id"`,
+    )
+    .get(workerId, leaseToken, dbDateTime(leaseExpiresAt), at, at, at, ...args) as { id: string } | undefined;
+  return row ? [{ id: row.id, claimed: { leaseToken, leaseExpiresAt } }] : [];
 }
 
 /**
@@ -167,17 +197,21 @@ export async function claim(
   for (let round = 0; round < 3; round++) {
     const now = opts.now ?? new Date();
     const ready: Prisma.JobWhereInput = { status: "queued", availableAt: { lte: now }, ...kindFilter, ...(opts.jobId ? { id: opts.jobId } : {}) };
-    const candidates = await db.job.findMany({
-      where: ready,
-      orderBy: [{ priority: "desc" }, { createdAt: "asc" }, { id: "asc" }],
-      take: opts.candidates ?? 8,
-      select: { id: true },
-    });
+    // On PostgreSQL one statement claims: the best ready row not locked by another claimer
+    // (FOR UPDATE SKIP LOCKED), so racing workers take different jobs instead of retrying one.
+    const candidates = !opts.db && isPostgres(databaseUrl())
+      ? claimSkipLocked(workerId, kinds, opts.excludeKinds, opts.jobId ?? null, now, leaseMs)
+      : await db.job.findMany({
+          where: ready,
+          orderBy: [{ priority: "desc" }, { createdAt: "asc" }, { id: "asc" }],
+          take: opts.candidates ?? 8,
+          select: { id: true },
+        });
     if (candidates.length === 0) return null;
-    for (const { id } of candidates) {
-      const leaseToken = randomUUID();
-      const leaseExpiresAt = new Date(now.getTime() + leaseMs);
-      const { count } = await db.job.updateMany({
+    for (const { id, claimed } of candidates as { id: string; claimed?: { leaseToken: string; leaseExpiresAt: Date } }[]) {
+      const leaseToken = claimed?.leaseToken ?? randomUUID();
+      const leaseExpiresAt = claimed?.leaseExpiresAt ?? new Date(now.getTime() + leaseMs);
+      const { count } = claimed ? { count: 1 } : await db.job.updateMany({
         where: { id, ...ready },
         data: {
           status: "running",

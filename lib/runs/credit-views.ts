@@ -10,7 +10,7 @@ import { runCreditWithParams, flatten, buildAnchorGroups, groupAnchorIds, renumb
 import { trajectoryScores } from "../credit/flat";
 import { summarizeAdvantages } from "../credit/result";
 import { loadStep as loadStepRows, groupTexts, runSteps, stepMeta, type LoadedStep, type StepMeta } from "../db/credit";
-import { getRawDb, type RawDb } from "../db/sqlite";
+import { getRawDb, type RawDb } from "../db/raw";
 import { NotFoundError } from "../schemas/errors";
 import { isStoredSource, type CreditOverview, type CreditSource, type GroupCredit, type StepDiagnostics } from "../schemas/credit";
 

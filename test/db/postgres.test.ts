@@ -1,5 +1,5 @@
-// PostgreSQL groundwork (issue 12): the offline migrator on both providers, the PostgreSQL Prisma
-// client, and the same tables as SQLite. Runs on a throwaway cluster (test/helpers/postgres.ts) or
+// PostgreSQL (issue 12): the offline migrator on both providers, the PostgreSQL Prisma client, the
+// same tables as SQLite, and the synchronous libpq connection lib/db runs its SQL through. Runs on a throwaway cluster (test/helpers/postgres.ts) or
 // on TURNLENS_TEST_PG; skipped with a message where PostgreSQL is not installed.
 import { execFile, execFileSync } from "node:child_process";
 import fs from "node:fs";
@@ -9,7 +9,8 @@ import { promisify } from "node:util";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openPrisma } from "../../lib/db/client";
+import { createPrisma } from "../../lib/db/client";
+import { PgSyncDb } from "../../lib/db/pg-sync";
 import { assertStoreServable } from "../../lib/db/url";
 import { postgresUnavailable, startPostgres, type TempPostgres } from "../helpers/postgres";
 import { ROOT } from "../helpers/temp-db";
@@ -54,7 +55,7 @@ describe.skipIf(skip)("PostgreSQL", () => {
     expect(stdout).toMatch(/applied: \[\s*'\d+_init'/);
     expect((await migrate(url, "deploy")).stdout).toContain("applied: []");
 
-    const db = await openPrisma(url);
+    const db = createPrisma(url);
     try {
       const project = await db.project.create({ data: { name: "pg-project", description: "on PostgreSQL" } });
       const made = await db.run.create({
@@ -113,22 +114,52 @@ describe.skipIf(skip)("PostgreSQL", () => {
     expect(pgCols).toEqual(sqliteCols);
   });
 
-  it("the app refuses a PostgreSQL URL with one message saying what is missing: neither the worker nor the web server starts", async () => {
-    expect(() => assertStoreServable(url)).toThrow(/raw-SQL fast paths .* SQLite-only/);
-    const start = (args: string[]) => {
-      try {
-        execFileSync(process.execPath, args, { cwd: ROOT, env: { ...process.env, DATABASE_URL: url, PORT: "1" }, stdio: "pipe", timeout: 60_000 });
-        return { code: 0, stderr: "" };
-      } catch (e) {
-        return { code: (e as { status?: number }).status, stderr: String((e as { stderr?: Buffer }).stderr) };
-      }
-    };
-    const worker = start(["--import", "tsx", "workers/worker.ts"]);
-    expect(worker.code).toBe(2);
-    expect(worker.stderr).toContain("TurnLens cannot serve yet");
-    // The web server refuses before Next loads (PORT 1 could not be bound anyway: it must not get that far).
-    const web = start(["scripts/web-server.mjs"]);
-    expect(web.code).toBe(1);
-    expect(web.stderr).toContain("web-server: DATABASE_URL is a PostgreSQL URL, which TurnLens cannot serve yet");
+  it("the app accepts a PostgreSQL URL and refuses any other kind naming what it takes", () => {
+    expect(() => assertStoreServable(url)).not.toThrow();
+    expect(() => assertStoreServable("mysql://x@localhost/db")).toThrow(/must be file:\.\.\. \(SQLite\) or postgresql:\/\//);
+  });
+
+  it("the synchronous connection gives values shaped as SQLite gives them, and binds ? and @name", () => {
+    const db = new PgSyncDb(url);
+    try {
+      db.exec(`CREATE TABLE "Shapes" ("i" INTEGER, "b" BIGINT, "f" DOUBLE PRECISION, "ok" BOOLEAN, "t" TIMESTAMP(3), "j" JSONB, "blob" BYTEA, "s" TEXT)`);
+      const bytes = Buffer.from([0, 1, 2, 250, 255]);
+      const ins = db.prepare(`INSERT INTO "Shapes" VALUES (?,?,?,?,?,?,?,?)`);
+      expect(ins.run(7, 2 ** 40, 0.25, 1, "2026-11-23T11:12:50.120+00:00", JSON.stringify({ a: [1, 2] }), bytes, "it's ? here").changes).toBe(1);
+      ins.run(null, null, NaN, 0, null, null, null, null);
+      const rows = db.prepare(`SELECT * FROM "Shapes" ORDER BY "i" NULLS LAST`).all() as Record<string, unknown>[];
+      expect(rows[0]).toEqual({ i: 7, b: 2 ** 40, f: 0.25, ok: 1, t: "2026-11-23T11:12:50.120+00:00", j: '{"a": [1, 2]}', blob: bytes, s: "it's ? here" });
+      expect(rows[1].f).toBeNaN();
+      expect(rows[1].ok).toBe(0);
+      expect(db.prepare(`SELECT COUNT(*) FROM "Shapes" WHERE "s" = '?'`).pluck().get()).toBe(0); // a quoted ? is not a parameter
+      expect(db.prepare(`SELECT "i", "f" FROM "Shapes" WHERE "i" = @i AND "i" < @i + 1`).raw().all({ i: 7 })).toEqual([[7, 0.25]]);
+      expect(() => db.prepare(`SELECT "nope" FROM "Shapes"`).all()).toThrow(expect.objectContaining({ code: "42703", message: expect.stringContaining("nope") }));
+    } finally {
+      db.close();
+    }
+  });
+
+  it("transactions commit, roll back on a throw, and nest as savepoints", () => {
+    const db = new PgSyncDb(url);
+    try {
+      db.exec(`CREATE TABLE "Tx" ("v" INTEGER PRIMARY KEY)`);
+      const put = db.prepare(`INSERT INTO "Tx" VALUES (?)`);
+      db.transaction(() => put.run(1)).immediate();
+      expect(() =>
+        db.transaction(() => {
+          put.run(2);
+          throw new Error("boom");
+        })(),
+      ).toThrow("boom");
+      db.transaction(() => {
+        put.run(3);
+        expect(() => db.transaction(() => put.run(3))()).toThrow(expect.objectContaining({ code: "23505" })); // the savepoint rolls back alone
+        put.run(4);
+      }).immediate();
+      expect(db.prepare(`SELECT "v" FROM "Tx" ORDER BY 1`).pluck().all()).toEqual([1, 3, 4]);
+      expect(db.inTransaction).toBe(false);
+    } finally {
+      db.close();
+    }
   });
 });

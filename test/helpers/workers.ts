@@ -2,7 +2,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from "vitest";
 import { getDb } from "../../lib/db/client";
-import { getRawDb } from "../../lib/db/sqlite";
+import { getRawDb } from "../../lib/db/raw";
 import { ROOT } from "./temp-db";
 
 import { useTempDatabase } from "./temp-db";

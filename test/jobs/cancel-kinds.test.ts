@@ -10,7 +10,7 @@ const env = useTempDatabase("cancel-kinds");
 const { launchRun } = await import("../../lib/runs/launch");
 const { launchRunSchema } = await import("../../lib/schemas/runs");
 const { getRun } = await import("../../lib/db/runs");
-const { getRawDb } = await import("../../lib/db/sqlite");
+const { getRawDb } = await import("../../lib/db/raw");
 const { getJob, requestCancel, tailLog } = await import("../../lib/jobs");
 
 afterEach(killAllWorkers);

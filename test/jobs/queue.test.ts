@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ZodError } from "zod";
 import { createPrisma, getDb } from "../../lib/db/client";
-import { LeaseLostError, writeTransaction } from "../../lib/db/sqlite";
+import { LeaseLostError, writeTransaction } from "../../lib/db/raw";
 import {
   appendLog,
   claim,

@@ -2,7 +2,7 @@
 // Exactly-once under contention, recovery from a SIGKILLed worker, and giving up after maxAttempts.
 import { describe, expect, it } from "vitest";
 import { getDb } from "../../lib/db/client";
-import { LeaseLostError, writeTransaction } from "../../lib/db/sqlite";
+import { LeaseLostError, writeTransaction } from "../../lib/db/raw";
 import { enqueue, getJob, tailLog } from "../../lib/jobs";
 import { makeRun, marksOf, spawnWorker, stopGracefully, useWorkerSuite, waitFor, type WorkerProcess } from "../helpers/workers";
 

@@ -19,7 +19,7 @@ const filtersRoute = await import("@/app/api/v1/runs/filters/route");
 const groupsRoute = await import("@/app/api/v1/runs/[id]/steps/[step]/groups/route");
 const { ROUTES, routes } = await import("@/lib/api/routes");
 const { openApiDocument } = await import("@/lib/api/openapi");
-const { getRawDb } = await import("@/lib/db/sqlite");
+const { getRawDb } = await import("@/lib/db/raw");
 const { createRun } = await import("@/lib/db/runs");
 
 type Handler = (req: NextRequest, ctx: { params: Promise<Record<string, string>> }) => Promise<Response>;

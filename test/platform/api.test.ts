@@ -18,7 +18,7 @@ const turnsRoute = await import("@/app/api/v1/runs/[id]/turns/route");
 const oneTraj = await import("@/app/api/v1/trajectories/[id]/route");
 const cancelRoute = await import("@/app/api/v1/runs/[id]/cancel/route");
 const openapi = await import("@/app/api/v1/openapi.json/route");
-const { getRawDb } = await import("@/lib/db/sqlite");
+const { getRawDb } = await import("@/lib/db/raw");
 
 type Handler<P> = (req: NextRequest, ctx: { params: Promise<P> }) => Promise<Response>;
 async function call<P = Record<string, never>>(h: Handler<P>, method: string, path: string, opts: { body?: unknown; raw?: string; params?: P; headers?: Record<string, string> } = {}) {

@@ -9,6 +9,7 @@ import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { NextRequest } from "next/server";
 import { killAllWorkers, spawnWorker, useTempDatabase, waitFor, type WorkerProcess } from "../helpers/workers";
+import { TEST_STORE } from "../helpers/temp-db";
 
 const env = useTempDatabase("import-upload");
 process.env.TURNLENS_UPLOAD_DIR = path.join(env.dir, "uploads");
@@ -16,7 +17,7 @@ process.env.TURNLENS_MAX_UPLOAD_MB = "4"; // read when the route declarations lo
 const uploadRoute = await import("@/app/api/v1/imports/route");
 const importRoute = await import("@/app/api/v1/imports/[id]/route");
 const cancelRoute = await import("@/app/api/v1/imports/[id]/cancel/route");
-const { getRawDb } = await import("@/lib/db/sqlite");
+const { getRawDb } = await import("@/lib/db/raw");
 const { getRun } = await import("@/lib/db/runs");
 const { requestCancel, tailLog } = await import("@/lib/jobs");
 import type { ImportOut } from "@/lib/schemas/imports";
@@ -147,7 +148,7 @@ describe("upload and import, every format", () => {
     expect(again.sha256).toBe(first.sha256);
     expect(again.report!.runs[0]).toMatchObject({ runId, created: false, imported: 0, alreadyPresent: 3, rejected: 2 });
     expect(turnsOf(runId)).toBe(3);
-    expect(count(`SELECT COUNT(*) FROM "Run" WHERE "kind" = 'imported' AND json_extract("config", '$.turnlensImport.id') = ?`, (run.config as { turnlensImport: { id: string } }).turnlensImport.id)).toBe(1);
+    expect(count(`SELECT COUNT(*) FROM "Run" WHERE "kind" = 'imported' AND ${TEST_STORE === "postgresql" ? `"config" #>> '{turnlensImport,id}'` : `json_extract("config", '$.turnlensImport.id')`} = ?`, (run.config as { turnlensImport: { id: string } }).turnlensImport.id)).toBe(1);
 
     // both uploads are listed, newest first; a finished import cannot be canceled
     const list = await uploadRoute.GET(new NextRequest(new URL("/api/v1/imports?pageSize=5", "http://127.0.0.1:3000")), { params: Promise.resolve({}) });

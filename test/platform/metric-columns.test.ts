@@ -7,7 +7,7 @@ const { url } = useTempDatabase("metric-columns");
 const { metricColumnsLookValid, metricColumnsSchema, logMetricsSchema } = await import("@/lib/schemas/metrics");
 const { ingestMetrics } = await import("@/lib/ingest/batches");
 const { handleIngest } = await import("@/lib/ingest/thread");
-const { getRawDb } = await import("@/lib/db/sqlite");
+const { getRawDb } = await import("@/lib/db/raw");
 const { createRun } = await import("@/lib/db/runs");
 const { listSeries, readSeries } = await import("@/lib/db/metrics");
 

@@ -4,7 +4,7 @@ import { useTempDatabase } from "../helpers/temp-db";
 
 useTempDatabase("metrics");
 const { writeMetrics, readSeries, chooseStride, listSeries, metricChunks, truncateMetricsAfter } = await import("@/lib/db/metrics");
-const { getRawDb, writeTransaction } = await import("@/lib/db/sqlite");
+const { getRawDb, writeTransaction } = await import("@/lib/db/raw");
 const { createRun } = await import("@/lib/db/runs");
 const { mergeSeries } = await import("@/lib/charts/series-merge");
 

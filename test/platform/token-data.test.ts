@@ -11,7 +11,7 @@ const importRoute = await import("@/app/api/v1/runs/import/route");
 const stepsRoute = await import("@/app/api/v1/runs/[id]/steps/route");
 const trajRoute = await import("@/app/api/v1/runs/[id]/trajectories/route");
 const oneTraj = await import("@/app/api/v1/trajectories/[id]/route");
-const { getRawDb } = await import("@/lib/db/sqlite");
+const { getRawDb } = await import("@/lib/db/raw");
 
 const f32 = (x: number) => Math.fround(x);
 

@@ -13,7 +13,7 @@ const { readSeries } = await import("../../lib/db/metrics");
 const { listCheckpoints } = await import("../../lib/db/checkpoints");
 const { TinyTokenizer } = await import("../../lib/policy/tiny-tokenizer");
 const { EngineClient } = await import("../../workers/engine-client");
-const { getRawDb } = await import("../../lib/db/sqlite");
+const { getRawDb } = await import("../../lib/db/raw");
 
 afterEach(killAllWorkers);
 afterAll(() => db.cleanup());

@@ -21,7 +21,7 @@ if (!haveRay) console.warn(`ray-train: SKIPPED, no Ray at ${RAY} (scripts/test.s
 const db = useTempDatabase("ray-train");
 const { launchRun } = await import("../../lib/runs/launch");
 const { launchRunSchema } = await import("../../lib/schemas/runs");
-const { getRawDb } = await import("../../lib/db/sqlite");
+const { getRawDb } = await import("../../lib/db/raw");
 const { getRun } = await import("../../lib/db/runs");
 const { requestCancel, getJob } = await import("../../lib/jobs/queue");
 const { tailLog } = await import("../../lib/jobs/logs");

@@ -10,7 +10,7 @@ import { alive, killAllWorkers, spawnWorker, useTempDatabase, waitFor, ROOT } fr
 const db = useTempDatabase("train");
 const { launchRun } = await import("../../lib/runs/launch");
 const { launchRunSchema } = await import("../../lib/schemas/runs");
-const { getRawDb } = await import("../../lib/db/sqlite");
+const { getRawDb } = await import("../../lib/db/raw");
 const { getRun } = await import("../../lib/db/runs");
 const { listSeries } = await import("../../lib/db/metrics");
 const { getTrajectory, listTrajectories } = await import("../../lib/db/rollouts");

@@ -13,7 +13,7 @@
 // this process then exits 143 without a result line, so the worker never mistakes it for success.
 import os from "node:os";
 import { getDb } from "../../lib/db/client";
-import { LeaseLostError } from "../../lib/db/sqlite";
+import { LeaseLostError } from "../../lib/db/raw";
 import { isRetryable } from "../../lib/jobs/errors";
 import { getJob, progress } from "../../lib/jobs/queue";
 import { loadRunner } from "../runners/index";

@@ -2,7 +2,7 @@
 // fenced write of a batch's rollouts and curves together.
 import { writeRolloutStep } from "../../lib/db/rollouts";
 import { writeMetrics, type MetricPoint } from "../../lib/db/metrics";
-import { getRawDb, writeTransaction } from "../../lib/db/sqlite";
+import { getRawDb, writeTransaction } from "../../lib/db/raw";
 import type { GroupInput } from "../../lib/schemas/rollouts";
 import type { JobContext } from "./types";
 
@@ -16,7 +16,7 @@ export interface EvalTotals {
 /** Totals of what earlier attempts of this job stored (a resumed job continues its cumulative curves). */
 export function storedTotals(runId: string): EvalTotals {
   const r = getRawDb()
-    .prepare(`SELECT COUNT(*) AS n, COALESCE(SUM("success"),0) AS s, COALESCE(SUM("reward"),0) AS r, COALESCE(SUM("length"),0) AS l FROM "Trajectory" WHERE "runId" = ?`)
+    .prepare(`SELECT COUNT(*) AS n, COALESCE(SUM(CAST("success" AS INTEGER)),0) AS s, COALESCE(SUM("reward"),0) AS r, COALESCE(SUM("length"),0) AS l FROM "Trajectory" WHERE "runId" = ?`)
     .get(runId) as { n: number; s: number; r: number; l: number };
   return { episodes: r.n, successes: r.s, reward: r.r, turns: r.l };
 }

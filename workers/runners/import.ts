@@ -15,7 +15,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createRun } from "../../lib/db/runs";
-import { sqliteDateTime, writeTransaction, type RawDb } from "../../lib/db/sqlite";
+import { dbDateTime, isPostgresDb, writeTransaction, type RawDb } from "../../lib/db/raw";
 import { handleIngest } from "../../lib/ingest/thread";
 import { issueWriteKey } from "../../lib/ingest/write-access";
 import { importPayloadSchema, REJECTED_SHOWN, type ImportReport } from "../../lib/schemas/imports";
@@ -78,7 +78,8 @@ function findImportedRun(db: RawDb, project: string, importId: string): { id: st
   return db
     .prepare(
       `SELECT r."id", r."name" FROM "Run" r JOIN "Project" p ON p."id" = r."projectId"
-       WHERE p."name" = ? AND r."kind" = 'imported' AND json_extract(r."config", '$.turnlensImport.id') = ? ORDER BY r."createdAt" LIMIT 1`,
+       WHERE p."name" = ? AND r."kind" = 'imported' AND ${isPostgresDb(db) ? `r."config" #>> '{turnlensImport,id}'` : `json_extract(r."config", '$.turnlensImport.id')`} = ?
+       ORDER BY r."createdAt" LIMIT 1`,
     )
     .get(project, importId) as { id: string; name: string } | undefined;
 }
@@ -138,7 +139,7 @@ export const importUpload: JobRunner = async (ctx) => {
         if (rec.kind === "finish") {
           const status = ["succeeded", "failed", "canceled"].includes(String(rec.body.status)) ? String(rec.body.status) : "succeeded";
           writeTransaction(ctx.fence, (db) =>
-            db.prepare(`UPDATE "Run" SET "status" = ?, "finishedAt" = COALESCE("finishedAt", ?), "progress" = 1, "updatedAt" = ? WHERE "id" = ?`).run(status, sqliteDateTime(), sqliteDateTime(), runId),
+            db.prepare(`UPDATE "Run" SET "status" = ?, "finishedAt" = COALESCE("finishedAt", ?), "progress" = 1, "updatedAt" = ? WHERE "id" = ?`).run(status, dbDateTime(), dbDateTime(), runId),
           );
         } else {
           const bytes = Buffer.from(JSON.stringify(rec.batchId ? { ...rec.body, batchId: rec.batchId } : rec.body));

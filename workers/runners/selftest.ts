@@ -9,7 +9,7 @@
 // rows and never shown by tailLog; using JobLog keeps the Prisma schema free of a test-only table
 // (an extra table would read as migration drift).
 import { setTimeout as sleep } from "node:timers/promises";
-import { getRawDb, writeTransaction } from "../../lib/db/sqlite";
+import { getRawDb, writeTransaction } from "../../lib/db/raw";
 import { SelftestPayloadSchema } from "../../lib/jobs/kinds";
 import { RetryableJobError, type JobRunner } from "./types";
 

@@ -23,7 +23,7 @@ import { rollout, toStoredGroup, type Generate, type GenResult, type RolloutGrou
 import { writeRolloutStep } from "../../lib/db/rollouts";
 import { writeMetrics, type MetricPoint } from "../../lib/db/metrics";
 import { addCheckpoint, latestCheckpoint, truncateRunAfter } from "../../lib/db/checkpoints";
-import { writeTransaction } from "../../lib/db/sqlite";
+import { writeTransaction } from "../../lib/db/raw";
 import { projectRoot } from "../../lib/db/url";
 import { EngineClient, EngineExitedError, EngineTimeoutError, type InitParams, type UpdateSample } from "../engine-client";
 import type { JobContext, JobRunner } from "./types";

@@ -1,10 +1,10 @@
 // The contract between the worker (workers/worker.ts) and a job runner (one per job kind, declared in
 // lib/jobs/kinds.ts). A runner runs in a job process of its own (workers/job-process.ts); the context
 // below reaches the worker over IPC, so it is the same whether or not the runner ever yields.
-import type { Fence } from "../../lib/db/sqlite";
+import type { Fence } from "../../lib/db/raw";
 
 export type { Fence };
-export { LeaseLostError } from "../../lib/db/sqlite";
+export { LeaseLostError } from "../../lib/db/raw";
 export { RetryableJobError, isRetryable } from "../../lib/jobs/errors";
 
 export interface JobContext {

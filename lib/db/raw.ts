@@ -1,0 +1,98 @@
+// The raw connection lib/db's fast paths use, on either store: better-sqlite3 for the embedded
+// file, libpq (lib/db/pg-sync.ts) for PostgreSQL. Both are synchronous with one interface, so every
+// fenced write and bulk path is the same code; where the SQL dialects differ, callers branch on
+// isPostgresDb(db) (a handful of statements: JSON paths, grouped downsampling, job claiming).
+import { assertStoreServable, databaseUrl, isPostgres, sqlitePath } from "./url";
+import { openSqlite } from "./sqlite";
+import { PgSyncDb, type RawStatement } from "./pg-sync";
+
+export type { RawStatement } from "./pg-sync";
+
+type Txn<A extends unknown[], T> = ((...args: A) => T) & {
+  deferred(...args: A): T;
+  immediate(...args: A): T;
+  exclusive(...args: A): T;
+};
+
+/** What lib/db needs of a connection (better-sqlite3's Database and PgSyncDb both provide it). */
+export interface RawDb {
+  readonly open: boolean;
+  prepare(sql: string): RawStatement;
+  transaction<A extends unknown[], T>(fn: (...args: A) => T): Txn<A, T>;
+  close(): unknown;
+  /** SQLite pragmas (a WAL checkpoint); a no-op on PostgreSQL. */
+  pragma(source: string): unknown;
+}
+
+export function isPostgresDb(db: RawDb): boolean {
+  return db instanceof PgSyncDb;
+}
+
+/** A new connection to `url` (a file: SQLite URL or a postgresql:// one). */
+export function openRawDb(url = databaseUrl()): RawDb {
+  if (isPostgres(url)) return new PgSyncDb(url);
+  return openSqlite(sqlitePath(url)) as unknown as RawDb;
+}
+
+let raw: RawDb | undefined;
+
+const statements = new WeakMap<RawDb, Map<string, RawStatement>>();
+
+/**
+ * The connection's prepared statement for `sql`, prepared once (preparing costs ~20-100 us, a
+ * fixed cost of every ingest request otherwise). Only for statements used in their default mode:
+ * raw()/pluck() would change the shared statement for every caller.
+ */
+export function cachedStatement(db: RawDb, sql: string): RawStatement {
+  let m = statements.get(db);
+  if (!m) statements.set(db, (m = new Map()));
+  let st = m.get(sql);
+  if (!st) m.set(sql, (st = db.prepare(sql)));
+  return st;
+}
+
+/** Process-wide raw connection for the bulk paths (same store as the Prisma client). */
+export function getRawDb(): RawDb {
+  if (!raw || !raw.open) {
+    assertStoreServable();
+    raw = openRawDb(databaseUrl());
+  }
+  return raw;
+}
+
+/** DateTime as stored: Prisma's text format on SQLite, accepted as UTC by PostgreSQL's timestamp(3). */
+export function dbDateTime(d: Date = new Date()): string {
+  return d.toISOString().replace("Z", "+00:00");
+}
+
+/** A job's lease: writes made on its behalf apply only while the job still holds it. */
+export interface Fence {
+  jobId: string;
+  leaseToken: string;
+}
+
+export class LeaseLostError extends Error {
+  constructor(jobId: string) {
+    super(`job ${jobId} no longer holds its lease (canceled, expired or claimed by another worker); write discarded`);
+    this.name = "LeaseLostError";
+  }
+}
+
+/**
+ * Runs fn in one IMMEDIATE transaction (takes the write lock up front: no SQLITE_BUSY on upgrade,
+ * and on PostgreSQL the same one-writer lock, see pg-sync.ts). With a fence, the transaction first
+ * checks the job is still running under that lease token and rolls back everything if not: a
+ * worker that lost its lease can never write twice.
+ */
+export function writeTransaction<T>(fence: Fence | null, fn: (db: RawDb) => T, db: RawDb = getRawDb()): T {
+  const tx = db.transaction(() => {
+    if (fence) {
+      const r = db
+        .prepare(`UPDATE "Job" SET "heartbeatAt" = ? WHERE "id" = ? AND "leaseToken" = ? AND "status" = 'running'`)
+        .run(dbDateTime(), fence.jobId, fence.leaseToken);
+      if (r.changes !== 1) throw new LeaseLostError(fence.jobId);
+    }
+    return fn(db);
+  });
+  return tx.immediate();
+}
