@@ -1,5 +1,6 @@
-// Unit tests of lib/jobs against a real (temporary) SQLite file: claim / heartbeat / finish fencing,
-// cancel, retry, reaping with a moved clock, Run mirroring, logs. No worker processes here.
+// Unit tests of lib/jobs against a real temporary database (SQLite, or PostgreSQL in the test
+// command's second pass): claim / heartbeat / finish fencing, cancel, retry, reaping with a moved
+// clock, Run mirroring, logs. No worker processes here.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ZodError } from "zod";
 import { createPrisma, getDb } from "../../lib/db/client";
@@ -25,7 +26,9 @@ import {
   RetryableJobError,
 } from "../../lib/jobs";
 import { statusOf } from "../../lib/api/errors";
+import { PgSyncDb } from "../../lib/db/pg-sync";
 import { makeRun, useTempDatabase } from "../helpers/workers";
+import { TEST_STORE } from "../helpers/temp-db";
 
 let env: ReturnType<typeof useTempDatabase>;
 beforeAll(() => {
@@ -86,6 +89,23 @@ describe("claim", () => {
     const row = await getJob(j.id);
     expect(row).toMatchObject({ status: "running", leaseToken: j.leaseToken, leaseOwner: "worker-1" });
     expect(await claim("worker-2", null, { now: t0 })).toBeNull();
+  });
+
+  it.skipIf(TEST_STORE !== "postgresql")("on PostgreSQL, skips a job another claimer has locked and takes the next (FOR UPDATE SKIP LOCKED)", async () => {
+    const first = await enqueue({ kind: "a", payload: 1, priority: 5 });
+    const second = await enqueue({ kind: "a", payload: 2 });
+    const other = new PgSyncDb(env.url); // another worker, mid-claim: it holds the best row's lock
+    try {
+      other.exec("BEGIN");
+      other.prepare(`SELECT "id" FROM "Job" WHERE "id" = ? FOR UPDATE`).get(first.id);
+      const j = await claim("w", null);
+      expect(j?.id).toBe(second.id);
+      other.exec("ROLLBACK");
+      expect((await claim("w", null))?.id).toBe(first.id);
+      expect(await claim("w", null)).toBeNull();
+    } finally {
+      other.close();
+    }
   });
 
   it("never gives one job to two claimers racing on separate connections", async () => {
