@@ -1,7 +1,7 @@
 // ArCHer utterance-level advantage from a double critic (Zhou et al. 2024, "ArCHer: Training
 // Language Model Agents via Hierarchical Multi-Turn RL", https://arxiv.org/abs/2402.19446).
 import { z } from "zod";
-import { buildResult, zeroVarianceDiagnostic } from "./result";
+import { buildResult, whiteningDiagnostics } from "./result";
 import { defineEstimator } from "./spec";
 import { maskedWhiten } from "./stats";
 
@@ -56,6 +56,6 @@ export const archer = defineEstimator({
       for (let r = a; r < b; r++) target[r] = flat.reward[r] + params.gamma * (r + 1 < b ? v[r + 1] : 0); // y = r + gamma V(s')
     }
     const wh = params.whiten ? maskedWhiten(adv, flat.tokens, "archer") : null;
-    return buildResult(flat, "archer", wh ? wh.out : adv, { q, v, qTarget: target }, zeroVarianceDiagnostic(wh ? wh.zeroed : 0));
+    return buildResult(flat, "archer", wh ? wh.out : adv, { q, v, qTarget: target }, whiteningDiagnostics(wh ? wh.zeroed : 0, wh ? wh.masked : 0));
   },
 });

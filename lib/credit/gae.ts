@@ -3,7 +3,7 @@
 import { z } from "zod";
 import type { FlatBatch } from "./flat";
 import { bilevelGae } from "./gae-bilevel";
-import { buildResult, zeroVarianceDiagnostic } from "./result";
+import { buildResult, whiteningDiagnostics } from "./result";
 import { defineEstimator } from "./spec";
 import { maskedWhiten } from "./stats";
 
@@ -85,6 +85,6 @@ export const gae = defineEstimator({
     const { adv, ret } =
       params.variant === "ragen_bilevel" ? bilevelGae(flat, value, params.highLevelGamma, params.lam) : turnGae(flat, value, params);
     const wh = params.whiten ? maskedWhiten(adv, flat.tokens, "gae") : null; // verl masked_whiten
-    return buildResult(flat, "gae", wh ? wh.out : adv, { gae: adv, returns: ret }, zeroVarianceDiagnostic(wh ? wh.zeroed : 0));
+    return buildResult(flat, "gae", wh ? wh.out : adv, { gae: adv, returns: ret }, whiteningDiagnostics(wh ? wh.zeroed : 0, wh ? wh.masked : 0));
   },
 });

@@ -2,7 +2,7 @@
 // (Yuan, Xu et al. 2025, https://arxiv.org/abs/2510.15414; code: thu-nics/MARS on ROLL).
 import { z } from "zod";
 import type { FlatBatch } from "./flat";
-import { buildResult, zeroVarianceDiagnostic } from "./result";
+import { buildResult, whiteningDiagnostics } from "./result";
 import { defineEstimator } from "./spec";
 import { keyedStats, maskedWhiten } from "./stats";
 
@@ -79,7 +79,7 @@ export function marsCompute(flat: FlatBatch, params: MarsParams) {
       if (cnt[k] === 1) adv[r] = ret[r] / (1 + params.epsilon); // one member: mean 0, std 1
       else adv[r] = (ret[r] - mean[k]) / (std[k] + params.epsilon); // agent-specific normalisation
     }
-    return { advantage: adv, ret, zeroed: 0 };
+    return { advantage: adv, ret, zeroed: 0, masked: 0 };
   }
   // the role's plain mean (sum / count, as ROLL's torch mean), not keyedStats' exact mean of a
   // constant role: the code variant's figures stay those of the reference
@@ -91,10 +91,11 @@ export function marsCompute(flat: FlatBatch, params: MarsParams) {
   }
   const centred = new Float64Array(n);
   for (let r = 0; r < n; r++) centred[r] = flat.reward[r] - sum[key[r]] / cnt[key[r]]; // r - mean of the player's turn rewards
-  const white = maskedWhiten(centred, flat.tokens, "mars"); // whiten rewards
+  // whiten rewards; a masked turn keeps verl's value here: the returns of valid turns read it
+  const white = maskedWhiten(centred, flat.tokens, "mars", "whiten");
   const ret = playerReturns(flat, white.out, params.gamma); // REINFORCE return
-  const adv = maskedWhiten(ret, flat.tokens, "mars"); // whiten advantages over the batch
-  return { advantage: adv.out, ret, zeroed: white.zeroed + adv.zeroed };
+  const adv = maskedWhiten(ret, flat.tokens, "mars"); // whiten advantages over the batch; masked turns 0
+  return { advantage: adv.out, ret, zeroed: white.zeroed + adv.zeroed, masked: adv.masked };
 }
 
 export const mars = defineEstimator({
@@ -111,6 +112,6 @@ export const mars = defineEstimator({
   paramsSchema: marsParams,
   run(flat, params) {
     const o = marsCompute(flat, params);
-    return buildResult(flat, "mars", o.advantage, { return: o.ret }, zeroVarianceDiagnostic(o.zeroed));
+    return buildResult(flat, "mars", o.advantage, { return: o.ret }, whiteningDiagnostics(o.zeroed, o.masked));
   },
 });

@@ -2,7 +2,7 @@
 import { z } from "zod";
 import { drgrpoTrajectoryAdvantage } from "./drgrpo";
 import { broadcastToTurns } from "./outcome";
-import { buildResult, zeroVarianceDiagnostic } from "./result";
+import { buildResult, whiteningDiagnostics } from "./result";
 import { REINFORCEPP_PAPER } from "./reinforcepp";
 import { defineEstimator } from "./spec";
 import { maskedWhiten } from "./stats";
@@ -26,6 +26,6 @@ export const reinforceppBaseline = defineEstimator({
     const { perTraj } = drgrpoTrajectoryAdvantage(flat); // R - mean_group, singleton mean 0
     const centred = broadcastToTurns(flat, perTraj);
     const wh = maskedWhiten(centred, flat.tokens, "reinforcepp_baseline"); // A = (x - m) / sqrt(var + 1e-8)
-    return buildResult(flat, "reinforcepp_baseline", wh.out, { centred }, zeroVarianceDiagnostic(wh.zeroed));
+    return buildResult(flat, "reinforcepp_baseline", wh.out, { centred }, whiteningDiagnostics(wh.zeroed, wh.masked));
   },
 });

@@ -2,7 +2,7 @@
 import { z } from "zod";
 import { broadcastToTurns } from "./outcome";
 import { trajectoryScores } from "./flat";
-import { buildResult, zeroVarianceDiagnostic } from "./result";
+import { buildResult, whiteningDiagnostics } from "./result";
 import { defineEstimator } from "./spec";
 import { maskedWhitenTurns } from "./stats";
 
@@ -69,6 +69,6 @@ export const reinforcepp = defineEstimator({
     }
     const wh = maskedWhitenTurns(turnMean, g === 1 ? null : within, tokens, "reinforcepp");
     // whitened: (G - m) / sqrt(var + 1e-8); a turn reports the mean over its tokens
-    return buildResult(flat, "reinforcepp", wh.out, { return: turnMean }, zeroVarianceDiagnostic(wh.zeroed));
+    return buildResult(flat, "reinforcepp", wh.out, { return: turnMean }, whiteningDiagnostics(wh.zeroed, wh.masked));
   },
 });

@@ -59,6 +59,13 @@ export interface CreditDiagnostics {
    * Present only when there is at least one.
    */
   zeroVariance?: { turns: number };
+  /**
+   * Masked turns (`tokens: 0`) of a whitening estimator (gae, reinforcepp, reinforcepp_baseline,
+   * mars `code`, archer with `whiten`): never members of the statistic, their advantage is 0
+   * (verl masks them out of the loss; its formula there can reach thousands). Their raw
+   * components keep their values. Present only when there is at least one.
+   */
+  masked?: { turns: number };
   /** Present when the request carried a reward transform. */
   rewardTransform?: { kind: "gated"; tau: number; gateOpenShare: number };
 }
@@ -69,11 +76,11 @@ export interface CreditResult {
 }
 
 /** Estimator-specific diagnostics passed to buildResult. */
-export type ExtraDiagnostics = Partial<Pick<CreditDiagnostics, "anchorGroups" | "lossMask" | "zeroVariance">>;
+export type ExtraDiagnostics = Partial<Pick<CreditDiagnostics, "anchorGroups" | "lossMask" | "zeroVariance" | "masked">>;
 
-/** `{ zeroVariance: { turns } }` for buildResult's extra diagnostics (dropped there when 0). */
-export function zeroVarianceDiagnostic(turns: number): ExtraDiagnostics {
-  return { zeroVariance: { turns } };
+/** A whitening's `{ zeroVariance, masked }` for buildResult's extra diagnostics (each dropped there when 0). */
+export function whiteningDiagnostics(zeroed: number, masked: number): ExtraDiagnostics {
+  return { zeroVariance: { turns: zeroed }, masked: { turns: masked } };
 }
 
 export type ComponentArray = Float64Array | Int32Array | ComponentValue[];
@@ -184,5 +191,6 @@ function commonDiagnostics(
   if (extra.anchorGroups) d.anchorGroups = extra.anchorGroups;
   if (extra.lossMask) d.lossMask = extra.lossMask;
   if (extra.zeroVariance && extra.zeroVariance.turns > 0) d.zeroVariance = extra.zeroVariance;
+  if (extra.masked && extra.masked.turns > 0) d.masked = extra.masked;
   return d;
 }

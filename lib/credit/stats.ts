@@ -84,15 +84,28 @@ export interface Whitened {
   /**
    * Turns whose value differed from the batch's single valid value when every valid token was
    * equal (zero variance): whitened to 0 instead of (x - m) * 1e4. See README "Degenerate statistics".
+   * With `maskedRows: "zero"` only valid turns count here; masked ones count in `masked`.
    */
   zeroed: number;
+  /** Masked turns (weight 0) given 0 (`maskedRows: "zero"`); 0 with `maskedRows: "whiten"`. */
+  masked: number;
 }
+
+/**
+ * What whitening gives a masked turn (weight 0), which is never a member of the statistic.
+ * zero: 0, always (the convention for an advantage: verl masks the position out of the loss, and
+ *   `(x - m) / sqrt(var + 1e-8)` there reaches thousands when the valid tokens' spread is tiny).
+ * whiten: verl's formula, for an intermediate that valid turns read back (MARS `code` whitens
+ *   rewards, then sums them into returns): valid turns keep verl's exact values.
+ */
+export type MaskedRows = "zero" | "whiten";
 
 /**
  * verl `masked_whiten` with token weights: `(x - m) * rsqrt(var + 1e-8)` where m is the
  * token-weighted mean `sum(w x) / (sum(w) + 1e-8)` and var the Bessel-corrected weighted variance
  * `masked_mean((x - m)^2) * N / (N - 1)` over the N = sum(w) valid tokens (verl torch_functional).
- * Rows with weight 0 (no valid token) do not enter the statistics but are still whitened.
+ * Rows with weight 0 (masked turns, no valid token) do not enter the statistics and get 0
+ * (`maskedRows`, default "zero"; see MaskedRows).
  * Degenerate cases (one convention for every estimator, README "Degenerate statistics"):
  * N <= 1 raises a CreditRequestError like verl's ValueError; all valid tokens equal gives 0 on
  * every row (`zeroed` counts rows that differed), never (x - m) / sqrt(1e-8).
@@ -100,9 +113,10 @@ export interface Whitened {
  *   values: (n,) per-turn value, constant over the turn's tokens.
  *   weights: (n,) valid token count of each turn.
  *   who: the estimator, named in the error.
+ *   maskedRows: what a masked turn gets (MaskedRows).
  */
-export function maskedWhiten(values: ArrayLike<number>, weights: ArrayLike<number>, who = "this estimator"): Whitened {
-  return maskedWhitenTurns(values, null, weights, who);
+export function maskedWhiten(values: ArrayLike<number>, weights: ArrayLike<number>, who = "this estimator", maskedRows: MaskedRows = "zero"): Whitened {
+  return maskedWhitenTurns(values, null, weights, who, maskedRows);
 }
 
 /**
@@ -110,13 +124,14 @@ export function maskedWhiten(values: ArrayLike<number>, weights: ArrayLike<numbe
  * mean `turnMean[r]` and sum of squared deviations from it `within[r]` (null: 0, constant turns).
  * Two passes (mean first, then squared deviations), so a large common offset keeps its precision:
  * sum_j (x_j - m)^2 = within + w (turnMean - m)^2 for each turn.
- * Returns the whitened turn means.
+ * Returns the whitened turn means; a masked turn (weight 0) as `maskedRows` says.
  */
 export function maskedWhitenTurns(
   turnMean: ArrayLike<number>,
   within: ArrayLike<number> | null,
   weights: ArrayLike<number>,
   who = "this estimator",
+  maskedRows: MaskedRows = "zero",
 ): Whitened {
   const n = turnMean.length;
   let wsum = 0;
@@ -164,17 +179,22 @@ export function maskedWhitenTurns(
   }
   // Zero variance, or a spread at rounding level (values equal in exact arithmetic that rounding
   // set apart, e.g. centred rewards): every row 0. Rows that differ from the valid tokens' value
-  // (masked turns) are counted; verl would give them (x - m) * 1e4. The spread is judged around the
+  // are counted in `zeroed` (masked ones in `masked` instead, when they are zeroed as masked);
+  // verl would give them (x - m) * 1e4. The spread is judged around the
   // exact mean: around verl's (sum / (N + 1e-8)) two equal values 0.5 look 2.5e-9 apart, and a masked
   // turn then got (0 - 0.5) * 1e4 = -5000 (found by the bounded-inputs property test).
   const tol = ROUNDING_SPREAD * maxAbs;
+  const zeroMasked = maskedRows === "zero";
+  let masked = 0;
+  if (zeroMasked) for (let i = 0; i < n; i++) if (weights[i] <= 0) masked++;
   if (constant || spread <= tol) {
     const ref = constant ? common : s / wsum;
     let zeroed = 0;
-    for (let i = 0; i < n; i++) if (Math.abs(turnMean[i] - ref) > tol) zeroed++;
-    return { out, mean, variance: 0, zeroed };
+    for (let i = 0; i < n; i++) if (!(zeroMasked && weights[i] <= 0) && Math.abs(turnMean[i] - ref) > tol) zeroed++;
+    return { out, mean, variance: 0, zeroed, masked };
   }
   const inv = 1 / Math.sqrt(variance + 1e-8);
-  for (let i = 0; i < n; i++) out[i] = (turnMean[i] - mean) * inv;
-  return { out, mean, variance, zeroed: 0 };
+  // masked turns stay 0 (out is zero-filled) unless the caller reads verl's value back
+  for (let i = 0; i < n; i++) if (!(zeroMasked && weights[i] <= 0)) out[i] = (turnMean[i] - mean) * inv;
+  return { out, mean, variance, zeroed: 0, masked };
 }

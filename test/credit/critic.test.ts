@@ -26,12 +26,15 @@ describe("GAE", () => {
     // t1: d = 0.9*0.8 - 0.2 = 0.52, A = 0.52 + 0.72*0.2 = 0.664 ; t0: d = 0.9*0.2 - 0.5 = -0.32, A = -0.32 + 0.72*0.664
     expectClose(advOf(res).a, [-0.32 + 0.72 * 0.664, 0.664, 0.2], 12);
   });
-  it("whitening is token-weighted: a masked turn does not enter the statistics", () => {
+  it("whitening is token-weighted: a masked turn does not enter the statistics and gets 0", () => {
     const res = run("gae", masked(), { gamma: 0.9, lam: 0.8 });
     const m = (0.364 + 0.2) / (2 + 1e-8);
     const v = (((0.364 - m) ** 2 + (0.2 - m) ** 2) / (2 + 1e-8)) * 2;
     const w = (x: number) => (x - m) / Math.sqrt(v + 1e-8);
-    expectClose(advOf(res).a, [w(0.364), w(0.2), w(0.2)], 10);
+    // masked turn: 0 (verl masks it out of the loss), its raw GAE kept in the component
+    expectClose(advOf(res).a, [w(0.364), 0, w(0.2)], 10);
+    expectClose(compOf(res, "gae").a as number[], [0.364, 0.2, 0.2], 12);
+    expect(res.diagnostics.masked).toEqual({ turns: 1 });
   });
   it("RAGEN bi-level: turn-level GAE with high_level_gamma; the turn-end token carries A_k", () => {
     const b = mkBatch({ g: { a: [{ reward: 0, value: 0.5 }, { reward: 0, value: 0.2 }, { reward: 1, value: 0.8 }] } });

@@ -4,11 +4,14 @@
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { CreditRequestError, runCredit } from "../../lib/credit/index";
-import { estimators, ESTIMATOR_IDS } from "../../lib/credit/registry";
+import { estimators, ESTIMATOR_IDS, type EstimatorId } from "../../lib/credit/registry";
 import { maskedWhitenTurns } from "../../lib/credit/stats";
 import type { Batch, Turn } from "../../lib/credit/types";
 import { batchArb } from "./arbitraries";
-import { advOf, mkBatch, run } from "./helpers";
+import { advOf, compOf, mkBatch, run } from "./helpers";
+
+/** A component's values over every turn, in row order. */
+const flatComp = (res: ReturnType<typeof run>, name: string) => Object.values(compOf(res, name)).flat() as number[];
 
 /** The CreditRequestError a call throws (fails the test when it does not throw one). */
 function requestError(fn: () => unknown): CreditRequestError {
@@ -72,8 +75,11 @@ describe("degenerate statistics", () => {
     const flat = mkBatch({ g: { t: [{ reward: 5, value: 0, tokens: 0 }, { reward: 1, value: 0 }], u: [{ reward: 1, value: 0 }] } });
     const z = run("gae", flat, { variant: "legacy", gamma: 0 });
     expect(advOf(z)).toEqual({ t: [0, 0], u: [0] });
-    expect(z.diagnostics.zeroVariance).toEqual({ turns: 1 });
+    // the masked turn is never a member: it counts as masked, not as a zero-variance outsider
+    expect(z.diagnostics.zeroVariance).toBeUndefined();
+    expect(z.diagnostics.masked).toEqual({ turns: 1 });
     expect(res.diagnostics.zeroVariance).toBeUndefined();
+    expect(advOf(res).t[0]).toBe(0);
     expect(Math.max(...Object.values(advOf(res)).flat().map(Math.abs))).toBeLessThan(10);
   });
 
@@ -83,7 +89,55 @@ describe("degenerate statistics", () => {
     const batch = mkBatch({ g: { a: [{ reward: 0, value: 0, tokens: 0 }], b: [{ reward: 0, value: 0 }, { reward: 0.5, value: 2.775557561562892e-17 }] } });
     const res = run("gae", batch);
     expect(advOf(res)).toEqual({ a: [0], b: [0, 0] });
-    expect(res.diagnostics.zeroVariance).toEqual({ turns: 1 });
+    expect(res.diagnostics.zeroVariance).toBeUndefined();
+    expect(res.diagnostics.masked).toEqual({ turns: 1 });
+  });
+});
+
+// The counterexample shape of the bounded-inputs property (mars drew 5000 on a tokens-0 turn): two
+// valid tokens a tiny but real spread apart (~1e-9, far above rounding) and a masked turn far away.
+// verl's formula gives the masked turn (x - m) / sqrt(var + 1e-8), thousands; verl masks that
+// position out of the loss, so here it is 0. The valid tokens keep verl's values exactly.
+describe("a masked turn with a tiny but real spread", () => {
+  /** verl masked_whiten over every row (masked ones too, as its formula does). */
+  const verlWhiten = (x: number[], w: number[]) => {
+    const N = w.reduce((a, b) => a + b, 0);
+    const m = x.reduce((a, v, i) => a + w[i] * v, 0) / (N + 1e-8);
+    const v = (x.reduce((a, u, i) => a + w[i] * (u - m) ** 2, 0) / (N + 1e-8)) * (N / (N - 1));
+    return x.map((u) => (u - m) / Math.sqrt(v + 1e-8));
+  };
+  // [estimator, params, batch, the values it whitens (raw), read from a component or an unwhitened run]
+  const cases: [EstimatorId, Record<string, unknown>, Batch, (b: Batch) => number[]][] = [
+    // verl GAE: the masked last turn carries 0 (no next value, no running advantage)
+    ["gae", {}, mkBatch({ g: { a: [{ reward: 0.5, value: 0 }, { reward: 0, value: 0, tokens: 0 }], b: [{ reward: 0.5 + 1e-9, value: 0 }] } }), (b) => flatComp(run("gae", b), "gae")],
+    ["reinforcepp", {}, mkBatch({ g: { a: [{ reward: 0.5 }], b: [{ reward: 0.5 + 1e-9 }] }, h: { c: [{ reward: 0, tokens: 0 }] } }), (b) => flatComp(run("reinforcepp", b), "return")],
+    // centred: -2/3 + 1e-9, -2/3 (valid) and 4/3 (masked)
+    ["reinforcepp_baseline", {}, mkBatch({ g: { a: [{ reward: 1e-9 }], b: [{ reward: 0 }], c: [{ reward: 2, tokens: 0 }] } }), (b) => flatComp(run("reinforcepp_baseline", b), "centred")],
+    // one role; whitened rewards w1, w2 (valid), wm (masked) with rm = 1.5 make wm ~ w2 - w1, so the
+    // returns w1 + wm and w2 differ only by verl's mean bias (~2e-9) and the masked return wm ~ 1.41
+    ["mars", { variant: "code" }, mkBatch({ g: { a: [{ reward: 0, agent: "p1" }, { reward: 1.5, agent: "p1", tokens: 0 }], b: [{ reward: 1, agent: "p1" }] } }), (b) => flatComp(run("mars", b), "return")],
+    ["archer", { whiten: true }, mkBatch({ g: { a: [{ q1: 0.5, value: 0 }, { q1: 0, value: 0, tokens: 0 }], b: [{ q1: 0.5 + 1e-9, value: 0 }] } }), (b) => Object.values(advOf(run("archer", b))).flat()],
+  ];
+  it.each(cases)("%s: the masked turn gets 0, the valid tokens verl's values", (id, params, batch, raw) => {
+    const w = batch.groups.flatMap((g) => g.trajectories.flatMap((t) => t.turns.map((x) => x.tokens ?? 1)));
+    const x = raw(batch);
+    const valid = x.filter((_, i) => w[i] > 0);
+    const spread = Math.abs(valid[0] - valid[1]);
+    // the shape: two valid tokens a tiny but real spread apart, the masked turn far away
+    expect(valid).toHaveLength(2);
+    expect(spread).toBeGreaterThan(1e-10);
+    expect(spread).toBeLessThan(1e-8);
+    const verl = verlWhiten(x, w);
+    const m = w.indexOf(0);
+    expect(Math.abs(verl[m])).toBeGreaterThan(1e3); // what the masked turn showed before
+    const res = run(id, batch, params);
+    const got = res.trajectories.flatMap((t) => t.advantages);
+    got.forEach((a, i) => {
+      if (w[i] === 0) expect(a, `${id} masked turn`).toBe(0);
+      else expect(Math.abs(a - verl[i]), `${id} turn ${i}: ${a} vs verl ${verl[i]}`).toBeLessThanOrEqual(1e-9 * Math.max(1, Math.abs(verl[i])));
+    });
+    expect(res.diagnostics.masked).toEqual({ turns: 1 });
+    expect(res.diagnostics.zeroVariance).toBeUndefined();
   });
 });
 
@@ -127,7 +181,9 @@ describe("precision", () => {
             return;
           }
           const maxAbs = Math.max(...tok.map(Math.abs));
-          turns.forEach((_, i) => {
+          turns.forEach((t, i) => {
+            // a masked turn (no token) is not whitened: 0 (verl masks it out of the loss)
+            if (t.k === 0) return expect(w.out[i]).toBe(0);
             const want = (mean[i] - m) / Math.sqrt(v + 1e-8);
             // a spread at rounding level counts as zero variance: 0 (never more than the formula)
             if (Math.sqrt(v) <= 1e-11 * maxAbs && w.out[i] === 0) return;
@@ -277,19 +333,17 @@ describe("properties", () => {
     );
   });
 
-  // Turns with tokens only: a masked turn (tokens 0) is whitened as verl does, (x - m) / sqrt(var + 1e-8),
-  // which reaches thousands when the valid tokens' spread is tiny but real (lib/credit/README,
-  // "Degenerate statistics"; verl masks that position out of the loss). 1 run in ~3,500 drew one.
-  it("bounded inputs (|x| <= 1) never give |A| > 1e3 on a turn with tokens (no +-1 / epsilon, no (x - m) * 1e4)", () => {
+  // Every turn, masked ones (tokens 0) included: whitening gives a masked turn 0 (lib/credit/README,
+  // "Degenerate statistics"); verl's (x - m) / sqrt(var + 1e-8) there reached 5000 with a tiny spread.
+  it("bounded inputs (|x| <= 1) never give |A| > 1e3 on any turn (no +-1 / epsilon, no (x - m) * 1e4)", () => {
     fc.assert(
       fc.property(batchArb, fc.constantFrom({}, { perTrajectory: true }, { mode: "mean_norm" }), (b, gigpoParams) => {
         for (const id of ESTIMATOR_IDS) {
           if (["reinforcepp", "reinforcepp_baseline", "gae", "mars"].includes(id) && validTokens(b) < 2) continue;
           const res = run(id, b, id === "gigpo" ? gigpoParams : {});
-          res.trajectories.forEach((t, ti) =>
+          res.trajectories.forEach((t) =>
             t.advantages.forEach((a, k) => {
-              const turn = b.groups.flatMap((g) => g.trajectories)[ti].turns[k];
-              if ((turn.tokens ?? 1) > 0 && !(Math.abs(a) <= 1e3)) throw new Error(`${id}: ${a}`);
+              if (!(Math.abs(a) <= 1e3)) throw new Error(`${id} ${t.id}[${k}]: ${a}`);
             }),
           );
         }
