@@ -9,7 +9,7 @@
 // buckets at widths 16, 256, 4096 and 65536; a read aggregates the coarsest rollup not wider than
 // the stride (at most 16 rollup rows per output bucket).
 import type { LogMetrics, MetricKeyInfo, Series } from "../schemas/metrics";
-import { cachedStatement, getRawDb, isPostgresDb, writeTransaction, type Fence, type RawDb } from "./raw";
+import { cachedStatement, getRawDb, insertRows, isPostgresDb, writeTransaction, type Fence, type RawDb } from "./raw";
 
 export const ROLLUP_LEVELS = [16, 256, 4096, 65536] as const;
 
@@ -124,32 +124,16 @@ function onlyNewPoints(db: RawDb, runId: string, keys: KeyPoints[]): boolean {
   return true;
 }
 
-/** Rows per multi-row INSERT: one statement call per 200 points instead of per point (about half the cost per point). */
-const ROWS_PER_INSERT = 200;
-
-/** Inserts points that onlyNewPoints cleared and merges their buckets into the rollups, key by key. */
+/** Inserts points that onlyNewPoints cleared and merges their buckets into the rollups, all keys at once. */
 function appendPoints(db: RawDb, runId: string, keys: KeyPoints[]): { inserted: number; replaced: number } {
-  // a plain INSERT: a clash (impossible after onlyNewPoints) fails the transaction instead of passing silently
-  const many = cachedStatement(db, `INSERT INTO "Metric" ("runId","key","step","value","wallTime") VALUES ${Array(ROWS_PER_INSERT).fill("(?,?,?,?,?)").join(",")}`);
-  const one = cachedStatement(db, `INSERT INTO "Metric" ("runId","key","step","value","wallTime") VALUES (?,?,?,?,?)`);
-  const args: unknown[] = new Array(ROWS_PER_INSERT * 5);
+  const rows: unknown[] = [];
+  const rollups = new RollupRows(runId);
   const series = new Map<string, Agg>();
   let inserted = 0;
   for (const { key, steps, values, wallTimes } of keys) {
     const n = steps.length;
     if (!n) continue;
-    let i = 0;
-    for (; i + ROWS_PER_INSERT <= n; i += ROWS_PER_INSERT) {
-      for (let j = 0, o = 0; j < ROWS_PER_INSERT; j++, o += 5) {
-        args[o] = runId;
-        args[o + 1] = key;
-        args[o + 2] = steps[i + j];
-        args[o + 3] = values[i + j];
-        args[o + 4] = wallTimes[i + j];
-      }
-      many.run(args);
-    }
-    for (; i < n; i++) one.run(runId, key, steps[i], values[i], wallTimes[i]);
+    for (let i = 0; i < n; i++) rows.push(runId, key, steps[i], values[i], wallTimes[i]);
     inserted += n;
     // steps increase: each level's buckets come one after another
     for (const level of ROLLUP_LEVELS) {
@@ -158,18 +142,21 @@ function appendPoints(db: RawDb, runId: string, keys: KeyPoints[]): { inserted: 
       for (let j = 0; j < n; j++) {
         const b = Math.floor(steps[j] / level);
         if (b !== bucket) {
-          if (agg) mergeRollup(db, runId, key, level, bucket, agg);
+          if (agg) rollups.add(key, level, bucket, agg);
           agg = undefined;
           bucket = b;
         }
         agg = addToAgg(agg, steps[j], values[j]);
       }
-      if (agg) mergeRollup(db, runId, key, level, bucket, agg);
+      if (agg) rollups.add(key, level, bucket, agg);
     }
     let a: Agg | undefined;
     for (let j = 0; j < n; j++) a = addToAgg(a, steps[j], values[j]);
     series.set(key, a!);
   }
+  // a plain INSERT: a clash (impossible after onlyNewPoints) fails the transaction instead of passing silently
+  insertRows(db, `INSERT INTO "Metric" ("runId","key","step","value","wallTime")`, 5, rows);
+  rollups.merge(db);
   mergeSeries(db, runId, series);
   return { inserted, replaced: 0 };
 }
@@ -207,25 +194,41 @@ function writePointByPoint(db: RawDb, runId: string, keys: KeyPoints[]): { inser
       }
     }
   }
-  for (const [key, levels] of fresh) for (const [level, buckets] of levels) for (const [b, a] of buckets) mergeRollup(db, runId, key, level, b, a);
+  const rollups = new RollupRows(runId);
+  for (const [key, levels] of fresh) for (const [level, buckets] of levels) for (const [b, a] of buckets) rollups.add(key, level, b, a);
+  rollups.merge(db);
   mergeSeries(db, runId, series);
   for (const [key, steps] of dirty) recomputeBuckets(db, runId, key, steps);
   return { inserted, replaced: total - inserted };
 }
 
-function mergeRollup(db: RawDb, runId: string, key: string, level: number, bucket: number, a: Agg): void {
-  cachedStatement(
-    db,
-    `INSERT INTO "MetricRollup" AS o ("runId","key","level","bucket","count","minStep","minValue","maxStep","maxValue","firstStep","lastStep","lastValue")
-     VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT("runId","key","level","bucket") DO UPDATE SET ${MERGE_SET}`,
-  ).run(runId, key, level, bucket, a.count, a.minStep, a.minValue, a.maxStep, a.maxValue, a.firstStep, a.lastStep, a.lastValue);
+/** Bucket aggregates of one write, merged into MetricRollup in multi-row upserts (each (key, level, bucket) once). */
+class RollupRows {
+  private rows: unknown[] = [];
+  constructor(private runId: string) {}
+  add(key: string, level: number, bucket: number, a: Agg): void {
+    this.rows.push(this.runId, key, level, bucket, a.count, a.minStep, a.minValue, a.maxStep, a.maxValue, a.firstStep, a.lastStep, a.lastValue);
+  }
+  merge(db: RawDb): void {
+    insertRows(
+      db,
+      `INSERT INTO "MetricRollup" AS o ("runId","key","level","bucket","count","minStep","minValue","maxStep","maxValue","firstStep","lastStep","lastValue")`,
+      12,
+      this.rows,
+      `ON CONFLICT("runId","key","level","bucket") DO UPDATE SET ${MERGE_SET}`,
+    );
+  }
 }
 
 function mergeSeries(db: RawDb, runId: string, series: Map<string, Agg>): void {
-  const upsert = cachedStatement(
+  const rows: unknown[] = [];
+  for (const [key, a] of series) rows.push(runId, key, a.count, a.firstStep, a.lastStep, a.lastValue, a.minValue, a.maxValue);
+  insertRows(
     db,
-    `INSERT INTO "MetricSeries" AS o ("runId","key","count","firstStep","lastStep","lastValue","minValue","maxValue")
-     VALUES (?,?,?,?,?,?,?,?) ON CONFLICT("runId","key") DO UPDATE SET
+    `INSERT INTO "MetricSeries" AS o ("runId","key","count","firstStep","lastStep","lastValue","minValue","maxValue")`,
+    8,
+    rows,
+    `ON CONFLICT("runId","key") DO UPDATE SET
        "count" = o."count" + excluded."count",
        "minValue" = ${least(`o."minValue"`, `excluded."minValue"`)},
        "maxValue" = ${greatest(`o."maxValue"`, `excluded."maxValue"`)},
@@ -233,7 +236,6 @@ function mergeSeries(db: RawDb, runId: string, series: Map<string, Agg>): void {
        "lastValue" = CASE WHEN excluded."lastStep" >= o."lastStep" THEN excluded."lastValue" ELSE o."lastValue" END,
        "lastStep" = ${greatest(`o."lastStep"`, `excluded."lastStep"`)}`,
   );
-  for (const [key, a] of series) upsert.run(runId, key, a.count, a.firstStep, a.lastStep, a.lastValue, a.minValue, a.maxValue);
 }
 
 /** Replaced values can move a bucket's min/max anywhere: recompute those buckets and the summary from rows. */
@@ -348,17 +350,32 @@ export function readSeries(runId: string, key: string, opts: SeriesOptions = {},
     }
     if (points.length && points[points.length - 1][0] !== meta.lastStep) points.push([meta.lastStep, meta.lastValue]);
   }
-  const wall = db.prepare(`SELECT "wallTime" FROM "Metric" WHERE "runId" = ? AND "key" = ? AND "step" = ?`).pluck();
+  const steps = points.map((p) => p[0]);
   return {
     key,
     stride,
     reset,
     fromStep,
     count: meta.count,
-    steps: points.map((p) => p[0]),
+    steps,
     values: points.map((p) => p[1]),
-    wallTimes: points.map((p) => wall.get(runId, key, p[0]) as number),
+    wallTimes: wallTimesAt(db, runId, key, steps),
   };
+}
+
+/** Steps looked up per IN query: one statement shape (the last chunk repeats its last step). */
+const STEPS_PER_LOOKUP = 256;
+
+/** The wall times of a key's points at `steps`, in that order: a few IN queries, not one per point. */
+function wallTimesAt(db: RawDb, runId: string, key: string, steps: number[]): number[] {
+  const at = new Map<number, number>();
+  const q = cachedStatement(db, `SELECT "step", "wallTime" FROM "Metric" WHERE "runId" = ? AND "key" = ? AND "step" IN (${Array(STEPS_PER_LOOKUP).fill("?").join(",")})`);
+  for (let i = 0; i < steps.length; i += STEPS_PER_LOOKUP) {
+    const chunk = steps.slice(i, i + STEPS_PER_LOOKUP);
+    while (chunk.length < STEPS_PER_LOOKUP) chunk.push(chunk[chunk.length - 1]);
+    for (const r of q.all(runId, key, ...chunk) as { step: number; wallTime: number }[]) at.set(r.step, r.wallTime);
+  }
+  return steps.map((s) => at.get(s)!);
 }
 
 /**

@@ -46,6 +46,9 @@ export class PgError extends Error {
   }
 }
 
+/** Prepared statements kept per connection. */
+const MAX_PREPARED = 500;
+
 // Type OIDs (pg_type) whose text form lib/db wants converted.
 const NUMERIC_OIDS = new Set([20, 21, 23, 26, 700, 701, 1700]);
 const BOOL_OID = 16;
@@ -138,6 +141,7 @@ function libpqConstructor(): new () => Libpq {
 export class PgSyncDb {
   private pq: Libpq;
   private statementNames = new Map<string, string>();
+  private preparedCount = 0;
   private depth = 0;
   open = true;
   readonly dialect = "postgresql" as const;
@@ -227,10 +231,19 @@ export class PgSyncDb {
       });
     }
     const bound = values.map((v) => encode(v, sql));
-    // Statements are prepared once per connection, like cachedStatement does for SQLite.
+    // Statements are prepared once per connection, like cachedStatement does for SQLite; the least
+    // recently used are deallocated past MAX_PREPARED (texts built per call, e.g. IN lists, vary).
     let name = this.statementNames.get(text);
-    if (!name) {
-      name = `tl_${this.statementNames.size}`;
+    if (name) {
+      this.statementNames.delete(text);
+      this.statementNames.set(text, name); // most recently used last
+    } else {
+      if (this.statementNames.size >= MAX_PREPARED) {
+        const [oldText, oldName] = this.statementNames.entries().next().value as [string, string];
+        this.statementNames.delete(oldText);
+        this.exec(`DEALLOCATE ${oldName}`);
+      }
+      name = `tl_${this.preparedCount++}`;
       this.pq.prepare(name, text, bound.length);
       this.check(sql);
       this.pq.clear();

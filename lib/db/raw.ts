@@ -51,6 +51,24 @@ export function cachedStatement(db: RawDb, sql: string): RawStatement {
   return st;
 }
 
+/**
+ * Inserts rows given as one flat array (`width` values a row) with multi-row statements: chunks of
+ * `maxRows`, the rest in power-of-two chunks, so at most log2(maxRows) + 1 statement shapes are
+ * prepared. One statement per chunk instead of per row: on PostgreSQL each statement is a network
+ * round trip, on SQLite it still saves 10-20% of CPU per row. `head` is `INSERT INTO "T" (cols)`,
+ * `tail` what follows VALUES (an ON CONFLICT clause); rows of one call must not conflict with each other.
+ */
+export function insertRows(db: RawDb, head: string, width: number, values: unknown[], tail = "", maxRows = 200): void {
+  const n = values.length / width;
+  const tuple = `(${Array(width).fill("?").join(",")})`;
+  for (let i = 0; i < n; ) {
+    let rows = Math.min(maxRows, n - i);
+    if (rows < maxRows) rows = 2 ** Math.floor(Math.log2(rows));
+    cachedStatement(db, `${head} VALUES ${Array(rows).fill(tuple).join(",")} ${tail}`).run(i === 0 && rows === n ? values : values.slice(i * width, (i + rows) * width));
+    i += rows;
+  }
+}
+
 /** Process-wide raw connection for the bulk paths (same store as the Prisma client). */
 export function getRawDb(): RawDb {
   if (!raw || !raw.open) {
