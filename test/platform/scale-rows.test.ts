@@ -1,21 +1,37 @@
 // gen:scale (scripts/gen-scale-data.ts) bulk-loads the rows stepRows builds instead of calling
-// writeRolloutStep 10^4 times: its figures hold only while those rows are the ones the app stores.
+// writeRolloutStep 10^4 times: its figures hold only while those rows are the ones the app stores,
+// on either store (the PostgreSQL pass of the test command runs this file on PostgreSQL).
 import Database from "better-sqlite3";
-import { execFileSync } from "node:child_process";
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
+import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
+import { TEST_STORE, useTempDatabase } from "../helpers/temp-db";
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), "turnlens-scale-rows-"));
-const file = path.join(dir, "test.db");
-execFileSync(process.execPath, ["scripts/db-migrate.mjs", "deploy"], { env: { ...process.env, DATABASE_URL: `file:${file}` }, stdio: "pipe" });
-process.env.DATABASE_URL = `file:${file}`;
+const tmp = useTempDatabase("scale-rows");
 const { createRun } = await import("@/lib/db/runs");
 const { writeRolloutStep } = await import("@/lib/db/rollouts");
 const { rolloutStepInputSchema } = await import("@/lib/schemas/rollouts");
 const { stepBody, stepRows, STEP_COLS, GROUP_COLS, TRAJECTORY_COLS, TURN_COLS } = await import("../../scripts/bench-store");
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+afterAll(() => tmp.cleanup());
+
+/** The table's rows as the store gives them back (pg: typed values; SQLite: 0/1 booleans). */
+async function read(table: string, cols: string[], order: string): Promise<Row[]> {
+  const sql = `SELECT ${cols.map((c) => `"${c}"`).join(",")} FROM "${table}" ORDER BY ${order}`;
+  if (TEST_STORE === "postgresql") {
+    const c = new pg.Client({ connectionString: tmp.url });
+    await c.connect();
+    try {
+      return (await c.query({ text: sql, rowMode: "array" })).rows as Row[];
+    } finally {
+      await c.end();
+    }
+  }
+  const db = new Database(tmp.url.replace(/^file:/, ""), { readonly: true });
+  try {
+    return db.prepare(sql).raw().all() as Row[];
+  } finally {
+    db.close();
+  }
+}
 
 type Row = (string | number | boolean | null)[];
 /** Ids become their order of first appearance, createdAt a constant, booleans SQLite's 0/1. */
@@ -31,21 +47,17 @@ function canonical(tables: Row[][], idCols: number[][], createdAtCol: number): R
 }
 
 describe("gen:scale's rows", () => {
-  it("are the rows writeRolloutStep stores for the same step body, column for column", () => {
+  it("are the rows writeRolloutStep stores for the same step body, column for column", async () => {
     const runId = createRun({ project: "p", name: "r", kind: "imported", jobKind: null, config: {}, status: "running" }).runId;
     writeRolloutStep(runId, rolloutStepInputSchema.parse(stepBody(0)));
     writeRolloutStep(runId, rolloutStepInputSchema.parse(stepBody(1)));
 
-    const db = new Database(file, { readonly: true });
-    const read = (table: string, cols: string[], order: string) =>
-      db.prepare(`SELECT ${cols.map((c) => `"${c}"`).join(",")} FROM "${table}" ORDER BY ${order}`).raw().all() as Row[];
     const stored = [
-      read("RolloutStep", STEP_COLS, `"step"`),
-      read("RolloutGroup", GROUP_COLS, `"id"`),
-      read("Trajectory", TRAJECTORY_COLS, `"id"`),
-      read("Turn", TURN_COLS, `"seq"`),
+      await read("RolloutStep", STEP_COLS, `"step"`),
+      await read("RolloutGroup", GROUP_COLS, `"id"`),
+      await read("Trajectory", TRAJECTORY_COLS, `"id"`),
+      await read("Turn", TURN_COLS, `"seq"`),
     ];
-    db.close();
 
     let n = 0;
     const built = [0, 1].map((step) => stepRows(runId, stepBody(step), step * 1024, "T", () => `gen-${n++}`));
