@@ -5,10 +5,13 @@ dashboard's read latency measured while it runs.
 Starts the production build (`next build` first) on a fresh SQLite file and a free loopback port,
 then for 1 writer and for 4 writers (separate processes, one run each): metric points/s (log()
 calls of 10 keys, from the first call until finish() returns, i.e. stored) and turns/s
-(log_rollouts of 16 groups x 8 trajectories x 8 turns), after one warm-up request of each kind.
+(log_rollouts of 16 groups x 8 trajectories x 8 turns), after a warm-up run that sends one
+full-size request of each kind.
 Meanwhile 2 reader processes poll what the dashboard reads (the runs table, a chart's series, a
 page of trajectories) and report p50/p99.
 Options: --points N (per writer, default 500000), --turns N (per writer, default 200000).
+Env: TURNLENS_SERVER_DIR (the checkout whose build is served), TURNLENS_CLIENT_DIR (the client
+package directory, default clients/python): another checkout's of either compares two versions.
 """
 
 import argparse
@@ -28,7 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # The checkout whose build is served (default this one), as in the client tests.
 SERVE = Path(os.environ.get("TURNLENS_SERVER_DIR") or ROOT)
-sys.path.insert(0, str(ROOT / "clients" / "python"))
+CLIENT = Path(os.environ.get("TURNLENS_CLIENT_DIR") or ROOT / "clients" / "python")
+sys.path.insert(0, str(CLIENT))
 
 import turnlens  # noqa: E402
 
@@ -60,11 +64,13 @@ def start_server(work: Path):
 
 
 def warm_up(url: str) -> None:
-    """One of each request the phases make, before any is timed: Next loads a route's code on its
-    first request and the ingest thread starts on the first write (about a second, once per server)."""
+    """One full-size request of each kind the phases make, before any is timed: Next loads a route's
+    code on its first request, the ingest thread starts on the first write (about a second, once per
+    server), and V8 compiles the ingest loops while they run on full-size batches."""
     with turnlens.init(project="bench-warm-up", name="warm-up", url=url) as run:
-        run.log({k: 0.0 for k in KEYS}, step=0)
-        run.log_rollouts(0, {"task-0": [[{"observation": "o", "action": "a", "reward": 1.0}]]})
+        for step in range(2_000):
+            run.log({k: 0.0 for k in KEYS}, step=step)
+        run.log_rollouts(0, turn_groups())
     for path in ("/api/v1/runs?pageSize=50", f"/api/v1/runs/{run.id}/metrics/series?key=train/k0",
                  f"/api/v1/runs/{run.id}/trajectories?pageSize=50"):
         urllib.request.urlopen(url + path, timeout=60).read()
@@ -86,11 +92,16 @@ def write_points(url: str, n_points: int, tag: str, out: "mp.Queue") -> None:
     out.put(("points", run.sent["points"], time.perf_counter() - t0, run.id))
 
 
+def turn_groups():
+    """One step's rollouts: 16 groups x 8 trajectories x 8 turns."""
+    return {f"task-{g}": [[{"observation": f"obs {g} {t} {k} " + "x" * 40, "action": "left", "reward": float(k == 7),
+                            "anchor": f"s{k}", "advantage": 0.1 * k} for k in range(8)] for t in range(8)] for g in range(16)}
+
+
 def write_turns(url: str, n_turns: int, tag: str, out: "mp.Queue") -> None:
     run = turnlens.init(project="bench-ingest", name=f"turns-{tag}", url=url, finish_timeout=600)
     per_step = 16 * 8 * 8
-    groups = {f"task-{g}": [[{"observation": f"obs {g} {t} {k} " + "x" * 40, "action": "left", "reward": float(k == 7),
-                              "anchor": f"s{k}", "advantage": 0.1 * k} for k in range(8)] for t in range(8)] for g in range(16)}
+    groups = turn_groups()
     t0 = time.perf_counter()
     for step in range(max(1, n_turns // per_step)):
         run.log_rollouts(step, groups)
@@ -166,7 +177,8 @@ def main() -> None:
         for writers in (1, 4):
             rows.append(phase(url, "points", writers, args.points))
             rows.append(phase(url, "turns", writers, args.turns))
-        print(f"bench:ingest through the Python client ({os.cpu_count()} cores), 2 dashboard readers polling")
+        print(f"bench:ingest through the Python client ({CLIENT}) ({os.cpu_count()} cores, load average "
+              f"{os.getloadavg()[0]:.1f} at the end), 2 dashboard readers polling")
         print("| workload | writers | total | seconds | rate /s | read p50 ms | read p99 ms |")
         print("| --- | --- | --- | --- | --- | --- | --- |")
         for r in rows:

@@ -218,7 +218,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     ensure_venv()
-    sys.path.insert(0, str(ROOT / "clients" / "python"))
+    # TURNLENS_CLIENT_DIR: another client package directory (to compare two versions; bench-ingest.py reads it too)
+    sys.path.insert(0, os.environ.get("TURNLENS_CLIENT_DIR") or str(ROOT / "clients" / "python"))
     sys.path.insert(0, str(ROOT / "scripts"))
     from importlib import import_module
 
