@@ -2,10 +2,9 @@
 // database of either store, migrated, and the production server started on it.
 import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { startPostgres } from "../test/helpers/postgres";
+import { freeLoopbackPort, startPostgres } from "../test/helpers/postgres";
 
 export type StoreKind = "sqlite" | "postgresql";
 
@@ -57,17 +56,6 @@ export async function openStore(kind: StoreKind, dir?: string): Promise<Store> {
   return store;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 export interface Server {
   /** http://127.0.0.1:PORT/api/v1 */
   api: string;
@@ -84,7 +72,7 @@ export async function startServer(databaseUrl: string, logFile: string, extraEnv
     console.error("bench: no production build here; running next build (a few minutes)…");
     execFileSync("node_modules/.bin/next", ["build"], { stdio: "inherit", env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1" } });
   }
-  const port = await freePort();
+  const port = await freeLoopbackPort();
   const env: NodeJS.ProcessEnv = { ...process.env, ...extraEnv, DATABASE_URL: databaseUrl, TURNLENS_HOST: "127.0.0.1", PORT: String(port), NEXT_TELEMETRY_DISABLED: "1" };
   delete env.TURNLENS_API_TOKEN;
   delete env.TURNLENS_READ_TOKEN;

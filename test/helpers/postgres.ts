@@ -45,7 +45,8 @@ function systemUserExists(name: string): boolean {
   }
 }
 
-async function freeLoopbackPort(): Promise<number> {
+/** A loopback port free a moment ago (a server may still lose it to another process). */
+export async function freeLoopbackPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.on("error", reject);
