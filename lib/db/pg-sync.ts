@@ -118,24 +118,17 @@ function flatten(params: unknown[]): unknown[] {
   return params.length === 1 && Array.isArray(params[0]) ? (params[0] as unknown[]) : params;
 }
 
-let loadLibpq: (() => new () => Libpq) | null = null;
-
+/** The libpq addon's class, loaded on first use (require caches it); its absence explained. */
 function libpqConstructor(): new () => Libpq {
-  if (!loadLibpq) {
-    const require = createRequire(import.meta.url);
-    loadLibpq = () => {
-      try {
-        return require("libpq") as new () => Libpq;
-      } catch (e) {
-        throw new Error(
-          "PostgreSQL needs the native libpq module (optional dependency `libpq`, built with node-gyp against libpq-dev): " +
-            "apt-get install -y libpq-dev && npm rebuild libpq --foreground-scripts. Cause: " +
-            (e as Error).message,
-        );
-      }
-    };
+  try {
+    return createRequire(import.meta.url)("libpq") as new () => Libpq;
+  } catch (e) {
+    throw new Error(
+      "PostgreSQL needs the native libpq module (optional dependency `libpq`, built with node-gyp against libpq-dev): " +
+        "apt-get install -y libpq-dev && npm rebuild libpq --foreground-scripts. Cause: " +
+        (e as Error).message,
+    );
   }
-  return loadLibpq();
 }
 
 export class PgSyncDb {

@@ -159,12 +159,12 @@ function claimSkipLocked(
 ): { id: string; claimed: { leaseToken: string; leaseExpiresAt: Date } }[] {
   const leaseToken = randomUUID();
   const leaseExpiresAt = new Date(now.getTime() + leaseMs);
+  const at = dbDateTime(now);
   const where: string[] = [`"status" = 'queued'`, `"availableAt" <= ?`];
-  const args: unknown[] = [dbDateTime(now)];
+  const args: unknown[] = [at];
   if (kinds?.length) where.push(`"kind" IN (${kinds.map(() => "?").join(",")})`), args.push(...kinds);
   if (excludeKinds?.length) where.push(`"kind" NOT IN (${excludeKinds.map(() => "?").join(",")})`), args.push(...excludeKinds);
   if (jobId) where.push(`"id" = ?`), args.push(jobId);
-  const at = dbDateTime(now);
   const row = getRawDb()
     .prepare(
       `UPDATE "Job" SET "status" = 'running', "leaseOwner" = ?, "leaseToken" = ?, "leaseExpiresAt" = ?, "heartbeatAt" = ?,
