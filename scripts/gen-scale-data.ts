@@ -139,6 +139,8 @@ if (kind === "postgresql") {
     await sink.write([[table, cols, rows]]);
   }
   app.close();
+  // the ids were copied as they are: move the sequence past them, as inserts through it would have
+  await pgClient.query(`SELECT setval(pg_get_serial_sequence('"MetricSeries"', 'id'), (SELECT MAX("id") FROM "MetricSeries"))`);
 } else {
   sink = sqliteSink(appFile);
 }
@@ -252,19 +254,20 @@ try {
     // readSeries on 10^6 points, maxPoints 1500: stride 2048 over level-256 rollups (ratio 8); the
     // bucket's min and max rows (SQLite's bare-column MIN/MAX is DISTINCT ON here), then wall times.
     const series = async (after: number) => {
-      await c.query(`SELECT "count","firstStep","lastStep","lastValue" FROM "MetricSeries" WHERE "runId" = $1 AND "key" = $2`, [chartRun, "train/reward"]);
+      const meta = await c.query(`SELECT "id","count","firstStep","lastStep","lastValue" FROM "MetricSeries" WHERE "runId" = $1 AND "key" = $2`, [chartRun, "train/reward"]);
+      const id = meta.rows[0].id as number;
       const from = Math.floor(after / 2048) * 8;
       const pts: number[] = [];
       for (const [agg, step, value, dir] of [["MIN", "minStep", "minValue", "ASC"], ["MAX", "maxStep", "maxValue", "DESC"]]) {
         void agg;
         const r = await c.query({
-          text: `SELECT DISTINCT ON ("bucket" / 8) "${step}", "${value}" FROM "MetricRollup" WHERE "runId" = $1 AND "key" = $2 AND "level" = 256 AND "bucket" >= $3 ORDER BY "bucket" / 8, "${value}" ${dir}`,
-          values: [chartRun, "train/reward", from],
+          text: `SELECT DISTINCT ON ("bucket" / 8) "${step}", "${value}" FROM "MetricRollup" WHERE "seriesId" = $1 AND "level" = 256 AND "bucket" >= $2 ORDER BY "bucket" / 8, "${value}" ${dir}`,
+          values: [id, from],
           rowMode: "array",
         });
         for (const x of r.rows) pts.push(x[0]);
       }
-      await c.query(`SELECT "step","wallTime" FROM "Metric" WHERE "runId" = $1 AND "key" = $2 AND "step" = ANY($3::int[])`, [chartRun, "train/reward", pts]);
+      await c.query(`SELECT "step","wallTime" FROM "Metric" WHERE "seriesId" = $1 AND "step" = ANY($2::int[])`, [id, pts]);
     };
     row("metric series SQL, full fetch (10^6 points, stride 2048)", await timeAll(() => series(0)));
     row("metric series SQL, live poll at a random step (10^6 points)", await timeAll(() => series(rand(CHART_POINTS))));

@@ -105,35 +105,75 @@ export function writeMetrics(runId: string, points: MetricPoint[], fence: Fence 
 
 /** writeMetrics for points already grouped by key (what the ingest thread has). */
 export function writeMetricsByKey(runId: string, keys: KeyPoints[], fence: Fence | null = null, db: RawDb = getRawDb()): { inserted: number; replaced: number } {
-  return writeTransaction(fence, (db) => (onlyNewPoints(db, runId, keys) ? appendPoints(db, runId, keys) : writePointByPoint(db, runId, keys)), db);
+  return writeTransaction(
+    fence,
+    (db) => {
+      const series = seriesOf(db, runId, keys);
+      return onlyNewPoints(db, series) ? appendPoints(db, runId, series) : writePointByPoint(db, runId, series);
+    },
+    db,
+  );
+}
+
+/** One key's points of a write with its MetricSeries row: the id its points are stored under, and the last step stored before this write (-1: a new series). */
+interface SeriesPoints extends KeyPoints {
+  id: number;
+  lastStored: number;
+}
+
+/**
+ * The series of a write's keys (keys without points left out), creating the missing ones. A new
+ * series row starts as the key's first point with count 0, which mergeSeries then adds the write's
+ * points to (that first point among them: nothing was stored before it, so it is inserted).
+ */
+function seriesOf(db: RawDb, runId: string, keys: KeyPoints[]): SeriesPoints[] {
+  const find = cachedStatement(db, `SELECT "id", "lastStep" FROM "MetricSeries" WHERE "runId" = ? AND "key" = ?`);
+  const out: SeriesPoints[] = [];
+  for (const k of keys) {
+    if (!k.steps.length) continue;
+    const row = find.get(runId, k.key) as { id: number; lastStep: number } | undefined;
+    if (row) {
+      out.push({ ...k, id: row.id, lastStored: row.lastStep });
+      continue;
+    }
+    const [step, value] = [k.steps[0], k.values[0]];
+    const id = cachedStatement(
+      db,
+      `INSERT INTO "MetricSeries" ("runId","key","count","firstStep","lastStep","lastValue","minValue","maxValue") VALUES (?,?,0,?,?,?,?,?) RETURNING "id"`,
+    )
+      .pluck()
+      .get(runId, k.key, step, step, value, value, value) as number;
+    out.push({ ...k, id, lastStored: -1 });
+  }
+  return out;
 }
 
 /**
  * True when no point of the write can meet a stored one or another of the write: each key's steps
- * strictly increase, and the run stores no point of that key in their range (one index seek per key).
- * The common case (a trainer logging forward); then appendPoints inserts without asking row by row.
+ * strictly increase and none is at or below a stored step in its range. The common case (a trainer
+ * logging forward) needs no query: the write starts after the series' last stored step. Then
+ * appendPoints inserts without asking row by row.
  */
-function onlyNewPoints(db: RawDb, runId: string, keys: KeyPoints[]): boolean {
-  const any = cachedStatement(db, `SELECT 1 FROM "Metric" WHERE "runId" = ? AND "key" = ? AND "step" BETWEEN ? AND ? LIMIT 1`);
-  for (const k of keys) {
+function onlyNewPoints(db: RawDb, series: SeriesPoints[]): boolean {
+  const any = cachedStatement(db, `SELECT 1 FROM "Metric" WHERE "seriesId" = ? AND "step" BETWEEN ? AND ? LIMIT 1`);
+  for (const k of series) {
     const s = k.steps;
-    if (!s.length) continue;
     for (let i = 1; i < s.length; i++) if (!(s[i] > s[i - 1])) return false;
-    if (any.get(runId, k.key, s[0], s[s.length - 1]) !== undefined) return false;
+    if (s[0] <= k.lastStored && any.get(k.id, s[0], s[s.length - 1]) !== undefined) return false;
   }
   return true;
 }
 
 /** Inserts points that onlyNewPoints cleared and merges their buckets into the rollups, all keys at once. */
-function appendPoints(db: RawDb, runId: string, keys: KeyPoints[]): { inserted: number; replaced: number } {
+function appendPoints(db: RawDb, runId: string, series: SeriesPoints[]): { inserted: number; replaced: number } {
   const rows: unknown[] = [];
-  const rollups = new RollupRows(runId);
-  const series = new Map<string, Agg>();
+  const rollups = new RollupRows();
+  const aggs = new Map<SeriesPoints, Agg>();
   let inserted = 0;
-  for (const { key, steps, values, wallTimes } of keys) {
+  for (const k of series) {
+    const { id, steps, values, wallTimes } = k;
     const n = steps.length;
-    if (!n) continue;
-    for (let i = 0; i < n; i++) rows.push(runId, key, steps[i], values[i], wallTimes[i]);
+    for (let i = 0; i < n; i++) rows.push(id, steps[i], values[i], wallTimes[i]);
     inserted += n;
     // steps increase: each level's buckets come one after another
     for (const level of ROLLUP_LEVELS) {
@@ -142,93 +182,92 @@ function appendPoints(db: RawDb, runId: string, keys: KeyPoints[]): { inserted: 
       for (let j = 0; j < n; j++) {
         const b = Math.floor(steps[j] / level);
         if (b !== bucket) {
-          if (agg) rollups.add(key, level, bucket, agg);
+          if (agg) rollups.add(id, level, bucket, agg);
           agg = undefined;
           bucket = b;
         }
         agg = addToAgg(agg, steps[j], values[j]);
       }
-      if (agg) rollups.add(key, level, bucket, agg);
+      if (agg) rollups.add(id, level, bucket, agg);
     }
     let a: Agg | undefined;
     for (let j = 0; j < n; j++) a = addToAgg(a, steps[j], values[j]);
-    series.set(key, a!);
+    aggs.set(k, a!);
   }
   // a plain INSERT: a clash (impossible after onlyNewPoints) fails the transaction instead of passing silently
-  insertRows(db, `INSERT INTO "Metric" ("runId","key","step","value","wallTime")`, 5, rows);
+  insertRows(db, `INSERT INTO "Metric" ("seriesId","step","value","wallTime")`, 4, rows);
   rollups.merge(db);
-  mergeSeries(db, runId, series);
+  mergeSeries(db, runId, aggs);
   return { inserted, replaced: 0 };
 }
 
 /** Any write: point by point, a point at a stored (key, step) replacing it and its buckets recomputed. */
-function writePointByPoint(db: RawDb, runId: string, keys: KeyPoints[]): { inserted: number; replaced: number } {
-  const insert = cachedStatement(db, `INSERT INTO "Metric" ("runId","key","step","value","wallTime") VALUES (?,?,?,?,?) ON CONFLICT DO NOTHING`);
-  const replace = cachedStatement(db, `UPDATE "Metric" SET "value" = ?, "wallTime" = ? WHERE "runId" = ? AND "key" = ? AND "step" = ?`);
-  // key -> level -> bucket -> aggregate of the NEW points
-  const fresh = new Map<string, Map<number, Map<number, Agg>>>();
-  const series = new Map<string, Agg>();
-  const dirty = new Map<string, Set<number>>(); // key -> replaced steps
+function writePointByPoint(db: RawDb, runId: string, series: SeriesPoints[]): { inserted: number; replaced: number } {
+  const insert = cachedStatement(db, `INSERT INTO "Metric" ("seriesId","step","value","wallTime") VALUES (?,?,?,?) ON CONFLICT DO NOTHING`);
+  const replace = cachedStatement(db, `UPDATE "Metric" SET "value" = ?, "wallTime" = ? WHERE "seriesId" = ? AND "step" = ?`);
+  const rollups = new RollupRows();
+  const aggs = new Map<SeriesPoints, Agg>();
+  const dirty: [number, Set<number>][] = []; // series id, its replaced steps
   let inserted = 0;
   let total = 0;
-  for (const { key, steps, values, wallTimes } of keys) {
+  for (const k of series) {
+    const { id, steps, values, wallTimes } = k;
+    // level -> bucket -> aggregate of the NEW points
+    const levels = new Map<number, Map<number, Agg>>(ROLLUP_LEVELS.map((l) => [l, new Map()]));
+    const replaced = new Set<number>();
     for (let i = 0; i < steps.length; i++) {
       const step = steps[i];
       const value = values[i];
       total++;
-      if (insert.run(runId, key, step, value, wallTimes[i]).changes === 1) {
+      if (insert.run(id, step, value, wallTimes[i]).changes === 1) {
         inserted++;
-        let levels = fresh.get(key);
-        if (!levels) fresh.set(key, (levels = new Map(ROLLUP_LEVELS.map((l) => [l, new Map()]))));
         for (const level of ROLLUP_LEVELS) {
           const buckets = levels.get(level)!;
           const b = Math.floor(step / level);
           buckets.set(b, addToAgg(buckets.get(b), step, value));
         }
-        series.set(key, addToAgg(series.get(key), step, value));
+        aggs.set(k, addToAgg(aggs.get(k), step, value));
       } else {
-        replace.run(value, wallTimes[i], runId, key, step);
-        let steps = dirty.get(key);
-        if (!steps) dirty.set(key, (steps = new Set()));
-        steps.add(step);
+        replace.run(value, wallTimes[i], id, step);
+        replaced.add(step);
       }
     }
+    for (const [level, buckets] of levels) for (const [b, a] of buckets) rollups.add(id, level, b, a);
+    if (replaced.size) dirty.push([id, replaced]);
   }
-  const rollups = new RollupRows(runId);
-  for (const [key, levels] of fresh) for (const [level, buckets] of levels) for (const [b, a] of buckets) rollups.add(key, level, b, a);
   rollups.merge(db);
-  mergeSeries(db, runId, series);
-  for (const [key, steps] of dirty) recomputeBuckets(db, runId, key, steps);
+  mergeSeries(db, runId, aggs);
+  for (const [id, steps] of dirty) recomputeBuckets(db, id, steps);
   return { inserted, replaced: total - inserted };
 }
 
-/** Bucket aggregates of one write, merged into MetricRollup in multi-row upserts (each (key, level, bucket) once). */
+/** Bucket aggregates of one write, merged into MetricRollup in multi-row upserts (each (series, level, bucket) once). */
 class RollupRows {
   private rows: unknown[] = [];
-  constructor(private runId: string) {}
-  add(key: string, level: number, bucket: number, a: Agg): void {
-    this.rows.push(this.runId, key, level, bucket, a.count, a.minStep, a.minValue, a.maxStep, a.maxValue, a.firstStep, a.lastStep, a.lastValue);
+  add(seriesId: number, level: number, bucket: number, a: Agg): void {
+    this.rows.push(seriesId, level, bucket, a.count, a.minStep, a.minValue, a.maxStep, a.maxValue, a.firstStep, a.lastStep, a.lastValue);
   }
   merge(db: RawDb): void {
     insertRows(
       db,
-      `INSERT INTO "MetricRollup" AS o ("runId","key","level","bucket","count","minStep","minValue","maxStep","maxValue","firstStep","lastStep","lastValue")`,
-      12,
+      `INSERT INTO "MetricRollup" AS o ("seriesId","level","bucket","count","minStep","minValue","maxStep","maxValue","firstStep","lastStep","lastValue")`,
+      11,
       this.rows,
-      `ON CONFLICT("runId","key","level","bucket") DO UPDATE SET ${MERGE_SET}`,
+      `ON CONFLICT("seriesId","level","bucket") DO UPDATE SET ${MERGE_SET}`,
     );
   }
 }
 
-function mergeSeries(db: RawDb, runId: string, series: Map<string, Agg>): void {
+/** Adds each series' aggregate of the write's new points to its summary row (which seriesOf made sure exists). */
+function mergeSeries(db: RawDb, runId: string, aggs: Map<SeriesPoints, Agg>): void {
   const rows: unknown[] = [];
-  for (const [key, a] of series) rows.push(runId, key, a.count, a.firstStep, a.lastStep, a.lastValue, a.minValue, a.maxValue);
+  for (const [k, a] of aggs) rows.push(k.id, runId, k.key, a.count, a.firstStep, a.lastStep, a.lastValue, a.minValue, a.maxValue);
   insertRows(
     db,
-    `INSERT INTO "MetricSeries" AS o ("runId","key","count","firstStep","lastStep","lastValue","minValue","maxValue")`,
-    8,
+    `INSERT INTO "MetricSeries" AS o ("id","runId","key","count","firstStep","lastStep","lastValue","minValue","maxValue")`,
+    9,
     rows,
-    `ON CONFLICT("runId","key") DO UPDATE SET
+    `ON CONFLICT("id") DO UPDATE SET
        "count" = o."count" + excluded."count",
        "minValue" = ${least(`o."minValue"`, `excluded."minValue"`)},
        "maxValue" = ${greatest(`o."maxValue"`, `excluded."maxValue"`)},
@@ -239,29 +278,29 @@ function mergeSeries(db: RawDb, runId: string, series: Map<string, Agg>): void {
 }
 
 /** Replaced values can move a bucket's min/max anywhere: recompute those buckets and the summary from rows. */
-function recomputeBuckets(db: RawDb, runId: string, key: string, steps: Set<number>): void {
-  const rows = db.prepare(`SELECT "step", "value" FROM "Metric" WHERE "runId" = ? AND "key" = ? AND "step" >= ? AND "step" < ? ORDER BY "step"`);
+function recomputeBuckets(db: RawDb, seriesId: number, steps: Set<number>): void {
+  const rows = db.prepare(`SELECT "step", "value" FROM "Metric" WHERE "seriesId" = ? AND "step" >= ? AND "step" < ? ORDER BY "step"`);
   const put = db.prepare(
-    `INSERT INTO "MetricRollup" ("runId","key","level","bucket","count","minStep","minValue","maxStep","maxValue","firstStep","lastStep","lastValue") VALUES (?,?,?,?,?,?,?,?,?,?,?,?)
-     ON CONFLICT("runId","key","level","bucket") DO UPDATE SET "count" = excluded."count", "minStep" = excluded."minStep", "minValue" = excluded."minValue",
+    `INSERT INTO "MetricRollup" ("seriesId","level","bucket","count","minStep","minValue","maxStep","maxValue","firstStep","lastStep","lastValue") VALUES (?,?,?,?,?,?,?,?,?,?,?)
+     ON CONFLICT("seriesId","level","bucket") DO UPDATE SET "count" = excluded."count", "minStep" = excluded."minStep", "minValue" = excluded."minValue",
        "maxStep" = excluded."maxStep", "maxValue" = excluded."maxValue", "firstStep" = excluded."firstStep", "lastStep" = excluded."lastStep", "lastValue" = excluded."lastValue"`,
   );
   for (const level of ROLLUP_LEVELS) {
     const buckets = new Set([...steps].map((s) => Math.floor(s / level)));
     for (const b of buckets) {
       let a: Agg | undefined;
-      for (const r of rows.iterate(runId, key, b * level, (b + 1) * level) as Iterable<{ step: number; value: number }>) a = addToAgg(a, r.step, r.value);
-      if (a) put.run(runId, key, level, b, a.count, a.minStep, a.minValue, a.maxStep, a.maxValue, a.firstStep, a.lastStep, a.lastValue);
+      for (const r of rows.iterate(seriesId, b * level, (b + 1) * level) as Iterable<{ step: number; value: number }>) a = addToAgg(a, r.step, r.value);
+      if (a) put.run(seriesId, level, b, a.count, a.minStep, a.minValue, a.maxStep, a.maxValue, a.firstStep, a.lastStep, a.lastValue);
     }
   }
   const top = ROLLUP_LEVELS[ROLLUP_LEVELS.length - 1];
   db.prepare(
     `UPDATE "MetricSeries" SET
-       "minValue" = (SELECT MIN("minValue") FROM "MetricRollup" WHERE "runId" = @runId AND "key" = @key AND "level" = @level),
-       "maxValue" = (SELECT MAX("maxValue") FROM "MetricRollup" WHERE "runId" = @runId AND "key" = @key AND "level" = @level),
-       "lastValue" = (SELECT "value" FROM "Metric" WHERE "runId" = @runId AND "key" = @key AND "step" = "MetricSeries"."lastStep")
-     WHERE "runId" = @runId AND "key" = @key`,
-  ).run({ runId, key, level: top });
+       "minValue" = (SELECT MIN("minValue") FROM "MetricRollup" WHERE "seriesId" = @id AND "level" = @level),
+       "maxValue" = (SELECT MAX("maxValue") FROM "MetricRollup" WHERE "seriesId" = @id AND "level" = @level),
+       "lastValue" = (SELECT "value" FROM "Metric" WHERE "seriesId" = @id AND "step" = "MetricSeries"."lastStep")
+     WHERE "id" = @id`,
+  ).run({ id: seriesId, level: top });
 }
 
 export interface SeriesOptions {
@@ -298,8 +337,8 @@ export function listSeries(runId: string, db: RawDb = getRawDb()): SeriesInfo[] 
 
 export function readSeries(runId: string, key: string, opts: SeriesOptions = {}, db: RawDb = getRawDb()): SeriesResult {
   const maxPoints = opts.maxPoints ?? 1500;
-  const meta = db.prepare(`SELECT "count","firstStep","lastStep","lastValue" FROM "MetricSeries" WHERE "runId" = ? AND "key" = ?`).get(runId, key) as
-    | { count: number; firstStep: number; lastStep: number; lastValue: number }
+  const meta = db.prepare(`SELECT "id","count","firstStep","lastStep","lastValue" FROM "MetricSeries" WHERE "runId" = ? AND "key" = ?`).get(runId, key) as
+    | { id: number; count: number; firstStep: number; lastStep: number; lastValue: number }
     | undefined;
   if (!meta) return { key, stride: 1, reset: true, fromStep: 0, count: 0, steps: [], values: [], wallTimes: [] };
   const stride = chooseStride(meta.firstStep, meta.lastStep, maxPoints);
@@ -309,9 +348,9 @@ export function readSeries(runId: string, key: string, opts: SeriesOptions = {},
 
   if (stride === 1) {
     for (const r of db
-      .prepare(`SELECT "step","value" FROM "Metric" WHERE "runId" = ? AND "key" = ? AND "step" >= ? ORDER BY "step"`)
+      .prepare(`SELECT "step","value" FROM "Metric" WHERE "seriesId" = ? AND "step" >= ? ORDER BY "step"`)
       .raw()
-      .iterate(runId, key, fromStep) as Iterable<[number, number]>)
+      .iterate(meta.id, fromStep) as Iterable<[number, number]>)
       points.push(r);
   } else {
     // The coarsest stored level that is not wider than the stride (1 = raw rows).
@@ -326,14 +365,14 @@ export function readSeries(runId: string, key: string, opts: SeriesOptions = {},
         level === 1
           ? ["step", "value", "step", "Metric", ""]
           : [agg === "MIN" ? "minStep" : "maxStep", agg === "MIN" ? "minValue" : "maxValue", "bucket", "MetricRollup", `AND "level" = ${level}`];
-      const where = `WHERE "runId" = ? AND "key" = ? ${levelCond} AND "${groupCol}" >= ?`;
+      const where = `WHERE "seriesId" = ? ${levelCond} AND "${groupCol}" >= ?`;
       if (!pg) return `SELECT "${stepCol}", ${agg}("${valueCol}") FROM "${table}" ${where} GROUP BY "${groupCol}" / CAST(? AS INTEGER)`;
       const group = `"${groupCol}" / ${Math.trunc(ratio)}`; // an integer computed here, not input
       return `SELECT DISTINCT ON (${group}) "${stepCol}", "${valueCol}" FROM "${table}" ${where}
               ORDER BY ${group}, "${valueCol}" ${agg === "MIN" ? "ASC" : "DESC"}, "${groupCol}"`;
     };
     const from = level === 1 ? fromStep : fromStep / level;
-    const args = pg ? [runId, key, from] : [runId, key, from, ratio];
+    const args = pg ? [meta.id, from] : [meta.id, from, ratio];
     const mins = db.prepare(sql("MIN")).raw().all(...args) as [number, number][];
     const maxs = db.prepare(sql("MAX")).raw().all(...args) as [number, number][];
     for (let i = 0; i < mins.length; i++) {
@@ -345,7 +384,7 @@ export function readSeries(runId: string, key: string, opts: SeriesOptions = {},
     }
     // Keep the very first and the last point whatever the buckets chose.
     if (reset && points.length && points[0][0] !== meta.firstStep) {
-      const first = db.prepare(`SELECT "value" FROM "Metric" WHERE "runId" = ? AND "key" = ? AND "step" = ?`).pluck().get(runId, key, meta.firstStep) as number;
+      const first = db.prepare(`SELECT "value" FROM "Metric" WHERE "seriesId" = ? AND "step" = ?`).pluck().get(meta.id, meta.firstStep) as number;
       points.unshift([meta.firstStep, first]);
     }
     if (points.length && points[points.length - 1][0] !== meta.lastStep) points.push([meta.lastStep, meta.lastValue]);
@@ -359,7 +398,7 @@ export function readSeries(runId: string, key: string, opts: SeriesOptions = {},
     count: meta.count,
     steps,
     values: points.map((p) => p[1]),
-    wallTimes: wallTimesAt(db, runId, key, steps),
+    wallTimes: wallTimesAt(db, meta.id, steps),
   };
 }
 
@@ -372,18 +411,18 @@ const STEPS_PER_LOOKUP = 256;
  * plans the IN list as a filter over the key's every row (18.8 s instead of 0.2 s for a
  * 41,000-point read); with the range in the index condition no plan can read more than the chunk spans.
  */
-function wallTimesAt(db: RawDb, runId: string, key: string, steps: number[]): number[] {
+function wallTimesAt(db: RawDb, seriesId: number, steps: number[]): number[] {
   const at = new Map<number, number>();
   const q = cachedStatement(
     db,
-    `SELECT "step", "wallTime" FROM "Metric" WHERE "runId" = ? AND "key" = ? AND "step" BETWEEN ? AND ? AND "step" IN (${Array(STEPS_PER_LOOKUP).fill("?").join(",")})`,
+    `SELECT "step", "wallTime" FROM "Metric" WHERE "seriesId" = ? AND "step" BETWEEN ? AND ? AND "step" IN (${Array(STEPS_PER_LOOKUP).fill("?").join(",")})`,
   );
   for (let i = 0; i < steps.length; i += STEPS_PER_LOOKUP) {
     const chunk = steps.slice(i, i + STEPS_PER_LOOKUP);
     const lo = Math.min(...chunk);
     const hi = Math.max(...chunk);
     while (chunk.length < STEPS_PER_LOOKUP) chunk.push(chunk[chunk.length - 1]);
-    for (const r of q.all(runId, key, lo, hi, ...chunk) as { step: number; wallTime: number }[]) at.set(r.step, r.wallTime);
+    for (const r of q.all(seriesId, lo, hi, ...chunk) as { step: number; wallTime: number }[]) at.set(r.step, r.wallTime);
   }
   return steps.map((s) => at.get(s)!);
 }
@@ -394,11 +433,15 @@ function wallTimesAt(db: RawDb, runId: string, key: string, steps: number[]): nu
  * chunks, so the connection keeps serving other requests while a large export streams.
  */
 export function* metricChunks(runId: string, keys: string[] | null, chunk = 20_000, db: RawDb = getRawDb()): Generator<[string, number, number, number][]> {
-  const page = db.prepare(`SELECT "key","step","value","wallTime" FROM "Metric" WHERE "runId" = ? AND "key" = ? AND "step" > ? ORDER BY "step" LIMIT ?`).raw();
-  const all = keys ?? (db.prepare(`SELECT "key" FROM "MetricSeries" WHERE "runId" = ? ORDER BY "key"`).pluck().all(runId) as string[]);
-  for (const key of all) {
+  // The key comes back as a bound text column so rows keep the export's shape without a copy in JS.
+  const page = db.prepare(`SELECT CAST(? AS TEXT),"step","value","wallTime" FROM "Metric" WHERE "seriesId" = ? AND "step" > ? ORDER BY "step" LIMIT ?`).raw();
+  const ids = db.prepare(`SELECT "key","id" FROM "MetricSeries" WHERE "runId" = ? ORDER BY "key"`).raw().all(runId) as [string, number][];
+  const idOf = new Map(ids);
+  for (const key of keys ?? ids.map(([k]) => k)) {
+    const id = idOf.get(key);
+    if (id === undefined) continue;
     for (let after = -1; ; ) {
-      const rows = page.all(runId, key, after, chunk) as [string, number, number, number][];
+      const rows = page.all(key, id, after, chunk) as [string, number, number, number][];
       if (rows.length) yield rows;
       if (rows.length < chunk) break;
       after = rows[rows.length - 1][1];
@@ -406,45 +449,52 @@ export function* metricChunks(runId: string, keys: string[] | null, chunk = 20_0
   }
 }
 
-/** Metric rows have no foreign key (cheap bulk writes): deleting a run removes them here. */
+/** A run's series ids, as a subquery (one bound parameter: the run id). */
+const RUN_SERIES = `SELECT "id" FROM "MetricSeries" WHERE "runId" = ?`;
+
+/** Metric rows have no foreign key (cheap bulk writes): deleting a run removes them here, before the run's series go with it. */
 export function deleteRunMetrics(runId: string, db: RawDb = getRawDb()): void {
   writeTransaction(
     null,
     (db) => {
-      db.prepare(`DELETE FROM "Metric" WHERE "runId" = ?`).run(runId);
-      db.prepare(`DELETE FROM "MetricRollup" WHERE "runId" = ?`).run(runId);
+      db.prepare(`DELETE FROM "Metric" WHERE "seriesId" IN (${RUN_SERIES})`).run(runId);
+      db.prepare(`DELETE FROM "MetricRollup" WHERE "seriesId" IN (${RUN_SERIES})`).run(runId);
     },
     db,
   );
 }
 
-/** Deletes a run's points after `step` and rebuilds its rollups and summaries from the rows left. */
+/**
+ * Deletes a run's points after `step` and rebuilds its rollups and summaries from the rows left.
+ * A series keeps its id (a writer may hold it); one left without points is deleted.
+ */
 export function truncateMetricsAfter(runId: string, step: number, db: RawDb): void {
-  db.prepare(`DELETE FROM "Metric" WHERE "runId" = ? AND "step" > ?`).run(runId, step);
-  db.prepare(`DELETE FROM "MetricRollup" WHERE "runId" = ?`).run(runId);
-  db.prepare(`DELETE FROM "MetricSeries" WHERE "runId" = ?`).run(runId);
+  db.prepare(`DELETE FROM "Metric" WHERE "seriesId" IN (${RUN_SERIES}) AND "step" > ?`).run(runId, step);
+  db.prepare(`DELETE FROM "MetricRollup" WHERE "seriesId" IN (${RUN_SERIES})`).run(runId);
   // Levels are integer constants written into the SQL: a bound JS number would be a REAL, and
   // "step" / 16.0 is not integer division.
   for (const level of ROLLUP_LEVELS)
     db.prepare(
-      `INSERT INTO "MetricRollup" ("runId","key","level","bucket","count","minStep","minValue","maxStep","maxValue","firstStep","lastStep","lastValue")
-       SELECT "runId","key",${level}, "step" / ${level}, COUNT(*), 0, MIN("value"), 0, MAX("value"), MIN("step"), MAX("step"), 0
-       FROM "Metric" WHERE "runId" = ? GROUP BY "runId", "key", "step" / ${level}`,
+      `INSERT INTO "MetricRollup" ("seriesId","level","bucket","count","minStep","minValue","maxStep","maxValue","firstStep","lastStep","lastValue")
+       SELECT "seriesId",${level}, "step" / ${level}, COUNT(*), 0, MIN("value"), 0, MAX("value"), MIN("step"), MAX("step"), 0
+       FROM "Metric" WHERE "seriesId" IN (${RUN_SERIES}) GROUP BY "seriesId", "step" / ${level}`,
     ).run(runId);
   // Steps of the min/max and the last value, from the rows (the aggregate above cannot name them).
   db.prepare(
     `UPDATE "MetricRollup" AS r SET
-       "minStep" = (SELECT m."step" FROM "Metric" m WHERE m."runId" = r."runId" AND m."key" = r."key" AND m."step" BETWEEN r."firstStep" AND r."lastStep" AND m."value" = r."minValue" ORDER BY m."step" LIMIT 1),
-       "maxStep" = (SELECT m."step" FROM "Metric" m WHERE m."runId" = r."runId" AND m."key" = r."key" AND m."step" BETWEEN r."firstStep" AND r."lastStep" AND m."value" = r."maxValue" ORDER BY m."step" LIMIT 1),
-       "lastValue" = (SELECT m."value" FROM "Metric" m WHERE m."runId" = r."runId" AND m."key" = r."key" AND m."step" = r."lastStep")
-     WHERE r."runId" = ?`,
+       "minStep" = (SELECT m."step" FROM "Metric" m WHERE m."seriesId" = r."seriesId" AND m."step" BETWEEN r."firstStep" AND r."lastStep" AND m."value" = r."minValue" ORDER BY m."step" LIMIT 1),
+       "maxStep" = (SELECT m."step" FROM "Metric" m WHERE m."seriesId" = r."seriesId" AND m."step" BETWEEN r."firstStep" AND r."lastStep" AND m."value" = r."maxValue" ORDER BY m."step" LIMIT 1),
+       "lastValue" = (SELECT m."value" FROM "Metric" m WHERE m."seriesId" = r."seriesId" AND m."step" = r."lastStep")
+     WHERE r."seriesId" IN (${RUN_SERIES})`,
   ).run(runId);
   const top = ROLLUP_LEVELS[ROLLUP_LEVELS.length - 1];
+  db.prepare(`DELETE FROM "MetricSeries" AS s WHERE s."runId" = ? AND NOT EXISTS (SELECT 1 FROM "MetricRollup" r WHERE r."seriesId" = s."id")`).run(runId);
+  const agg = (f: string) => `(SELECT ${f} FROM "MetricRollup" r WHERE r."seriesId" = s."id" AND r."level" = ${top})`;
   db.prepare(
-    `INSERT INTO "MetricSeries" ("runId","key","count","firstStep","lastStep","lastValue","minValue","maxValue")
-     SELECT "runId","key",SUM("count"),MIN("firstStep"),MAX("lastStep"),0,MIN("minValue"),MAX("maxValue") FROM "MetricRollup" WHERE "runId" = ? AND "level" = ? GROUP BY "runId", "key"`,
-  ).run(runId, top);
+    `UPDATE "MetricSeries" AS s SET "count" = ${agg(`SUM(r."count")`)}, "firstStep" = ${agg(`MIN(r."firstStep")`)}, "lastStep" = ${agg(`MAX(r."lastStep")`)},
+       "minValue" = ${agg(`MIN(r."minValue")`)}, "maxValue" = ${agg(`MAX(r."maxValue")`)} WHERE s."runId" = ?`,
+  ).run(runId);
   db.prepare(
-    `UPDATE "MetricSeries" AS s SET "lastValue" = (SELECT m."value" FROM "Metric" m WHERE m."runId" = s."runId" AND m."key" = s."key" AND m."step" = s."lastStep") WHERE s."runId" = ?`,
+    `UPDATE "MetricSeries" AS s SET "lastValue" = (SELECT m."value" FROM "Metric" m WHERE m."seriesId" = s."id" AND m."step" = s."lastStep") WHERE s."runId" = ?`,
   ).run(runId);
 }

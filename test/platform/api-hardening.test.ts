@@ -20,6 +20,7 @@ const groupsRoute = await import("@/app/api/v1/runs/[id]/steps/[step]/groups/rou
 const { ROUTES, routes } = await import("@/lib/api/routes");
 const { openApiDocument } = await import("@/lib/api/openapi");
 const { getRawDb } = await import("@/lib/db/raw");
+const { metricCount, metricRows, metricSteps } = await import("../helpers/metric-rows");
 const { createRun } = await import("@/lib/db/runs");
 
 type Handler = (req: NextRequest, ctx: { params: Promise<Record<string, string>> }) => Promise<Response>;
@@ -235,7 +236,7 @@ describe("idempotent writes", () => {
     const other = await call(metricsRoute.POST, "POST", "", withKey({ body: { ...batch, points: [{ step: 5, values: { "train/reward": 0.9 } }] } }));
     expect(other.status).toBe(409);
     expect(other.json.issues[0].path).toBe("body.batchId");
-    const stored = getRawDb().prepare(`SELECT "value" FROM "Metric" WHERE "runId" = ? AND "key" = 'train/reward' AND "step" = 5`).pluck().get(run.id);
+    const stored = metricRows(run.id).find((r) => r.key === "train/reward" && r.step === 5)?.value;
     expect(stored).toBe(0.5);
   });
 

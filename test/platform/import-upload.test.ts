@@ -18,6 +18,7 @@ const uploadRoute = await import("@/app/api/v1/imports/route");
 const importRoute = await import("@/app/api/v1/imports/[id]/route");
 const cancelRoute = await import("@/app/api/v1/imports/[id]/cancel/route");
 const { getRawDb } = await import("@/lib/db/raw");
+const { metricCount, metricRows, metricSteps } = await import("../helpers/metric-rows");
 const { getRun } = await import("@/lib/db/runs");
 const { requestCancel, tailLog } = await import("@/lib/jobs");
 import type { ImportOut } from "@/lib/schemas/imports";
@@ -64,7 +65,7 @@ async function upload(format: string, filename: string, bytes: Uint8Array | stri
 
 const count = (sql: string, ...args: unknown[]) => getRawDb().prepare(sql).pluck().get(...args) as number;
 const turnsOf = (runId: string) => count(`SELECT COUNT(*) FROM "Turn" WHERE "runId" = ?`, runId);
-const metricsOf = (runId: string) => count(`SELECT COUNT(*) FROM "Metric" WHERE "runId" = ?`, runId);
+const metricsOf = (runId: string) => metricCount(runId);
 
 function python(code: string, ...args: string[]) {
   execFileSync(process.env.TURNLENS_PYTHON ?? "python3", ["-c", code, ...args], { stdio: "pipe" });

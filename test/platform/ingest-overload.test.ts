@@ -10,6 +10,7 @@ useTempDatabase("ingest-overload");
 const importRoute = await import("@/app/api/v1/runs/import/route");
 const metricsRoute = await import("@/app/api/v1/runs/[id]/metrics/route");
 const { getRawDb } = await import("@/lib/db/raw");
+const { metricCount, metricRows, metricSteps } = await import("../helpers/metric-rows");
 
 async function post(h: (req: NextRequest, ctx: { params: Promise<Record<string, string>> }) => Promise<Response>, url: string, body: unknown, params = {}, headers = {}) {
   const req = new NextRequest(new URL(url, "http://127.0.0.1:3000"), { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
@@ -30,7 +31,7 @@ describe.skipIf(TEST_STORE === "postgresql")("ingest overload", () => {
     expect(busy[0].headers.get("retry-after")).toBe("1");
     // the client retries the refused batches after the delay
     for (const i of statuses.map((s, i) => (s === 429 ? i : -1)).filter((i) => i >= 0)) expect((await post(metricsRoute.POST, "", batch(i), { id: run.id }, key)).status).toBe(201);
-    const stored = getRawDb().prepare(`SELECT COUNT(*) FROM "Metric" WHERE "runId" = ?`).pluck().get(run.id);
+    const stored = metricCount(run.id);
     expect(stored).toBe(6 * 5000);
   });
 });

@@ -10,6 +10,7 @@ const { handleIngest } = await import("@/lib/ingest/thread");
 const { getRawDb } = await import("@/lib/db/raw");
 const { createRun } = await import("@/lib/db/runs");
 const { listSeries, readSeries } = await import("@/lib/db/metrics");
+const { metricRows } = await import("../helpers/metric-rows");
 
 let seed = 11;
 const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
@@ -92,14 +93,12 @@ describe("columnar ingest", () => {
     const again = ingestMetrics(cols, { ...batches[0], wallTimes: batches[0].steps.map((s) => 1.7e9 + s), batchId: "c:0" });
     expect(again.status).toBe(200);
 
-    const rows = (run: string, table: string, order: string) =>
-      (getRawDb().prepare(`SELECT * FROM "${table}" WHERE "runId" = ? ORDER BY ${order}`).all(run) as Record<string, unknown>[]).map((r) => ({ ...r, runId: 0 }) as Record<string, unknown>);
-    const metric = rows(cols, "Metric", `"key","step"`);
+    const metric = metricRows(cols);
     expect(metric.length).toBe(6001 + 4001); // a/x every step and 7000; b/y on 2 of 3 steps and 7000
     expect(metric.find((r) => r.key === "a/x" && r.step === 7000)?.value).toBe(2); // the later of a step given twice
     expect(metric.find((r) => r.key === "a/x" && r.step === 10)?.value).toBe(-100);
-    expect(metric).toEqual(rows(pts, "Metric", `"key","step"`));
-    expect(rows(cols, "MetricRollup", `"key","level","bucket"`)).toEqual(rows(pts, "MetricRollup", `"key","level","bucket"`));
+    expect(metric).toEqual(metricRows(pts));
+    expect(metricRows(cols, "MetricRollup")).toEqual(metricRows(pts, "MetricRollup"));
     expect(listSeries(cols)).toEqual(listSeries(pts));
     const s = readSeries(cols, "a/x", { maxPoints: 100 });
     expect(s.values).toContain(100);

@@ -5,6 +5,7 @@ import { useTempDatabase } from "../helpers/temp-db";
 useTempDatabase("metrics");
 const { writeMetrics, readSeries, chooseStride, listSeries, metricChunks, truncateMetricsAfter } = await import("@/lib/db/metrics");
 const { getRawDb, writeTransaction } = await import("@/lib/db/raw");
+const { metricRows } = await import("../helpers/metric-rows");
 const { createRun } = await import("@/lib/db/runs");
 const { mergeSeries } = await import("@/lib/charts/series-merge");
 
@@ -129,9 +130,7 @@ describe("writeMetrics + readSeries", () => {
         const want = readSeries(whole, key, { maxPoints });
         expect([got.stride, got.steps, got.values]).toEqual([want.stride, want.steps, want.values]);
       }
-    const strip = (rows: { key: string }[]) => rows.map(({ ...r }) => ({ ...r, runId: undefined }));
-    const rollups = (runId: string) => strip(getRawDb().prepare(`SELECT * FROM "MetricRollup" WHERE "runId" = ? ORDER BY "key","level","bucket"`).all(runId) as { key: string }[]);
-    expect(rollups(cut)).toEqual(rollups(whole));
+    expect(metricRows(cut, "MetricRollup")).toEqual(metricRows(whole, "MetricRollup"));
     expect(listSeries(cut)).toEqual(listSeries(whole));
   });
 

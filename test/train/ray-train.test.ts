@@ -22,6 +22,7 @@ const db = useTempDatabase("ray-train");
 const { launchRun } = await import("../../lib/runs/launch");
 const { launchRunSchema } = await import("../../lib/schemas/runs");
 const { getRawDb } = await import("../../lib/db/raw");
+const { metricSteps } = await import("../helpers/metric-rows");
 const { getRun } = await import("../../lib/db/runs");
 const { requestCancel, getJob } = await import("../../lib/jobs/queue");
 const { tailLog } = await import("../../lib/jobs/logs");
@@ -120,8 +121,6 @@ async function launch(name: string, extra: Record<string, unknown> = {}) {
 }
 
 const steps = (runId: string) => getRawDb().prepare(`SELECT "step" FROM "RolloutStep" WHERE "runId" = ? ORDER BY "step"`).pluck().all(runId) as number[];
-const metricSteps = (runId: string, key: string) =>
-  getRawDb().prepare(`SELECT "step" FROM "Metric" WHERE "runId" = ? AND "key" = ? ORDER BY "step"`).pluck().all(runId, key) as number[];
 const finished = (runId: string) => ["succeeded", "failed", "canceled"].includes(getRun(runId).status);
 const jobLog = async (jobId: string) => (await tailLog(jobId, 0, 5_000)).lines.map((l) => l.line);
 /** This TurnLens job's Ray submissions, oldest first. */

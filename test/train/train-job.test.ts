@@ -11,6 +11,7 @@ const db = useTempDatabase("train");
 const { launchRun } = await import("../../lib/runs/launch");
 const { launchRunSchema } = await import("../../lib/schemas/runs");
 const { getRawDb } = await import("../../lib/db/raw");
+const { metricSteps } = await import("../helpers/metric-rows");
 const { getRun } = await import("../../lib/db/runs");
 const { listSeries } = await import("../../lib/db/metrics");
 const { getTrajectory, listTrajectories } = await import("../../lib/db/rollouts");
@@ -89,7 +90,7 @@ describe("train job", () => {
     expect(w.output()).toMatch(/resumed from the checkpoint of step (1|3)/);
     expect(steps(runId)).toEqual([0, 1, 2, 3, 4, 5]);
     // Metric rows are unique per (key, step) by construction; the series must show each step once.
-    const success = getRawDb().prepare(`SELECT "step" FROM "Metric" WHERE "runId" = ? AND "key" = 'rollout/success_rate' ORDER BY "step"`).pluck().all(runId);
+    const success = metricSteps(runId, "rollout/success_rate");
     expect(success).toEqual([0, 1, 2, 3, 4, 5]);
   }, 200_000);
 

@@ -1,0 +1,96 @@
+// Migration 20261123174108_metric_series_ids re-keys Metric and MetricRollup by an integer series
+// id. A database written before it must keep every point and bucket under the right series: the
+// migration's SQL is run on a database at the previous migration that holds two runs' metrics,
+// on SQLite and (where installed) on PostgreSQL.
+import fs from "node:fs";
+import path from "node:path";
+import Database from "better-sqlite3";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { postgresUnavailable, startPostgres, type TempPostgres } from "../helpers/postgres";
+import { ROOT } from "../helpers/temp-db";
+
+const MIGRATION = "20261123174108_metric_series_ids";
+const sqlOf = (dir: string, name: string) => fs.readFileSync(path.join(ROOT, dir, name, "migration.sql"), "utf8");
+const before = (dir: string) =>
+  fs
+    .readdirSync(path.join(ROOT, dir), { withFileTypes: true })
+    .filter((d) => d.isDirectory() && d.name < MIGRATION)
+    .map((d) => d.name)
+    .sort();
+
+// Two runs with the same keys (the old key's text is all that told their points apart), and a
+// point of a run that has no series row (a run deleted before deleteRunMetrics existed).
+const OLD_ROWS = `
+  INSERT INTO "Project" ("id","name","updatedAt") VALUES ('p','p','2026-11-23T00:00:00.000Z');
+  INSERT INTO "Run" ("id","projectId","name","kind","config","updatedAt") VALUES ('r1','p','a','train','{}','2026-11-23T00:00:00.000Z'), ('r2','p','b','train','{}','2026-11-23T00:00:00.000Z');
+  INSERT INTO "Metric" ("runId","key","step","value","wallTime") VALUES
+    ('r1','loss',0,1.5,100), ('r1','loss',1,1.25,101), ('r1','reward',0,0.5,100),
+    ('r2','loss',0,9.5,200), ('r2','loss',7,8.5,207),
+    ('gone','loss',0,3,300);
+  INSERT INTO "MetricRollup" ("runId","key","level","bucket","count","minStep","minValue","maxStep","maxValue","firstStep","lastStep","lastValue") VALUES
+    ('r1','loss',16,0,2,1,1.25,0,1.5,0,1,1.25), ('r2','loss',16,0,2,7,8.5,0,9.5,0,7,8.5);
+  INSERT INTO "MetricSeries" ("runId","key","count","firstStep","lastStep","lastValue","minValue","maxValue") VALUES
+    ('r1','loss',2,0,1,1.25,1.25,1.5), ('r1','reward',1,0,0,0.5,0.5,0.5), ('r2','loss',2,0,7,8.5,8.5,9.5);`;
+
+const POINTS = `SELECT s."runId", s."key", m."step", m."value", m."wallTime" FROM "Metric" m JOIN "MetricSeries" s ON s."id" = m."seriesId" ORDER BY 1, 2, 3`;
+const BUCKETS = `SELECT s."runId", s."key", r."level", r."bucket", r."count", r."minStep", r."maxStep" FROM "MetricRollup" r JOIN "MetricSeries" s ON s."id" = r."seriesId" ORDER BY 1, 2`;
+const WANT_POINTS = [
+  ["r1", "loss", 0, 1.5, 100],
+  ["r1", "loss", 1, 1.25, 101],
+  ["r1", "reward", 0, 0.5, 100],
+  ["r2", "loss", 0, 9.5, 200],
+  ["r2", "loss", 7, 8.5, 207],
+];
+const WANT_BUCKETS = [
+  ["r1", "loss", 16, 0, 2, 1, 0],
+  ["r2", "loss", 16, 0, 2, 7, 0],
+];
+
+describe("metric series ids migration", () => {
+  it("on SQLite keeps every point and bucket under its run's series, and drops points of no series", () => {
+    const db = new Database(":memory:");
+    for (const m of before("prisma/migrations")) db.exec(sqlOf("prisma/migrations", m));
+    db.exec(OLD_ROWS);
+    db.exec(sqlOf("prisma/migrations", MIGRATION));
+    expect(db.prepare(POINTS).raw().all()).toEqual(WANT_POINTS);
+    expect(db.prepare(BUCKETS).raw().all()).toEqual(WANT_BUCKETS);
+    expect(db.prepare(`SELECT COUNT(*) FROM "Metric"`).pluck().get()).toBe(5);
+    // still one B-tree per row, and the (run, key) pair still unique
+    expect(db.prepare(`SELECT sql FROM sqlite_master WHERE name = 'Metric'`).pluck().get()).toMatch(/WITHOUT ROWID/);
+    expect(() => db.exec(`INSERT INTO "MetricSeries" ("runId","key","count","firstStep","lastStep","lastValue","minValue","maxValue") VALUES ('r1','loss',0,0,0,0,0,0)`)).toThrow(/UNIQUE/);
+    // a new series takes an id past every carried one
+    const ids = db.prepare(`SELECT "id" FROM "MetricSeries" ORDER BY "id"`).pluck().all() as number[];
+    const next = db.prepare(`INSERT INTO "MetricSeries" ("runId","key","count","firstStep","lastStep","lastValue","minValue","maxValue") VALUES ('r2','new',0,0,0,0,0,0) RETURNING "id"`).pluck().get() as number;
+    expect(next).toBeGreaterThan(Math.max(...ids));
+    db.close();
+  });
+
+  const skip = postgresUnavailable();
+  describe.skipIf(skip)("on PostgreSQL", () => {
+    let server: TempPostgres;
+    let client: pg.Client;
+    beforeAll(async () => {
+      server = await startPostgres();
+      client = new pg.Client({ connectionString: await server.createDatabase("series_migration") });
+      await client.connect();
+    }, 120_000);
+    afterAll(async () => {
+      await client?.end();
+      await server?.stop();
+    }, 60_000);
+
+    it("keeps every point and bucket under its run's series, and drops points of no series", async () => {
+      for (const m of before("prisma/migrations-postgresql")) await client.query(sqlOf("prisma/migrations-postgresql", m));
+      await client.query(OLD_ROWS);
+      await client.query(sqlOf("prisma/migrations-postgresql", MIGRATION));
+      expect((await client.query({ text: POINTS, rowMode: "array" })).rows).toEqual(WANT_POINTS);
+      expect((await client.query({ text: BUCKETS, rowMode: "array" })).rows).toEqual(WANT_BUCKETS);
+      const ids = (await client.query(`SELECT "id" FROM "MetricSeries"`)).rows.map((r) => r.id as number);
+      const next = await client.query(
+        `INSERT INTO "MetricSeries" ("runId","key","count","firstStep","lastStep","lastValue","minValue","maxValue") VALUES ('r2','new',0,0,0,0,0,0) RETURNING "id"`,
+      );
+      expect(next.rows[0].id).toBeGreaterThan(Math.max(...ids));
+    });
+  });
+});
