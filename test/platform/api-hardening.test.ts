@@ -20,7 +20,7 @@ const groupsRoute = await import("@/app/api/v1/runs/[id]/steps/[step]/groups/rou
 const { ROUTES, routes } = await import("@/lib/api/routes");
 const { openApiDocument } = await import("@/lib/api/openapi");
 const { getRawDb } = await import("@/lib/db/raw");
-const { metricCount, metricRows, metricSteps } = await import("../helpers/metric-rows");
+const { metricRows } = await import("../helpers/metric-rows");
 const { createRun } = await import("@/lib/db/runs");
 
 type Handler = (req: NextRequest, ctx: { params: Promise<Record<string, string>> }) => Promise<Response>;

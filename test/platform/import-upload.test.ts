@@ -18,7 +18,7 @@ const uploadRoute = await import("@/app/api/v1/imports/route");
 const importRoute = await import("@/app/api/v1/imports/[id]/route");
 const cancelRoute = await import("@/app/api/v1/imports/[id]/cancel/route");
 const { getRawDb } = await import("@/lib/db/raw");
-const { metricCount, metricRows, metricSteps } = await import("../helpers/metric-rows");
+const { metricCount } = await import("../helpers/metric-rows");
 const { getRun } = await import("@/lib/db/runs");
 const { requestCancel, tailLog } = await import("@/lib/jobs");
 import type { ImportOut } from "@/lib/schemas/imports";

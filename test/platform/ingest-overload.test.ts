@@ -9,8 +9,7 @@ process.env.TURNLENS_INGEST_QUEUE = "2"; // read when lib/ingest/pool loads
 useTempDatabase("ingest-overload");
 const importRoute = await import("@/app/api/v1/runs/import/route");
 const metricsRoute = await import("@/app/api/v1/runs/[id]/metrics/route");
-const { getRawDb } = await import("@/lib/db/raw");
-const { metricCount, metricRows, metricSteps } = await import("../helpers/metric-rows");
+const { metricCount } = await import("../helpers/metric-rows");
 
 async function post(h: (req: NextRequest, ctx: { params: Promise<Record<string, string>> }) => Promise<Response>, url: string, body: unknown, params = {}, headers = {}) {
   const req = new NextRequest(new URL(url, "http://127.0.0.1:3000"), { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });

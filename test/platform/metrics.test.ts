@@ -4,7 +4,7 @@ import { useTempDatabase } from "../helpers/temp-db";
 
 useTempDatabase("metrics");
 const { writeMetrics, readSeries, chooseStride, listSeries, metricChunks, truncateMetricsAfter } = await import("@/lib/db/metrics");
-const { getRawDb, writeTransaction } = await import("@/lib/db/raw");
+const { writeTransaction } = await import("@/lib/db/raw");
 const { metricRows } = await import("../helpers/metric-rows");
 const { createRun } = await import("@/lib/db/runs");
 const { mergeSeries } = await import("@/lib/charts/series-merge");
