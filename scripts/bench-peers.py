@@ -4,7 +4,8 @@
 
 First run: creates node_modules/.turnlens-peers-venv (--system-site-packages) and installs
 trackio 0.43 and mlflow 3.17 from PyPI into it (about 85 s here), then re-runs itself there.
-Workloads (each system in turn, round after round; the median of the rounds is printed):
+Workloads (each system in turn, round after round, after one untimed round; the median of the
+rounds is printed, and each round's write and turns times):
   write      N metric points (log calls of 10 keys) until stored (finish/end_run returned)
   chart      one key's series as a chart asks for it (TurnLens: downsampled to 1,500 points)
   all-points every raw point of one key (TurnLens: the columnar export, parsed into lists)
@@ -232,6 +233,11 @@ def main() -> None:
         times = {(s.name, w): [] for s in systems for w in ("write", "chart", "all-points", "run-query", "turns")}
         for s in systems:
             s.make_runs(args.runs)
+            # one untimed write and turns of full size first, as bench-ingest does: the server's route
+            # code loads and V8 compiles the ingest loops on first use (round 1 took ~2x as long
+            # as later rounds without it), and each peer's Python imports and caches warm the same way
+            s.write(args.points)
+            s.turns(args.turns)
         for r in range(args.rounds):
             for s in systems:  # interleaved: every system once per round
                 times[(s.name, "write")].append(timed(lambda: s.write(args.points)))
@@ -239,7 +245,9 @@ def main() -> None:
                 times[(s.name, "all-points")].append(min(timed(s.all_points) for _ in range(3)))
                 times[(s.name, "run-query")].append(min(timed(s.query) for _ in range(5)))
                 times[(s.name, "turns")].append(timed(lambda: s.turns(args.turns)))
-            print(f"round {r + 1}/{args.rounds} done", flush=True)
+            # each round's write and turns times, so a median's spread is visible
+            print(f"round {r + 1}/{args.rounds}: " + ", ".join(
+                f"{s.name} write {times[(s.name, 'write')][-1]:.3f} turns {times[(s.name, 'turns')][-1]:.3f}" for s in systems), flush=True)
         print(f"\nbench:peers ({os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}); median of {args.rounds} rounds, seconds; "
               f"{args.points:,} points, {args.runs} runs, {args.turns:,} turns")
         print("| workload | TurnLens | Trackio | MLflow | Trackio / TurnLens | MLflow / TurnLens |")
