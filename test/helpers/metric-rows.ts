@@ -12,13 +12,12 @@ export function metricRows(runId: string, table: "Metric" | "MetricRollup" = "Me
   return rows.map(({ seriesId: _, ...r }) => r);
 }
 
-/** How many points a run stores (one key's, given a key). */
-export function metricCount(runId: string, key?: string): number {
-  const byKey = key === undefined ? "" : ` AND s."key" = ?`;
+/** How many points a run stores. */
+export function metricCount(runId: string): number {
   return getRawDb()
-    .prepare(`SELECT COUNT(*) FROM "Metric" m JOIN "MetricSeries" s ON s."id" = m."seriesId" WHERE s."runId" = ?${byKey}`)
+    .prepare(`SELECT COUNT(*) FROM "Metric" m JOIN "MetricSeries" s ON s."id" = m."seriesId" WHERE s."runId" = ?`)
     .pluck()
-    .get(...(key === undefined ? [runId] : [runId, key])) as number;
+    .get(runId) as number;
 }
 
 /** One key's stored steps, in order. */
