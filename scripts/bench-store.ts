@@ -5,6 +5,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { freeLoopbackPort, startPostgres } from "../test/helpers/postgres";
+import { rolloutRows } from "../lib/db/rollouts";
+import { rolloutStepInputSchema } from "../lib/schemas/rollouts";
 
 export type StoreKind = "sqlite" | "postgresql";
 
@@ -169,35 +171,16 @@ export function stepBody(step: number, batchId?: string) {
 }
 export type StepBody = ReturnType<typeof stepBody>;
 
-export type Cell = string | number | boolean | null;
-export const STEP_COLS = ["id", "runId", "step", "estimator", "params", "diagnostics", "createdAt"];
-export const GROUP_COLS = ["id", "runId", "stepId", "uid", "envId", "taskSeed"];
-export const TRAJECTORY_COLS = ["id", "runId", "groupId", "index", "reward", "success", "length", "truncated"];
-export const TURN_COLS = ["runId", "seq", "trajectoryId", "index", "observation", "action", "reward", "valid", "done", "anchor", "agent", "tokenCount", "logprob", "entropy", "advantage", "info", "tokenData"];
+export type Cell = string | number | boolean | null | Uint8Array;
+export { STEP_COLS, GROUP_COLS, TRAJECTORY_COLS } from "../lib/db/rollouts";
 
 /**
  * The rows lib/db/rollouts.ts writeRolloutStep stores for `body` (gen:scale bulk-loads them;
- * test/platform/scale-rows.test.ts holds the two equal): RolloutStep, RolloutGroup, Trajectory
- * and Turn rows, new UUIDv7 ids from `newId`, turn seq from `seq0`.
+ * test/platform/scale-rows.test.ts holds them equal to what the store gives back): RolloutStep,
+ * RolloutGroup and Trajectory rows (turns packed into their trajectory), new UUIDv7 ids from
+ * `newId`, turn seq from `seq0`. The same builder writeRolloutStep uses (rolloutRows).
  */
 export function stepRows(runId: string, body: StepBody, seq0: number, createdAt: string, newId: () => string) {
-  const steps: Cell[][] = [];
-  const groups: Cell[][] = [];
-  const trajectories: Cell[][] = [];
-  const turns: Cell[][] = [];
-  const stepId = newId();
-  steps.push([stepId, runId, body.step, body.estimator, null, null, createdAt]);
-  let seq = seq0;
-  for (const g of body.groups) {
-    const groupId = newId();
-    groups.push([groupId, runId, stepId, g.uid, g.envId, g.taskSeed]);
-    g.trajectories.forEach((t, ti) => {
-      const trajId = newId();
-      trajectories.push([trajId, runId, groupId, ti, t.turns.reduce((s, u) => s + u.reward, 0), t.success, t.turns.length, false]);
-      t.turns.forEach((u, ui) =>
-        turns.push([runId, seq++, trajId, ui, u.observation, u.action, u.reward, true, u.done, u.anchor, null, u.tokenCount, null, null, u.advantage, null, null]),
-      );
-    });
-  }
-  return { steps, groups, trajectories, turns };
+  const rows = rolloutRows(runId, rolloutStepInputSchema.parse(body), seq0, createdAt, newId);
+  return { steps: rows.steps as Cell[][], groups: rows.groups as Cell[][], trajectories: rows.trajectories as Cell[][] };
 }

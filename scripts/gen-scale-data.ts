@@ -20,7 +20,7 @@ import { execFileSync } from "node:child_process";
 import pg from "pg";
 import { from as copyFrom } from "pg-copy-streams";
 import { orderedId } from "../lib/db/ids";
-import { call, loadAverage, openStore, parseArgs, parseStore, percentile, startServer, stepBody, stepRows, GROUP_COLS, STEP_COLS, TRAJECTORY_COLS, TURN_COLS, TURNS_PER_STEP as PER_STEP, type Cell, type Store } from "./bench-store";
+import { call, loadAverage, openStore, parseArgs, parseStore, percentile, startServer, stepBody, stepRows, GROUP_COLS, STEP_COLS, TRAJECTORY_COLS, TURNS_PER_STEP as PER_STEP, type Cell, type Store } from "./bench-store";
 
 const opts = parseArgs(process.argv.slice(2), { store: "postgresql", turns: "10000000", requests: "300", dir: "" });
 const kind = parseStore(opts.store);
@@ -72,7 +72,7 @@ function sqliteSink(file: string): Sink {
 
 /** COPY text format: backslash escapes, \N for NULL, t/f booleans. */
 const copyCell = (v: Cell) =>
-  v === null ? "\\N" : typeof v === "boolean" ? (v ? "t" : "f") : typeof v === "number" ? String(v) : v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/\r/g, "\\r").replace(/\t/g, "\\t");
+  v === null ? "\\N" : v instanceof Uint8Array ? `\\\\x${Buffer.from(v).toString("hex")}` : typeof v === "boolean" ? (v ? "t" : "f") : typeof v === "number" ? String(v) : v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/\r/g, "\\r").replace(/\t/g, "\\t");
 
 async function pgSink(url: string): Promise<Sink & { client: pg.Client }> {
   const client = new pg.Client({ connectionString: url });
@@ -152,19 +152,18 @@ let written = 0;
 let step = 0;
 for (let r = 0; r < nRuns; r++) {
   for (let s0 = 0; s0 < STEPS_PER_RUN && step < totalSteps; s0 += CHUNK_STEPS) {
-    const all = { steps: [] as Cell[][], groups: [] as Cell[][], trajectories: [] as Cell[][], turns: [] as Cell[][] };
+    const all = { steps: [] as Cell[][], groups: [] as Cell[][], trajectories: [] as Cell[][] };
     const createdAt = new Date().toISOString();
     for (let s = s0; s < Math.min(s0 + CHUNK_STEPS, STEPS_PER_RUN) && step < totalSteps; s++, step++) {
       const rows = stepRows(turnRuns[r], { ...TEMPLATE, step: s }, s * PER_STEP, kind === "sqlite" ? createdAt.replace("Z", "+00:00") : createdAt, orderedId);
-      for (const k of ["steps", "groups", "trajectories", "turns"] as const) for (const row of rows[k]) all[k].push(row);
+      for (const k of ["steps", "groups", "trajectories"] as const) for (const row of rows[k]) all[k].push(row);
     }
     await sink.write([
       ["RolloutStep", STEP_COLS, all.steps],
       ["RolloutGroup", GROUP_COLS, all.groups],
       ["Trajectory", TRAJECTORY_COLS, all.trajectories],
-      ["Turn", TURN_COLS, all.turns],
     ]);
-    written += all.turns.length;
+    written += all.trajectories.reduce((n, t) => n + (t[TRAJECTORY_COLS.indexOf("length")] as number), 0);
   }
   const secs = (performance.now() - t0) / 1000;
   console.error(`gen: ${written.toLocaleString()} turns in ${secs.toFixed(0)} s (${Math.round(written / secs).toLocaleString()} turns/s), load ${loadAverage()}`);
@@ -273,7 +272,13 @@ try {
     row("metric series SQL, live poll at a random step (10^6 points)", await timeAll(() => series(rand(CHART_POINTS))));
     row("turn page SQL (100 turns, random run and offset)", await timeAll(() => {
       const r = rand(nRuns);
-      return c.query(`SELECT ${TURN_COLS.slice(1).map((x) => `"${x}"`).join(",")} FROM "Turn" WHERE "runId" = $1 AND "seq" > $2 ORDER BY "seq" LIMIT 100`, [turnRuns[r], rand(turnsIn(r) - 100) - 1]);
+      // lib/db/rollouts.ts turnsPage's query: the trajectories holding the page's turns
+      const after = rand(turnsIn(r) - 100) - 1;
+      return c.query(
+        `SELECT "id","firstSeq","length","turnData","turnTexts","turnTokens" FROM "Trajectory" WHERE "runId" = $1 AND "firstSeq" + "length" > $2
+           AND "firstSeq" >= COALESCE((SELECT MAX("firstSeq") FROM "Trajectory" WHERE "runId" = $1 AND "firstSeq" <= $2), 0) ORDER BY "firstSeq" LIMIT 100`,
+        [turnRuns[r], after + 1],
+      );
     }));
     await c.end();
   }
@@ -284,7 +289,7 @@ try {
   if (kind === "postgresql") {
     const c = new pg.Client({ connectionString: store.url });
     await c.connect();
-    const sizes = await c.query(`SELECT relname, pg_total_relation_size(oid) AS n FROM pg_class WHERE relname IN ('Turn','Trajectory','RolloutGroup','RolloutStep','Metric','MetricRollup') ORDER BY 2 DESC`);
+    const sizes = await c.query(`SELECT relname, pg_total_relation_size(oid) AS n FROM pg_class WHERE relname IN ('Trajectory','RolloutGroup','RolloutStep','Metric','MetricRollup') ORDER BY 2 DESC`);
     console.log(`tables (with indexes and TOAST): ${sizes.rows.map((x) => `${x.relname} ${(Number(x.n) / 2 ** 20).toFixed(0)} MiB`).join(", ")}`);
     await c.end();
   }

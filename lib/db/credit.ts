@@ -10,6 +10,7 @@ import { NotFoundError } from "../schemas/errors";
 import { getRawDb, type RawDb } from "./raw";
 import { turnEntropy } from "./credit-summary";
 import { decodeTokenData } from "./token-data";
+import { unpackTurnColumns, unpackTurnTexts, unpackTurnTokens } from "./trajectory-pack";
 
 /** Every optional credit turn field, for the "which estimators can run on this data" check. */
 const OPTIONAL_FIELDS = ["anchor", "agent", "tokens", ...INFO_CREDIT_FIELDS] as const;
@@ -70,43 +71,40 @@ export function loadStep(meta: StepMeta, db: RawDb = getRawDb()): LoadedStep {
   const groups = db
     .prepare(`SELECT "id","uid","envId","taskSeed" FROM "RolloutGroup" WHERE "stepId" = ? ORDER BY "uid"`)
     .all(meta.id) as { id: string; uid: string; envId: string; taskSeed: number }[];
+  // A trajectory's credit columns only (lib/db/trajectory-pack.ts): no texts, no tokens, unless a
+  // trajectory migrated from per-turn rows needs its token entropies for turn entropy.
   const trajs = db
     .prepare(
-      `SELECT t."id", t."groupId", t."index", t."reward", t."success", t."length", t."truncated"
+      `SELECT t."id", t."groupId", t."index", t."reward", t."success", t."length", t."truncated", t."turnData"
        FROM "RolloutGroup" g JOIN "Trajectory" t ON t."groupId" = g."id" WHERE g."stepId" = ? ORDER BY t."groupId", t."index"`,
     )
-    .all(meta.id) as { id: string; groupId: string; index: number; reward: number; success: number; length: number; truncated: number }[];
-  // Only info texts that may carry a credit field are parsed (views and other extras are skipped).
-  const mayCarry = INFO_CREDIT_FIELDS.map((f) => `u."info" LIKE '%"${f}"%'`).join(" OR ");
-  const turns = db
-    .prepare(
-      `SELECT u."trajectoryId", u."index", u."reward", u."valid", u."anchor", u."agent", u."tokenCount", u."advantage", u."entropy",
-              CASE WHEN u."entropy" IS NULL THEN u."tokenData" END AS "tokenData",
-              CASE WHEN u."info" IS NOT NULL AND (${mayCarry}) THEN u."info" END AS "info"
-       FROM "RolloutGroup" g JOIN "Trajectory" t ON t."groupId" = g."id" JOIN "Turn" u ON u."trajectoryId" = t."id"
-       WHERE g."stepId" = ? ORDER BY u."trajectoryId", u."index"`,
-    )
-    .raw()
-    .all(meta.id) as [string, number, number, number, string | null, number | null, number | null, number | null, number | null, Uint8Array | null, string | null][];
+    .all(meta.id) as { id: string; groupId: string; index: number; reward: number; success: number; length: number; truncated: number; turnData: Uint8Array }[];
+  const tokensOf = (id: string, length: number) =>
+    unpackTurnTokens(db.prepare(`SELECT "turnTokens" FROM "Trajectory" WHERE "id" = ?`).pluck().get(id) as Uint8Array | null, length);
 
-  const byTraj = new Map<string, { turns: Turn[]; adv: (number | null)[]; anchors: (string | null)[]; ent: (number | null)[] }>();
   const present = new Map<string, number>();
-  for (const [tid, , reward, valid, anchor, agent, tokenCount, advantage, entropy, tokenData, info] of turns) {
-    let e = byTraj.get(tid);
-    if (!e) byTraj.set(tid, (e = { turns: [], adv: [], anchors: [], ent: [] }));
-    const turn = creditTurn({ reward, valid: valid !== 0, anchor, agent, tokenCount, info: info === null ? null : (JSON.parse(info) as Record<string, unknown>) });
-    const rec = turn as unknown as Record<string, unknown>;
-    for (const f of OPTIONAL_FIELDS) if (rec[f] !== undefined) present.set(f, (present.get(f) ?? 0) + 1);
-    e.turns.push(turn);
-    e.adv.push(advantage);
-    e.anchors.push(anchor);
-    e.ent.push(entropy ?? (tokenData instanceof Uint8Array ? tokenEntropyMean(tokenData) : null));
-  }
+  let n = 0;
   const trajsOf = new Map<string, LoadedTrajectory[]>();
   const creditTrajs = new Map<string, Group["trajectories"]>();
   for (const t of trajs) {
-    const e = byTraj.get(t.id);
-    if (!e) continue; // a trajectory always has turns (ingest schema); guard anyway
+    const c = unpackTurnColumns(t.turnData);
+    const tokens = c.tokenEntropy || c.entropy?.every((h) => h !== null) ? null : tokensOf(t.id, t.length);
+    const turns: Turn[] = [];
+    const advantages: (number | null)[] = [];
+    const anchors: (string | null)[] = [];
+    const entropies: (number | null)[] = [];
+    for (let i = 0; i < t.length; i++) {
+      const anchor = c.anchor?.[i] ?? null;
+      const turn = creditTurn({ reward: c.reward[i], valid: c.valid[i] !== 0, anchor, agent: c.agent?.[i] ?? null, tokenCount: c.tokenCount?.[i] ?? null, info: c.creditInfo?.[i] ?? null });
+      const rec = turn as unknown as Record<string, unknown>;
+      for (const f of OPTIONAL_FIELDS) if (rec[f] !== undefined) present.set(f, (present.get(f) ?? 0) + 1);
+      turns.push(turn);
+      advantages.push(c.advantage?.[i] ?? null);
+      anchors.push(anchor);
+      const tok = tokens?.[i];
+      entropies.push(c.entropy?.[i] ?? c.tokenEntropy?.[i] ?? (tok ? tokenEntropyMean(tok) : null));
+      n++;
+    }
     const lt: LoadedTrajectory = {
       id: t.id,
       index: t.index,
@@ -114,19 +112,18 @@ export function loadStep(meta: StepMeta, db: RawDb = getRawDb()): LoadedStep {
       success: t.success === 1,
       length: t.length,
       truncated: t.truncated === 1,
-      advantages: e.adv,
-      anchors: e.anchors,
-      entropies: e.ent,
+      advantages,
+      anchors,
+      entropies,
     };
     (trajsOf.get(t.groupId) ?? trajsOf.set(t.groupId, []).get(t.groupId)!).push(lt);
-    const ct = { id: t.id, turns: e.turns, ...(t.truncated === 1 ? { truncated: true } : {}) };
+    const ct = { id: t.id, turns, ...(t.truncated === 1 ? { truncated: true } : {}) };
     (creditTrajs.get(t.groupId) ?? creditTrajs.set(t.groupId, []).get(t.groupId)!).push(ct);
   }
   const loadedGroups: LoadedGroup[] = groups.map((g) => ({ ...g, trajectories: trajsOf.get(g.id) ?? [] })).filter((g) => g.trajectories.length > 0);
   const batch = {
     groups: loadedGroups.map((g) => ({ uid: g.uid, trajectories: creditTrajs.get(g.id)!.map((t) => ({ ...t, envTag: g.envId })) })),
   };
-  const n = turns.length;
   const loaded: LoadedStep = {
     meta,
     groups: loadedGroups,
@@ -155,16 +152,20 @@ const EXCERPT_OBSERVATION = 120;
 const EXCERPT_ACTION = 160;
 
 export function groupTexts(groupId: string, db: RawDb = getRawDb()): Map<string, TurnText[]> {
-  const rows = db
-    .prepare(
-      `SELECT u."trajectoryId", substr(u."observation", 1, ${EXCERPT_OBSERVATION}), substr(u."action", 1, ${EXCERPT_ACTION}), length(u."observation"), length(u."action")
-       FROM "Trajectory" t JOIN "Turn" u ON u."trajectoryId" = t."id" WHERE t."groupId" = ? ORDER BY t."index", u."index"`,
-    )
-    .raw()
-    .all(groupId) as [string, string, string, number, number][];
+  const rows = db.prepare(`SELECT "id", "turnTexts" FROM "Trajectory" WHERE "groupId" = ? ORDER BY "index"`).raw().all(groupId) as [string, Uint8Array][];
   const out = new Map<string, TurnText[]>();
-  for (const [tid, observation, action, observationLength, actionLength] of rows)
-    (out.get(tid) ?? out.set(tid, []).get(tid)!).push({ observation, action, observationLength, actionLength });
+  for (const [tid, blob] of rows) {
+    const { observation, action } = unpackTurnTexts(blob);
+    out.set(
+      tid,
+      observation.map((o, i) => ({
+        observation: o.slice(0, EXCERPT_OBSERVATION),
+        action: action[i].slice(0, EXCERPT_ACTION),
+        observationLength: o.length,
+        actionLength: action[i].length,
+      })),
+    );
+  }
   return out;
 }
 

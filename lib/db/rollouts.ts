@@ -1,10 +1,11 @@
-// Rollout storage: step -> group -> trajectory -> turn. Written in bulk (one IMMEDIATE transaction
-// per step, fenced by the job's lease), read in pages by cursor.
+// Rollout storage: step -> group -> trajectory, a trajectory's turns packed into its row
+// (lib/db/trajectory-pack.ts). Written in bulk (one IMMEDIATE transaction per step, fenced by the
+// job's lease), read in pages by cursor.
 import { orderedId } from "./ids";
 import { ConflictError } from "../schemas/errors";
-import { tokenValues, type GroupOut, type RolloutStepInput, type RolloutStepOut, type TrajectoryOut, type TurnOut } from "../schemas/rollouts";
+import type { GroupOut, RolloutStepInput, RolloutStepOut, TrajectoryOut, TurnOut } from "../schemas/rollouts";
 import { getRawDb, dbDateTime, insertRows, isPostgresDb, writeTransaction, type Fence, type RawDb } from "./raw";
-import { decodeTokenData, encodeTokenData } from "./token-data";
+import { packTurns, unpackTurns } from "./trajectory-pack";
 import { summarizeStepInput, writeStepSummary } from "./credit-summary";
 
 export class StepExistsError extends ConflictError {
@@ -17,8 +18,39 @@ export function stepExists(runId: string, step: number, db: RawDb = getRawDb()):
   return db.prepare(`SELECT 1 FROM "RolloutStep" WHERE "runId" = ? AND "step" = ?`).get(runId, step) !== undefined;
 }
 
-/** A turn's stored columns as the API reads them (its run is known); writes add "runId" in front. */
-const TURN_COLS = `"seq","trajectoryId","index","observation","action","reward","valid","done","anchor","agent","tokenCount","logprob","entropy","advantage","info","tokenData"`;
+/** Trajectory's columns as writeRolloutStep inserts them (rolloutRows builds the rows in this order). */
+export const TRAJECTORY_COLS = ["id", "runId", "groupId", "index", "reward", "success", "length", "truncated", "firstSeq", "turnData", "turnTexts", "turnTokens"];
+export const STEP_COLS = ["id", "runId", "step", "estimator", "params", "diagnostics", "createdAt"];
+export const GROUP_COLS = ["id", "runId", "stepId", "uid", "envId", "taskSeed"];
+
+/**
+ * The RolloutStep, RolloutGroup and Trajectory rows of one step, in the column orders above: new
+ * ids from `newId`, the run's turns numbered on from `seq0`, each trajectory's turns packed
+ * (lib/db/trajectory-pack.ts). writeRolloutStep stores them; gen:scale bulk-loads them.
+ */
+export function rolloutRows(runId: string, input: RolloutStepInput, seq0: number, createdAt: string, newId: () => string) {
+  const stepId = newId();
+  const step = [stepId, runId, input.step, input.estimator ?? null, input.params ? JSON.stringify(input.params) : null, input.diagnostics ? JSON.stringify(input.diagnostics) : null, createdAt];
+  const groups: unknown[][] = [];
+  const trajectories: unknown[][] = [];
+  let seq = seq0;
+  for (const g of input.groups) {
+    const groupId = newId();
+    groups.push([groupId, runId, stepId, g.uid, g.envId, g.taskSeed]);
+    g.trajectories.forEach((t, ti) => {
+      const reward = t.reward ?? t.turns.reduce((s, u) => s + u.reward, 0);
+      const p = packTurns(t.turns);
+      trajectories.push([newId(), runId, groupId, ti, reward, t.success ? 1 : 0, t.turns.length, t.truncated ? 1 : 0, seq, p.turnData, p.turnTexts, p.turnTokens]);
+      seq += t.turns.length;
+    });
+  }
+  return { stepId, steps: [step], groups, trajectories, turns: seq - seq0 };
+}
+
+/** The run-wide index its next turn gets: one past the last trajectory's turns (index range scan). */
+function nextTurnSeq(runId: string, db: RawDb): number {
+  return (db.prepare(`SELECT "firstSeq" + "length" FROM "Trajectory" WHERE "runId" = ? ORDER BY "firstSeq" DESC LIMIT 1`).pluck().get(runId) as number | undefined) ?? 0;
+}
 
 /** Writes one step's rollouts. Throws StepExistsError if the step is already stored (nothing written twice). */
 export function writeRolloutStep(runId: string, input: RolloutStepInput, fence: Fence | null = null, db: RawDb = getRawDb()): { stepId: string; turns: number } {
@@ -26,67 +58,13 @@ export function writeRolloutStep(runId: string, input: RolloutStepInput, fence: 
     fence,
     (db) => {
       if (stepExists(runId, input.step, db)) throw new StepExistsError(runId, input.step);
-      const now = dbDateTime();
-      const stepId = orderedId();
-      db.prepare(`INSERT INTO "RolloutStep" ("id","runId","step","estimator","params","diagnostics","createdAt") VALUES (?,?,?,?,?,?,?)`).run(
-        stepId,
-        runId,
-        input.step,
-        input.estimator ?? null,
-        input.params ? JSON.stringify(input.params) : null,
-        input.diagnostics ? JSON.stringify(input.diagnostics) : null,
-        now,
-      );
-      // rows of each table collected, then inserted in multi-row statements (lib/db/raw.ts insertRows)
-      const groupRows: unknown[] = [];
-      const trajRows: unknown[] = [];
-      const turnRows: unknown[] = [];
-      let seq = (db.prepare(`SELECT COALESCE(MAX("seq"), -1) FROM "Turn" WHERE "runId" = ?`).pluck().get(runId) as number) + 1;
-      let turns = 0;
-      for (const g of input.groups) {
-        const groupId = orderedId();
-        groupRows.push(groupId, runId, stepId, g.uid, g.envId, g.taskSeed);
-        g.trajectories.forEach((t, ti) => {
-          const trajId = orderedId();
-          const reward = t.reward ?? t.turns.reduce((s, u) => s + u.reward, 0);
-          trajRows.push(trajId, runId, groupId, ti, reward, t.success ? 1 : 0, t.turns.length, t.truncated ? 1 : 0);
-          t.turns.forEach((u, ui) => {
-            turnRows.push(
-              runId,
-              seq++,
-              trajId,
-              ui,
-              u.observation,
-              u.action,
-              u.reward,
-              u.valid === false ? 0 : 1,
-              u.done ? 1 : 0,
-              u.anchor ?? null,
-              u.agent ?? null,
-              u.tokenCount ?? null,
-              u.logprob ?? null,
-              u.entropy ?? null,
-              u.advantage ?? null,
-              u.info ? JSON.stringify(u.info) : null,
-              u.tokenIds
-                ? encodeTokenData({
-                    ids: tokenValues(u.tokenIds)!,
-                    texts: u.tokenTexts ?? null,
-                    logprobs: tokenValues(u.tokenLogprobs),
-                    advantages: tokenValues(u.tokenAdvantages),
-                    entropies: tokenValues(u.tokenEntropies),
-                  })
-                : null,
-            );
-            turns++;
-          });
-        });
-      }
-      insertRows(db, `INSERT INTO "RolloutGroup" ("id","runId","stepId","uid","envId","taskSeed")`, 6, groupRows);
-      insertRows(db, `INSERT INTO "Trajectory" ("id","runId","groupId","index","reward","success","length","truncated")`, 8, trajRows);
-      // insertRows' 200 turns a statement (3,400 parameters): 10-20% less CPU per turn than one a statement on SQLite,
-      // 4-7% less than 50 a statement (20,000-turn steps); one round trip per 200 turns on PostgreSQL
-      insertRows(db, `INSERT INTO "Turn" ("runId",${TURN_COLS})`, 17, turnRows);
+      const rows = rolloutRows(runId, input, nextTurnSeq(runId, db), dbDateTime(), orderedId);
+      const cols = (c: string[]) => c.map((x) => `"${x}"`).join(",");
+      insertRows(db, `INSERT INTO "RolloutStep" (${cols(STEP_COLS)})`, STEP_COLS.length, rows.steps.flat());
+      insertRows(db, `INSERT INTO "RolloutGroup" (${cols(GROUP_COLS)})`, GROUP_COLS.length, rows.groups.flat());
+      // a trajectory row carries its turns' packed texts (~2-100 KB): 16 rows a statement keeps a
+      // statement's parameters small while still one round trip per 16 trajectories on PostgreSQL
+      insertRows(db, `INSERT INTO "Trajectory" (${cols(TRAJECTORY_COLS)})`, TRAJECTORY_COLS.length, rows.trajectories.flat(), "", 16);
       // credit over training's summary of the step, kept with it (a few ms at 6,400 turns); should it
       // fail, the step is still stored and its summary is made on its first read instead
       let summary = null;
@@ -95,8 +73,8 @@ export function writeRolloutStep(runId: string, input: RolloutStepInput, fence: 
       } catch {
         /* made on read */
       }
-      if (summary) writeStepSummary(runId, stepId, summary, db);
-      return { stepId, turns };
+      if (summary) writeStepSummary(runId, rows.stepId, summary, db);
+      return { stepId: rows.stepId, turns: rows.turns };
     },
     db,
   );
@@ -189,29 +167,33 @@ export function listTrajectories(runId: string, f: TrajectoryFilter = {}, db: Ra
 
 export type TurnRow = TurnOut;
 
-function toTurn(r: Record<string, unknown>): TurnRow {
-  const { tokenData, ...rest } = r;
-  return {
-    ...(rest as unknown as TurnRow),
-    valid: r.valid === 1,
-    done: r.done === 1,
-    info: typeof r.info === "string" ? JSON.parse(r.info) : null,
-    tokens: tokenData instanceof Uint8Array ? decodeTokenData(tokenData) : null,
-  };
-}
+/** A trajectory row's columns unpackTurns reads, in its argument order. */
+const TURN_SOURCE = `"id","firstSeq","length","turnData","turnTexts","turnTokens"`;
+type TurnSource = Parameters<typeof unpackTurns>;
 
 export function getTrajectory(id: string, db: RawDb = getRawDb()): (TrajectoryRow & { runId: string; turns: TurnRow[] }) | null {
   const row = db.prepare(`${TRAJ_SELECT.replace('SELECT t."id"', 'SELECT t."runId", t."id"')} WHERE t."id" = ?`).get(id) as Record<string, unknown> | undefined;
   if (!row) return null;
-  const turns = (db.prepare(`SELECT ${TURN_COLS} FROM "Turn" WHERE "trajectoryId" = ? ORDER BY "index"`).all(id) as Record<string, unknown>[]).map(toTurn);
-  return { ...toTrajectory(row), runId: row.runId as string, turns };
+  const src = db.prepare(`SELECT ${TURN_SOURCE} FROM "Trajectory" WHERE "id" = ?`).raw().get(id) as TurnSource;
+  return { ...toTrajectory(row), runId: row.runId as string, turns: unpackTurns(...src) };
 }
 
-/** One page of all turns of a run, in write order, by cursor (primary-key range scan). */
+/** One page of all turns of a run, in write order, after the turn numbered `after` (index range scan over its trajectories). */
 export function turnsPage(runId: string, after: number, limit: number, db: RawDb = getRawDb()): { turns: TurnRow[]; next: number | null } {
-  const rows = (db.prepare(`SELECT ${TURN_COLS} FROM "Turn" WHERE "runId" = ? AND "seq" > ? ORDER BY "seq" LIMIT ?`).all(runId, after, limit) as Record<
-    string,
-    unknown
-  >[]).map(toTurn);
-  return { turns: rows, next: rows.length === limit ? rows[rows.length - 1].seq : null };
+  // the trajectory holding turn `after + 1`, then the next ones until the page is full: a page of
+  // 1,000 turns spans at most 1,000 trajectories (each holds at least one turn)
+  const rows = db
+    .prepare(
+      `SELECT ${TURN_SOURCE} FROM "Trajectory" WHERE "runId" = ? AND "firstSeq" + "length" > ? AND "firstSeq" >=
+         COALESCE((SELECT MAX("firstSeq") FROM "Trajectory" WHERE "runId" = ? AND "firstSeq" <= ?), 0)
+       ORDER BY "firstSeq" LIMIT ?`,
+    )
+    .raw()
+    .all(runId, after + 1, runId, after + 1, limit) as TurnSource[];
+  const turns: TurnRow[] = [];
+  for (const r of rows) {
+    for (const u of unpackTurns(...r)) if (u.seq > after && turns.length < limit) turns.push(u);
+    if (turns.length === limit) break;
+  }
+  return { turns, next: turns.length === limit ? turns[turns.length - 1].seq : null };
 }

@@ -45,7 +45,12 @@ async function call(h: Handler, method: string, url: string, o: CallOpts = {}) {
   return { status: res.status, json, headers: res.headers };
 }
 
-const count = (table: string) => getRawDb().prepare(`SELECT COUNT(*) FROM "${table}"`).pluck().get() as number;
+/** Rows of a table; "Turn": the turns stored (packed in their trajectories' rows). */
+const count = (table: string) =>
+  getRawDb()
+    .prepare(table === "Turn" ? `SELECT COALESCE(SUM("length"), 0) FROM "Trajectory"` : `SELECT COUNT(*) FROM "${table}"`)
+    .pluck()
+    .get() as number;
 const tables = ["Run", "Job", "Metric", "RolloutStep", "Turn", "IngestBatch"];
 const counts = () => tables.map(count);
 /** `{"a":{"a":…1…}}` as text: JSON.stringify itself recurses and cannot write it */

@@ -21,6 +21,7 @@ const cancelRoute = await import("@/app/api/v1/runs/[id]/cancel/route");
 const openapi = await import("@/app/api/v1/openapi.json/route");
 const finishRoute = await import("@/app/api/v1/runs/[id]/finish/route");
 const { getRawDb } = await import("@/lib/db/raw");
+const { turnsPage } = await import("@/lib/db/rollouts");
 
 type Handler<P> = (req: NextRequest, ctx: { params: Promise<P> }) => Promise<Response>;
 async function call<P = Record<string, never>>(h: Handler<P>, method: string, path: string, opts: { body?: unknown; raw?: string; params?: P; headers?: Record<string, string> } = {}) {
@@ -38,7 +39,12 @@ async function call<P = Record<string, never>>(h: Handler<P>, method: string, pa
   return { status: res.status, json, text, headers: res.headers };
 }
 
-const count = (table: string) => getRawDb().prepare(`SELECT COUNT(*) FROM "${table}"`).pluck().get() as number;
+/** Rows of a table; "Turn": the turns stored (packed in their trajectories' rows). */
+const count = (table: string) =>
+  getRawDb()
+    .prepare(table === "Turn" ? `SELECT COALESCE(SUM("length"), 0) FROM "Trajectory"` : `SELECT COUNT(*) FROM "${table}"`)
+    .pluck()
+    .get() as number;
 const rowCounts = () => ["Run", "Job", "Project", "Metric", "RolloutStep", "Turn"].map(count);
 
 describe("launch validation", () => {
@@ -221,7 +227,7 @@ describe("ingest from an external trainer", () => {
     expect(w.status).toBe(201);
     expect(w.json.steps.map((s: { turns: number }) => s.turns)).toEqual([2, 2]);
     expect(count("Turn")).toBe(before + 4);
-    const seqs = getRawDb().prepare(`SELECT t."observation" FROM "Turn" t WHERE t."runId" = ? AND t."seq" >= ? ORDER BY t."seq"`).pluck().all(runId, before) as string[];
+    const seqs = turnsPage(runId, before - 1, 100).turns.map((u) => u.observation);
     expect(seqs).toEqual(["o10", "p", "o11", "p"]); // write order is the batch's order
     // the same step alone is recognised as stored (same hash on either route), and so is the whole batch again
     const alone = await call(stepsRoute.POST, "POST", `/api/v1/runs/${runId}/steps`, keyed({ body: mk(11, 0), params: { id: runId } }));
@@ -276,13 +282,7 @@ describe("ingest from an external trainer", () => {
     expect(one.status).toBe(201);
     const again = await call(stepsRoute.POST, "POST", `/api/v1/runs/${split.id}/steps`, { body: { ...head, groups }, params: { id: split.id }, headers: split.headers });
     expect(again.status).toBe(200); // the parts' step is the same step
-    const rows = (run: string) =>
-      getRawDb()
-        .prepare(
-          `SELECT g."uid", t."index", u."index", u."observation", u."reward", u."advantage", t."success" FROM "Turn" u JOIN "Trajectory" t ON t."id" = u."trajectoryId" JOIN "RolloutGroup" g ON g."id" = t."groupId" JOIN "RolloutStep" s ON s."id" = g."stepId" WHERE s."runId" = ? ORDER BY g."uid", t."index", u."index"`,
-        )
-        .raw()
-        .all(run);
+    const rows = (run: string) => turnsPage(run, -1, 1000).turns.map((u) => [u.seq, u.index, u.observation, u.reward, u.advantage, u.tokens]);
     expect(rows(split.id)).toEqual(rows(whole.id));
     expect(rows(split.id)).toHaveLength(36);
   });

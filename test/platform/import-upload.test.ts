@@ -64,7 +64,7 @@ async function upload(format: string, filename: string, bytes: Uint8Array | stri
 }
 
 const count = (sql: string, ...args: unknown[]) => getRawDb().prepare(sql).pluck().get(...args) as number;
-const turnsOf = (runId: string) => count(`SELECT COUNT(*) FROM "Turn" WHERE "runId" = ?`, runId);
+const turnsOf = (runId: string) => count(`SELECT COALESCE(SUM("length"), 0) FROM "Trajectory" WHERE "runId" = ?`, runId);
 const metricsOf = (runId: string) => metricCount(runId);
 
 function python(code: string, ...args: string[]) {

@@ -12,8 +12,8 @@ const { getRun } = await import("../../lib/db/runs");
 const { readSeries } = await import("../../lib/db/metrics");
 const { listCheckpoints } = await import("../../lib/db/checkpoints");
 const { TinyTokenizer } = await import("../../lib/policy/tiny-tokenizer");
+const { turnsPage } = await import("../../lib/db/rollouts");
 const { EngineClient } = await import("../../workers/engine-client");
-const { getRawDb } = await import("../../lib/db/raw");
 
 afterEach(killAllWorkers);
 afterAll(() => db.cleanup());
@@ -44,7 +44,7 @@ describe("onnx-eval job", () => {
     // the action the torch policy takes greedily in every state it visited.
     const ckpt = listCheckpoints(train.runId).at(-1)!;
     const tok = new TinyTokenizer(JSON.parse(fs.readFileSync(path.join(path.dirname(ckpt.onnxPath!), "policy.tokenizer.json"), "utf8")));
-    const turns = getRawDb().prepare(`SELECT "observation", "action" FROM "Turn" WHERE "runId" = ? ORDER BY "seq"`).all(evalRun.runId) as { observation: string; action: string }[];
+    const turns = turnsPage(evalRun.runId, -1, 1000).turns;
     expect(turns.length).toBeGreaterThan(40);
     const engine = new EngineClient();
     try {

@@ -108,7 +108,7 @@ describe("train job", () => {
     expect(b.output()).toMatch(/resumed from the checkpoint of step (1|3)/);
     expect(steps(runId)).toEqual([0, 1, 2, 3, 4, 5]);
     const turnsPerStep = getRawDb()
-      .prepare(`SELECT s."step", COUNT(*) AS n FROM "Turn" u JOIN "Trajectory" t ON t."id" = u."trajectoryId" JOIN "RolloutGroup" g ON g."id" = t."groupId" JOIN "RolloutStep" s ON s."id" = g."stepId" WHERE s."runId" = ? GROUP BY s."step"`)
+      .prepare(`SELECT s."step", SUM(t."length") AS n FROM "Trajectory" t JOIN "RolloutGroup" g ON g."id" = t."groupId" JOIN "RolloutStep" s ON s."id" = g."stepId" WHERE s."runId" = ? GROUP BY s."step"`)
       .all(runId) as { step: number; n: number }[];
     expect(turnsPerStep).toHaveLength(6);
     const trajCount = getRawDb().prepare(`SELECT COUNT(*) FROM "Trajectory" WHERE "runId" = ?`).pluck().get(runId);
