@@ -9,6 +9,10 @@
 // them, fails on any new one, and reports an entry that no longer matches so it gets deleted.
 // Our own script over TypeScript's import scanner (ts.preProcessFile), not dependency-cruiser:
 // no extra dependency, and `import type` counts too (a type import still couples the layers).
+//
+// The Python engine (PY_PACKAGES) gets a second check: its module graph, built from every
+// `import` / `from ... import` statement (inside functions and TYPE_CHECKING blocks too), must
+// have no cycle; one is reported as the chain of files that closes it.
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -106,6 +110,147 @@ export function crossLayerImports(root = ROOT) {
   return edges;
 }
 
+/** Python packages whose modules must import one way (no cycle): the engine's rooms. */
+export const PY_PACKAGES = ["workers/engine"];
+
+function pythonFiles(dir, out = []) {
+  if (!fs.existsSync(dir)) return out;
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) {
+      if (e.name !== "__pycache__") pythonFiles(p, out);
+    } else if (e.name.endsWith(".py")) out.push(p);
+  }
+  return out;
+}
+
+/** "workers/engine/commands/__init__.py" -> "workers.engine.commands". */
+function pythonModule(rel) {
+  const parts = rel.replace(/\.py$/, "").split("/");
+  if (parts[parts.length - 1] === "__init__") parts.pop();
+  return parts.join(".");
+}
+
+/**
+ * The import statements of a Python source: { module, names, line }, with module as written
+ * ("..state", "os.path") and names the imported names of a `from` import (null for `import x`).
+ * Triple-quoted strings and comments are dropped first; parenthesised and backslash-continued
+ * lists are joined.
+ */
+export function pythonImports(text) {
+  // blank out triple-quoted strings, keeping their newlines so line numbers stay right
+  const code = text.replace(/("""|''')[\s\S]*?\1/g, (m) => m.replace(/[^\n]/g, " "));
+  const lines = code.split("\n");
+  const out = [];
+  const names = (list) =>
+    list
+      .replace(/[()]/g, "")
+      .split(",")
+      .map((n) => n.trim().split(/\s+as\s+/)[0].trim())
+      .filter(Boolean);
+  for (let i = 0; i < lines.length; i++) {
+    let stmt = lines[i].replace(/#.*$/, "");
+    if (!/^\s*(import|from)\s/.test(stmt)) continue;
+    const line = i + 1;
+    while ((/\\\s*$/.test(stmt) || (stmt.includes("(") && !stmt.includes(")"))) && i + 1 < lines.length) {
+      stmt = stmt.replace(/\\\s*$/, " ") + " " + lines[++i].replace(/#.*$/, "");
+    }
+    for (const part of stmt.split(";")) {
+      let m = /^\s*from\s+([\w.]+)\s+import\s+(.+)$/.exec(part);
+      if (m) {
+        out.push({ module: m[1], names: names(m[2]), line });
+        continue;
+      }
+      m = /^\s*import\s+(.+)$/.exec(part);
+      if (m) for (const mod of names(m[1])) out.push({ module: mod, names: null, line });
+    }
+  }
+  return out;
+}
+
+/** Import edges { from, to, line } between the modules of PY_PACKAGES, as repository files. */
+export function pythonImportGraph(root = ROOT) {
+  const files = PY_PACKAGES.flatMap((d) => pythonFiles(path.join(root, d))).map((f) =>
+    path.relative(root, f).split(path.sep).join("/"),
+  );
+  const fileOf = new Map(files.map((f) => [pythonModule(f), f]));
+  const edges = [];
+  for (const file of files) {
+    const mod = pythonModule(file);
+    const pkg = file.endsWith("/__init__.py") ? mod : mod.split(".").slice(0, -1).join(".");
+    for (const imp of pythonImports(fs.readFileSync(path.join(root, file), "utf8"))) {
+      let base = imp.module;
+      const dots = /^\.*/.exec(base)[0].length;
+      if (dots) {
+        const parts = pkg.split(".");
+        base = [...parts.slice(0, parts.length - (dots - 1)), base.slice(dots)].filter(Boolean).join(".");
+      }
+      // `from pkg import name` imports the submodule pkg.name when there is one, else pkg itself
+      const targets = imp.names ? imp.names.map((n) => (fileOf.has(`${base}.${n}`) ? `${base}.${n}` : base)) : [base];
+      for (const t of new Set(targets)) {
+        if (fileOf.has(t) && t !== mod) edges.push({ from: file, to: fileOf.get(t), line: imp.line });
+      }
+    }
+  }
+  return edges;
+}
+
+/** One import cycle per knot of PY_PACKAGES' modules, as files [a, b, ..., a]. */
+export function pythonImportCycles(root = ROOT) {
+  const next = new Map();
+  for (const e of pythonImportGraph(root)) {
+    if (!next.has(e.from)) next.set(e.from, new Set());
+    next.get(e.from).add(e.to);
+  }
+  // Tarjan's strongly connected components: each one of 2+ modules holds a cycle
+  const index = new Map();
+  const low = new Map();
+  const stack = [];
+  const onStack = new Set();
+  const components = [];
+  const visit = (v) => {
+    index.set(v, index.size);
+    low.set(v, index.get(v));
+    stack.push(v);
+    onStack.add(v);
+    for (const w of next.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v), low.get(w)));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v), index.get(w)));
+    }
+    if (low.get(v) === index.get(v)) {
+      const comp = [];
+      let w;
+      do {
+        w = stack.pop();
+        onStack.delete(w);
+        comp.push(w);
+      } while (w !== v);
+      if (comp.length > 1) components.push(comp);
+    }
+  };
+  for (const v of [...next.keys()].sort()) if (!index.has(v)) visit(v);
+  // name a shortest cycle through each component's first file (breadth-first inside it)
+  return components.map((comp) => {
+    const inComp = new Set(comp);
+    const start = [...comp].sort()[0];
+    const prev = new Map();
+    const queue = [start];
+    while (queue.length && !prev.has(start)) {
+      const v = queue.shift();
+      for (const w of [...(next.get(v) ?? [])].sort()) {
+        if (!inComp.has(w) || prev.has(w)) continue;
+        prev.set(w, v);
+        queue.push(w);
+      }
+    }
+    const cycle = [start];
+    for (let v = prev.get(start); v !== start; v = prev.get(v)) cycle.unshift(v);
+    return [start, ...cycle];
+  });
+}
+
 export function checkLayers(root = ROOT) {
   const violations = [];
   const usedDebt = new Set();
@@ -126,6 +271,9 @@ export function checkLayers(root = ROOT) {
       continue;
     }
     violations.push(`${e.from} imports ${e.spec}: ${e.fromLayer} may not import ${e.toLayer} (may: ${allowed.join(", ") || "nothing"})`);
+  }
+  for (const cycle of pythonImportCycles(root)) {
+    violations.push(`${cycle[0]}: Python import cycle ${cycle.join(" -> ")} (imports must flow one way)`);
   }
   const staleDebt = Object.keys(ALLOWED_DEBT).filter((k) => !usedDebt.has(k));
   return { violations, staleDebt };

@@ -4,7 +4,7 @@
 //                                                   PROTOCOL.md's parameter tables
 //   npx tsx scripts/gen-engine-protocol.ts --check  exit 1 when either committed file is stale
 //
-// The Python engine validates every request against the JSON Schema (workers/engine/protocol.py)
+// The Python engine validates every request against the JSON Schema (workers/engine/schema.py)
 // and reads the defaults it declares; PROTOCOL.md keeps its prose, and each command's table sits
 // between `<!-- params:CMD -->` and `<!-- /params -->` markers.
 import fs from "node:fs";

@@ -18,8 +18,18 @@ fi
 echo "== typecheck"
 node_modules/.bin/tsc --noEmit -p tsconfig.json
 
-echo "== layers (imports flow one way, ARCHITECTURE.md)"
+echo "== layers (imports flow one way, ARCHITECTURE.md; no import cycle in the Python engine)"
 node scripts/check-layers.mjs
+
+echo "== python lint (ruff: every Python file, rules in ruff.toml; the engine and its tests formatted)"
+PY="${TURNLENS_PYTHON:-python3}"
+stamp="node_modules/.turnlens-pip-lint-$(sha1sum test/lint-requirements.txt | cut -c1-12)"
+if [ ! -f "$stamp" ]; then
+  "$PY" -m pip install --quiet --disable-pip-version-check -r test/lint-requirements.txt
+  touch "$stamp"
+fi
+"$PY" -m ruff check .
+"$PY" -m ruff format --check workers/engine test/engine
 
 # Ray for the Ray-backed training test (a local head on loopback), in a venv of its own; about a
 # minute the first time (pip ~40-55 s here). Without it that test is skipped with a message.

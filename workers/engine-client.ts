@@ -212,7 +212,7 @@ const envelopeSchema = z.object({
 // Request params: the protocol's one definition. scripts/gen-engine-protocol.ts turns these into
 // workers/engine/protocol.schema.json, which the Python engine validates every request against
 // and PROTOCOL.md's parameter tables are generated from. A `.default()` here is THE default:
-// the engine reads it from the schema (update's PPO defaults in UpdateArgs and LossConfig, and
+// the engine reads it from the schema (update's PPO defaults in PPOConfig, workers/engine/ppo.py, and
 // those of generate, logprobs, export_onnx and LoRA), and the client sends only what its caller
 // set. init's dataclasses (InitConfig, TinyConfig) keep theirs, checked equal to these by
 // test/engine/test_engine_protocol.py.

@@ -5,7 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 // @ts-expect-error: a plain .mjs script without type declarations
-import { checkLayers } from "../../scripts/check-layers.mjs";
+import { checkLayers, pythonImportCycles, pythonImports } from "../../scripts/check-layers.mjs";
 
 const dirs: string[] = [];
 function tree(files: Record<string, string>): string {
@@ -57,6 +57,58 @@ describe("checkLayers", () => {
   it("names a layer missing from the table instead of passing it silently", () => {
     const root = tree({ "lib/newroom/x.ts": 'import { q } from "../schemas/runs"; export const x = q;', "lib/schemas/runs.ts": "export const q = 1;" });
     expect(checkLayers(root).violations[0]).toMatch(/layer lib\/newroom is not in LAYERS/);
+  });
+
+  it("rejects an import cycle among the engine's Python modules, naming the files that close it", () => {
+    const root = tree({
+      "workers/engine/__init__.py": "",
+      "workers/engine/engine.py": "from .commands import COMMANDS\n",
+      "workers/engine/commands/__init__.py": "from . import save\nCOMMANDS = {}\n",
+      "workers/engine/commands/save.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..engine import Engine\n",
+    });
+    const { violations } = checkLayers(root);
+    expect(violations).toEqual([
+      "workers/engine/commands/__init__.py: Python import cycle workers/engine/commands/__init__.py -> " +
+        "workers/engine/commands/save.py -> workers/engine/engine.py -> workers/engine/commands/__init__.py " +
+        "(imports must flow one way)",
+    ]);
+  });
+
+  it("reads every form of a Python import and nothing in strings or comments", () => {
+    const text = [
+      '"""Docstring: from .b import x would be a cycle."""',
+      "import os, workers.engine.b as b  # import workers.engine.c",
+      "from ..engine import (",
+      "    a,",
+      "    b as bee,",
+      ")",
+      "from . import c; import json",
+      "def f():",
+      "    from .d import \\",
+      "        e",
+    ].join("\n");
+    expect(pythonImports(text)).toEqual([
+      { module: "os", names: null, line: 2 },
+      { module: "workers.engine.b", names: null, line: 2 },
+      { module: "..engine", names: ["a", "b"], line: 3 },
+      { module: ".", names: ["c"], line: 7 },
+      { module: "json", names: null, line: 7 },
+      { module: ".d", names: ["e"], line: 9 },
+    ]);
+  });
+
+  it("passes Python modules that import one way, through relative and absolute imports", () => {
+    const root = tree({
+      "workers/engine/__init__.py": "from .protocol import VERSION\n",
+      "workers/engine/errors.py": "",
+      "workers/engine/protocol.py": "from .errors import InvalidRequest\nVERSION = 1\n",
+      "workers/engine/state.py": "import workers.engine.protocol\nfrom . import errors\n",
+      "workers/engine/commands/__init__.py": "from . import ping\n",
+      "workers/engine/commands/ping.py": "from ..state import State\nfrom workers.engine.protocol import VERSION\n",
+      "workers/engine/engine.py": "from .commands import COMMANDS\nfrom .state import State\n",
+    });
+    expect(pythonImportCycles(root)).toEqual([]);
+    expect(checkLayers(root).violations).toEqual([]);
   });
 
   it("the repository itself has no import outside the table and its listed debts", () => {

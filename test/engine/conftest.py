@@ -161,7 +161,9 @@ def build_hf_model(directory: Path, arch: str) -> Path:
     tok.train_from_iterator(
         corpus,
         trainers.BpeTrainer(
-            vocab_size=300, special_tokens=["<pad>", "<s>", "</s>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+            vocab_size=300,
+            special_tokens=["<pad>", "<s>", "</s>"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         ),
     )
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>")
@@ -177,8 +179,14 @@ def build_hf_model(directory: Path, arch: str) -> Path:
     else:
         model = LlamaForCausalLM(
             LlamaConfig(
-                vocab_size=V, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, hidden_size=32,
-                intermediate_size=64, max_position_embeddings=128, **ids,
+                vocab_size=V,
+                num_hidden_layers=2,
+                num_attention_heads=2,
+                num_key_value_heads=1,
+                hidden_size=32,
+                intermediate_size=64,
+                max_position_embeddings=128,
+                **ids,
             )
         )
     model.save_pretrained(str(directory))

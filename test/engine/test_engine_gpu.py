@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from conftest import ACTIONS, GRIDS, tiny_init_params
 
 pytestmark = pytest.mark.gpu
@@ -15,7 +14,12 @@ pytestmark = pytest.mark.gpu
 
 def _samples(responses, advs):
     return [
-        {"prompt_ids": r["prompt_ids"], "response_ids": r["response_ids"], "old_logprobs": r["logprobs"], "advantages": a}
+        {
+            "prompt_ids": r["prompt_ids"],
+            "response_ids": r["response_ids"],
+            "old_logprobs": r["logprobs"],
+            "advantages": a,
+        }
         for r, a in zip(responses, advs)
     ]
 
@@ -66,8 +70,14 @@ def test_hf_lora_on_cuda(hf_models):
 
     e = Engine()
     call = lambda cmd, **p: e.dispatch(cmd, Params(p))  # noqa: E731
-    info = call("init", model=str(hf_models["llama"]), kl_coef=0.1, device="cuda", seed=0,
-                lora={"r": 4, "alpha": 8, "target_modules": ["q_proj", "v_proj"]})
+    info = call(
+        "init",
+        model=str(hf_models["llama"]),
+        kl_coef=0.1,
+        device="cuda",
+        seed=0,
+        lora={"r": 4, "alpha": 8, "target_modules": ["q_proj", "v_proj"]},
+    )
     assert info["device"] == "cuda" and info["lora"] is True and 0 < info["trainable_params"] < info["num_params"]
     gen = call("generate", prompts=["S F F H"], n=4, max_new_tokens=3, seed=0)
     samples = _samples(gen["responses"], [1.0, -1.0, 1.0, -1.0])

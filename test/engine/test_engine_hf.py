@@ -4,8 +4,8 @@ the test, nothing downloaded) through the same protocol, in a real subprocess.""
 from __future__ import annotations
 
 import math
-import pytest
 
+import pytest
 from conftest import EngineProcess
 
 
@@ -18,8 +18,12 @@ def hf_proc():
 
 def _samples(responses, advs):
     return [
-        {"prompt_ids": r["prompt_ids"], "response_ids": r["response_ids"], "old_logprobs": r["logprobs"],
-         "advantages": a}
+        {
+            "prompt_ids": r["prompt_ids"],
+            "response_ids": r["response_ids"],
+            "old_logprobs": r["logprobs"],
+            "advantages": a,
+        }
         for r, a in zip(responses, advs)
     ]
 
@@ -32,15 +36,26 @@ def test_hf_generate_update_save_load(hf_proc, hf_models, arch, tmp_path):
     assert info["trainable_params"] == info["num_params"]
 
     # strings go through the chat template (the tokenizer has one); message lists too
-    gen = e.call("generate", {
-        "prompts": ["S F F H", [{"role": "user", "content": "left or right?"}]],
-        "n": 2, "max_new_tokens": 5, "temperature": 1.0, "top_p": 0.9,
-    })
+    gen = e.call(
+        "generate",
+        {
+            "prompts": ["S F F H", [{"role": "user", "content": "left or right?"}]],
+            "n": 2,
+            "max_new_tokens": 5,
+            "temperature": 1.0,
+            "top_p": 0.9,
+        },
+    )
     assert len(gen["responses"]) == 4
     for r in gen["responses"]:
         assert 1 <= len(r["response_ids"]) <= 5 and len(r["logprobs"]) == len(r["response_ids"])
-    scored = e.call("logprobs", {"prompt_ids": [r["prompt_ids"] for r in gen["responses"]],
-                                 "response_ids": [r["response_ids"] for r in gen["responses"]]})
+    scored = e.call(
+        "logprobs",
+        {
+            "prompt_ids": [r["prompt_ids"] for r in gen["responses"]],
+            "response_ids": [r["response_ids"] for r in gen["responses"]],
+        },
+    )
     for g, s in zip(gen["responses"], scored["results"]):
         assert s["logprobs"] == pytest.approx(g["logprobs"], abs=1e-4)
 
@@ -53,8 +68,10 @@ def test_hf_generate_update_save_load(hf_proc, hf_models, arch, tmp_path):
         assert len(r["token_texts"]) == len(r["entropies"]) == len(r["response_ids"])
         assert "".join(r["token_texts"]).startswith(r["text"]) and 0 <= r["entropies"][0] <= math.log(4) + 1e-5
 
-    m = e.call("update", {"samples": _samples(gen["responses"], [1.0, -1.0, 0.5, -0.5]), "lr": 1e-3,
-                          "epochs": 2, "minibatch_size": 2})["metrics"]
+    m = e.call(
+        "update",
+        {"samples": _samples(gen["responses"], [1.0, -1.0, 0.5, -0.5]), "lr": 1e-3, "epochs": 2, "minibatch_size": 2},
+    )["metrics"]
     assert m["perf/optimizer_steps"] == 4 and m["losses/grad_norm"] > 0
     assert m["losses/kl"] is not None and m["losses/kl"] >= 0
 
@@ -69,8 +86,16 @@ def test_hf_generate_update_save_load(hf_proc, hf_models, arch, tmp_path):
 
 def test_hf_lora(hf_proc, hf_models, tmp_path):
     e = hf_proc
-    info = e.call("init", {"model": str(hf_models["llama"]), "kl_coef": 0.1, "threads": 1, "device": "cpu",
-                           "lora": {"r": 4, "alpha": 8, "target_modules": ["q_proj", "v_proj"]}})
+    info = e.call(
+        "init",
+        {
+            "model": str(hf_models["llama"]),
+            "kl_coef": 0.1,
+            "threads": 1,
+            "device": "cpu",
+            "lora": {"r": 4, "alpha": 8, "target_modules": ["q_proj", "v_proj"]},
+        },
+    )
     assert info["lora"] is True and 0 < info["trainable_params"] < info["num_params"]
     assert info["has_reference"] is True  # the base model with the adapter disabled
     gen = e.call("generate", {"prompts": ["S F F H"], "n": 4, "max_new_tokens": 3, "seed": 0})

@@ -6,9 +6,10 @@ import math
 
 import pytest
 import torch
-
 from conftest import ACTIONS, GRIDS, tiny_init_params
-from workers.engine import loss as L
+
+from workers.engine import ppo as L
+from workers.engine.sampling import policy_entropy
 
 
 def t(*xs):
@@ -31,7 +32,7 @@ PG = [-1.2, 1.0, -2.0 * math.exp(-0.5)]
 
 def test_ppo_clip_token_mean_hand_computed():
     w = L.token_weights(t(3, 3, 3), "token-mean")
-    out = L.ppo_loss(LOGP, OLD, ADV, w, L.LossConfig())
+    out = L.ppo_loss(LOGP, OLD, ADV, w, L.PPOConfig())
     assert out["pg_loss"].item() == pytest.approx(sum(PG) / 3, abs=1e-6)  # -0.4710204
     assert out["pg_loss"].item() == pytest.approx(-0.4710204, abs=1e-6)
     assert out["clip_frac"].item() == pytest.approx(1 / 3)
@@ -43,13 +44,13 @@ def test_ppo_clip_seq_mean_token_mean_hand_computed():
     # tokens 0 and 1 belong to a 2-token sequence, token 2 to a 1-token sequence
     w = L.token_weights(t(2, 2, 1), "seq-mean-token-mean")
     assert w.tolist() == pytest.approx([0.25, 0.25, 0.5])
-    out = L.ppo_loss(LOGP, OLD, ADV, w, L.LossConfig())
+    out = L.ppo_loss(LOGP, OLD, ADV, w, L.PPOConfig())
     assert out["pg_loss"].item() == pytest.approx(((PG[0] + PG[1]) / 2 + PG[2]) / 2, abs=1e-6)  # -0.6565306
 
 
 def test_clip_higher_and_negative_advantages():
     # r = 1.5: with eps_high 0.28 the clip is at 1.28; A < 0 takes max(-A r, -A clip(r)) = -A r
-    cfg = L.LossConfig(clip_ratio_low=0.2, clip_ratio_high=0.28)
+    cfg = L.PPOConfig(clip_ratio_low=0.2, clip_ratio_high=0.28)
     out = L.ppo_loss(t(math.log(1.5)), t(0.0), t(1.0), t(1.0), cfg)
     assert out["pg_loss"].item() == pytest.approx(-1.28, abs=1e-6)
     out = L.ppo_loss(t(math.log(1.5)), t(0.0), t(-1.0), t(1.0), cfg)
@@ -72,7 +73,7 @@ def test_kl_estimators_hand_computed():
 def test_total_loss_combines_pg_kl_entropy():
     logp, old, adv, ref = t(-1.0, -0.5), t(-1.0, -0.5), t(1.0, 1.0), t(-1.5, -0.25)
     ent = t(1.0, 2.0)
-    cfg = L.LossConfig(kl_coef=0.1, kl_estimator="k1", entropy_coef=0.01)
+    cfg = L.PPOConfig(kl_coef=0.1, kl_estimator="k1", entropy_coef=0.01)
     out = L.ppo_loss(logp, old, adv, L.token_weights(t(2, 2), "token-mean"), cfg, ref_logp=ref, entropy=ent)
     # pg = -1 (ratio 1, A = 1); KL_k1 = mean(0.5, -0.25) = 0.125; H = 1.5
     assert out["pg_loss"].item() == pytest.approx(-1.0)
@@ -92,7 +93,7 @@ def test_micro_batch_weights_add_up_to_the_minibatch():
 
 def test_entropy_ignores_masked_tokens():
     logp_all = torch.log_softmax(torch.tensor([[0.0, 0.0, float("-inf")]]), -1)
-    assert L.entropy_from_logprobs(logp_all).item() == pytest.approx(math.log(2))
+    assert policy_entropy(logp_all).item() == pytest.approx(math.log(2))
 
 
 # --------------------------------------------------------------------------------------------
@@ -104,24 +105,30 @@ def test_update_reports_hand_computed_pg_and_kl(engine):
     engine.call("init", **tiny_init_params(kl_coef=0.5))
     prompts = GRIDS[:2]
     gen = engine.call("generate", prompts=prompts, n=2, allowed=ACTIONS)
-    samples = [{"prompt_ids": r["prompt_ids"], "response_ids": r["response_ids"], "advantages": 1.0}
-               for r in gen["responses"]]
+    samples = [
+        {"prompt_ids": r["prompt_ids"], "response_ids": r["response_ids"], "advantages": 1.0} for r in gen["responses"]
+    ]
     engine.call("update", samples=samples, lr=1e-2, allowed=ACTIONS)  # move away from the reference
 
     pids = [s["prompt_ids"] for s in samples]
     rids = [s["response_ids"] for s in samples]
-    cur = [r["logprobs"][0] for r in engine.call("logprobs", prompt_ids=pids, response_ids=rids,
-                                                  allowed=ACTIONS)["results"]]
-    ref = [r["logprobs"][0] for r in engine.call("logprobs", prompt_ids=pids, response_ids=rids,
-                                                  allowed=ACTIONS, model="reference")["results"]]
+    cur = [
+        r["logprobs"][0]
+        for r in engine.call("logprobs", prompt_ids=pids, response_ids=rids, allowed=ACTIONS)["results"]
+    ]
+    ref = [
+        r["logprobs"][0]
+        for r in engine.call("logprobs", prompt_ids=pids, response_ids=rids, allowed=ACTIONS, model="reference")[
+            "results"
+        ]
+    ]
     deltas = [0.3, -0.3, 0.05, 0.0]
     advs = [1.0, -2.0, 0.5, 1.5]
     old = [c - d for c, d in zip(cur, deltas)]
     for s, o, a in zip(samples, old, advs):
         s["old_logprobs"] = [o]
         s["advantages"] = a
-    m = engine.call("update", samples=samples, epochs=1, allowed=ACTIONS, kl_estimator="k3",
-                    clip_ratio=0.2)["metrics"]
+    m = engine.call("update", samples=samples, epochs=1, allowed=ACTIONS, kl_estimator="k3", clip_ratio=0.2)["metrics"]
 
     pg = []
     for d, a in zip(deltas, advs):
@@ -146,12 +153,26 @@ def test_micro_batches_give_the_same_step(engine):
             e = Engine()
             e.dispatch("init", Params(tiny_init_params()))
             gen = e.dispatch("generate", Params({"prompts": GRIDS, "n": 2, "max_new_tokens": 3, "seed": 1}))
-            samples = [{"prompt_ids": r["prompt_ids"], "response_ids": r["response_ids"],
-                        "old_logprobs": r["logprobs"], "advantages": float(i % 3 - 1)}
-                       for i, r in enumerate(gen["responses"])]
-            e.dispatch("update", Params({"samples": samples, "micro_batch_size": micro, "loss_agg_mode": mode,
-                                         "lr": 1e-2}))
-            lp = e.dispatch("logprobs", Params({"prompt_ids": [s["prompt_ids"] for s in samples],
-                                                "response_ids": [s["response_ids"] for s in samples]}))
+            samples = [
+                {
+                    "prompt_ids": r["prompt_ids"],
+                    "response_ids": r["response_ids"],
+                    "old_logprobs": r["logprobs"],
+                    "advantages": float(i % 3 - 1),
+                }
+                for i, r in enumerate(gen["responses"])
+            ]
+            e.dispatch(
+                "update", Params({"samples": samples, "micro_batch_size": micro, "loss_agg_mode": mode, "lr": 1e-2})
+            )
+            lp = e.dispatch(
+                "logprobs",
+                Params(
+                    {
+                        "prompt_ids": [s["prompt_ids"] for s in samples],
+                        "response_ids": [s["response_ids"] for s in samples],
+                    }
+                ),
+            )
             results.append([x for r in lp["results"] for x in r["logprobs"]])
         assert results[0] == pytest.approx(results[1], abs=1e-5)

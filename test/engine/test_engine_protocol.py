@@ -24,14 +24,25 @@ def test_round_trip_init_generate_update_save_load(engine_proc, tmp_path):
         assert len(r["logprobs"]) == len(r["response_ids"]) == 1
 
     samples = [
-        {"prompt_ids": r["prompt_ids"], "response_ids": r["response_ids"], "old_logprobs": r["logprobs"],
-         "advantages": 1.0 if i % 2 else -1.0}
+        {
+            "prompt_ids": r["prompt_ids"],
+            "response_ids": r["response_ids"],
+            "old_logprobs": r["logprobs"],
+            "advantages": 1.0 if i % 2 else -1.0,
+        }
         for i, r in enumerate(gen["responses"])
     ]
     upd = e.call("update", {"samples": samples, "epochs": 2, "minibatch_size": 4, "allowed": ACTIONS})
     m = upd["metrics"]
-    for key in ("losses/loss", "losses/pg_loss", "losses/entropy", "losses/clip_frac", "losses/grad_norm",
-                "losses/approx_kl", "perf/num_tokens"):
+    for key in (
+        "losses/loss",
+        "losses/pg_loss",
+        "losses/entropy",
+        "losses/clip_frac",
+        "losses/grad_norm",
+        "losses/approx_kl",
+        "perf/num_tokens",
+    ):
         assert key in m
     assert m["perf/num_tokens"] == 6 and m["perf/optimizer_steps"] == 4  # 2 epochs x ceil(6 / 4)
     assert upd["update_steps"] == 4
@@ -69,8 +80,12 @@ def test_malformed_lines_get_structured_errors_and_the_process_lives(engine_proc
         (b"[" * 100_000 + b"\n", None, "ParseError"),  # deeper than the JSON parser's stack
         (b'{"id": 1, "cmd": "ping"\n', None, "ParseError"),  # truncated object
         (b'{"id": 10, "cmd": "generate", "params": {"prompts": ["x"], "temprature": 1}}\n', 10, None),
-        (b'{"id": 11, "cmd": "init", "params": {"tiny": {"n_head": 3, "d_model": 32}, '
-         b'"tokenizer": {"kind": "word", "corpus": ["a b"]}}}\n', 11, "InvalidRequest"),
+        (
+            b'{"id": 11, "cmd": "init", "params": {"tiny": {"n_head": 3, "d_model": 32}, '
+            b'"tokenizer": {"kind": "word", "corpus": ["a b"]}}}\n',
+            11,
+            "InvalidRequest",
+        ),
         (b'{"id": 12, "cmd": "update", "params": {"samples": "nope"}}\n', 12, None),
         (b'{"id": 13, "cmd": "generate", "params": {"prompts": ["S F"], "top_p": 0}}\n', 13, None),
     ]
@@ -100,6 +115,19 @@ def test_error_messages_name_the_field(engine_proc):
     assert e.call("ping")["initialized"] is True
 
 
+def test_chat_messages_to_the_tiny_model_are_an_invalid_request(engine_proc):
+    """The tiny tokenizer has no chat template: a message-list prompt is the caller's error,
+    named by its field (InvalidRequest), not an internal error."""
+    e = engine_proc
+    e.call("init", tiny_init_params())
+    chat = [[{"role": "user", "content": "left or right?"}]]
+    for cmd, params in (("generate", {"prompts": chat}), ("logprobs", {"prompts": chat, "responses": ["left"]})):
+        r = e.call(cmd, params, ok=False)
+        assert r["error"]["type"] == "InvalidRequest", r
+        assert r["error"]["message"].startswith("params.prompts[0]: the tiny model has no chat template"), r
+    assert e.call("ping")["initialized"] is True
+
+
 def test_not_initialized_and_shutdown():
     e = EngineProcess()
     try:
@@ -122,7 +150,7 @@ def test_stdout_carries_only_protocol_lines(tmp_path):
 
     code = (
         "import os, sys\n"
-        "from workers.engine.protocol import protect_stdout\n"
+        "from workers.engine.server import protect_stdout\n"
         "out = protect_stdout()\n"
         "print('python print')\n"
         "os.write(1, b'raw fd write\\n')\n"
@@ -139,13 +167,22 @@ def test_requests_are_checked_against_the_generated_schema(engine_proc):
     before the command runs, naming the field; null still means "absent"."""
     e = engine_proc
     cases = [
-        ("update", {"samples": [{"prompt_ids": [1], "response_ids": [2], "advantages": "high"}]},
-         "params.samples[0].advantages: expected a number or an array of a number"),
-        ("update", {"samples": [{"prompt_ids": [1], "response_ids": [2], "advantages": 1, "weight": 2}]},
-         "params.samples[0]: unknown field(s) weight"),
+        (
+            "update",
+            {"samples": [{"prompt_ids": [1], "response_ids": [2], "advantages": "high"}]},
+            "params.samples[0].advantages: expected a number or an array of a number",
+        ),
+        (
+            "update",
+            {"samples": [{"prompt_ids": [1], "response_ids": [2], "advantages": 1, "weight": 2}]},
+            "params.samples[0]: unknown field(s) weight",
+        ),
         ("update", {"samples": []}, "params.samples: expected at least 1 item(s)"),
-        ("update", {"samples": [{"prompt_ids": [1], "response_ids": [2], "advantages": 1}], "kl_estimator": "k4"},
-         'params.kl_estimator: expected one of "k1", "k2", "k3"'),
+        (
+            "update",
+            {"samples": [{"prompt_ids": [1], "response_ids": [2], "advantages": 1}], "kl_estimator": "k4"},
+            'params.kl_estimator: expected one of "k1", "k2", "k3"',
+        ),
         ("init", {"optimizer": {"betas": [0.9, 1.5]}}, "params.optimizer.betas[1]: expected a number >= 0 < 1"),
         ("generate", {"prompts": ["S F"], "top_p": 2}, "params.top_p: expected a number > 0 <= 1, got 2"),
         ("export_onnx", {"path": "policy.pt"}, "params.path: expected a string matching"),
@@ -155,30 +192,45 @@ def test_requests_are_checked_against_the_generated_schema(engine_proc):
         r = e.call(cmd, params, ok=False)
         assert r["error"]["type"] == "InvalidRequest", (cmd, r)
         assert r["error"]["message"].startswith(message), (cmd, r["error"]["message"])
-    from workers.engine.protocol import validate_params
+    from workers.engine.schema import validate_params
 
     validate_params("generate", {"prompts": ["S F"], "seed": None, "allowed_per_prompt": [None]})  # null = absent
 
 
 def test_defaults_written_once_in_the_schema():
-    """update's defaults live in the schema (UpdateArgs and LossConfig read them); init's
-    dataclasses must agree with the defaults the schema documents."""
-    from workers.engine import loss as L
-    from workers.engine.commands.update import UpdateArgs
+    """update's defaults live in the schema (PPOConfig reads them); init's dataclasses must agree
+    with the defaults the schema documents."""
     from workers.engine.config import InitConfig
     from workers.engine.model import TinyConfig
-    from workers.engine.protocol import param_defaults, protocol_schema
+    from workers.engine.ppo import PPOConfig
+    from workers.engine.schema import param_defaults, protocol_schema
 
     d = param_defaults("update")
-    u = UpdateArgs()
-    assert (u.clip_ratio, u.kl_estimator, u.epochs, u.max_grad_norm) == (d["clip_ratio"], d["kl_estimator"], d["epochs"], d["max_grad_norm"])
-    assert L.LossConfig().clip_ratio_low == d["clip_ratio"] == 0.2
+    u = PPOConfig()
+    assert (u.clip_ratio_low, u.clip_ratio_high, u.kl_estimator, u.entropy_coef, u.loss_agg_mode) == (
+        d["clip_ratio"],
+        d["clip_ratio"],
+        d["kl_estimator"],
+        d["entropy_coef"],
+        d["loss_agg_mode"],
+    )
+    assert (u.epochs, u.max_grad_norm, u.temperature) == (d["epochs"], d["max_grad_norm"], d["temperature"])
+    assert u.clip_ratio_low == 0.2
     init = protocol_schema()["params"]["init"]["properties"]
     cfg = InitConfig()
-    assert (cfg.model, cfg.kl_coef, cfg.seed, cfg.device) == (init["model"]["default"], init["kl_coef"]["default"],
-                                                              init["seed"]["default"], init["device"]["default"])
+    assert (cfg.model, cfg.kl_coef, cfg.seed, cfg.device) == (
+        init["model"]["default"],
+        init["kl_coef"]["default"],
+        init["seed"]["default"],
+        init["device"]["default"],
+    )
     opt = {k: v["default"] for k, v in init["optimizer"]["properties"].items()}
-    assert (cfg.lr, list(cfg.betas), cfg.weight_decay, cfg.eps) == (opt["lr"], opt["betas"], opt["weight_decay"], opt["eps"])
+    assert (cfg.lr, list(cfg.betas), cfg.weight_decay, cfg.eps) == (
+        opt["lr"],
+        opt["betas"],
+        opt["weight_decay"],
+        opt["eps"],
+    )
     tiny = {k: v["default"] for k, v in init["tiny"]["properties"].items()}
     assert {k: getattr(TinyConfig(), k) for k in tiny} == tiny
 
@@ -191,7 +243,7 @@ def test_the_fast_first_pass_gives_the_item_by_item_verdict():
 
     from jsonschema import Draft202012Validator
 
-    from workers.engine.protocol import _compact, _drop_nulls, protocol_schema
+    from workers.engine.schema import _compact, _drop_nulls, protocol_schema
 
     v = Draft202012Validator(protocol_schema()["params"]["update"])
     rng = random.Random(7)
@@ -201,9 +253,11 @@ def test_the_fast_first_pass_gives_the_item_by_item_verdict():
         samples = []
         for _ in range(rng.randint(1, 12)):
             n = rng.randint(1, 6)
-            s = {"prompt_ids": [rng.randint(0, 9) for _ in range(rng.randint(1, 5))],
-                 "response_ids": [rng.randint(0, 9) for _ in range(n)],
-                 "advantages": rng.choice([rng.uniform(-1, 1), [rng.uniform(-1, 1) for _ in range(n)]])}
+            s = {
+                "prompt_ids": [rng.randint(0, 9) for _ in range(rng.randint(1, 5))],
+                "response_ids": [rng.randint(0, 9) for _ in range(n)],
+                "advantages": rng.choice([rng.uniform(-1, 1), [rng.uniform(-1, 1) for _ in range(n)]]),
+            }
             if rng.random() < 0.5:
                 s["mask"] = [rng.randint(0, 1) for _ in range(n)]
             samples.append(s)

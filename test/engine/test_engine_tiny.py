@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import random
+import sys
 
 import numpy as np
 import pytest
 import torch
-
 from conftest import ACTIONS, GRIDS, tiny_init_params
-from workers.engine.protocol import InvalidRequest
+
+from workers.engine.errors import InvalidRequest
 
 
 def test_device_auto_picks_cuda_when_available(engine):
@@ -32,8 +34,10 @@ def test_allowed_restricts_outputs(engine):
     lp = engine.call("logprobs", prompts=GRIDS, responses=ACTIONS[:3], allowed=ACTIONS)
     for res in lp["results"]:
         assert res["sum"] > np.log(1e-6)
-    probs = [np.exp(engine.call("logprobs", prompts=GRIDS[:1], responses=[a], allowed=ACTIONS)["results"][0]["sum"])
-             for a in ACTIONS]
+    probs = [
+        np.exp(engine.call("logprobs", prompts=GRIDS[:1], responses=[a], allowed=ACTIONS)["results"][0]["sum"])
+        for a in ACTIONS
+    ]
     assert sum(probs) == pytest.approx(1.0, abs=1e-5)
     # a token outside the allowed set scores log 0 (sent as null over the wire)
     out = engine.call("logprobs", prompts=GRIDS[:1], responses=["F"], allowed=ACTIONS)["results"][0]
@@ -54,7 +58,7 @@ def test_allowed_multi_token_prefix_and_per_prompt(engine):
     per = engine.call("generate", prompts=GRIDS[:2], n=8, allowed_per_prompt=[["left"], None], max_new_tokens=3)
     assert all(r["text"] == "left" for r in per["responses"][:8])
     # token-id completions are allowed too
-    tid = engine.e.backend.tokenizer.index["down"]
+    tid = engine.e.state.backend.tokenizer.index["down"]
     ids = engine.call("generate", prompts=GRIDS[:1], n=4, allowed=[tid])
     assert all(r["response_ids"] == [tid] for r in ids["responses"])
 
@@ -64,8 +68,11 @@ def test_generate_logprobs_match_scoring_and_padding(engine):
     engine.call("init", **tiny_init_params())
     prompts = ["S F", GRIDS[0], "F F H G"]  # different lengths -> left padding
     gen = engine.call("generate", prompts=prompts, n=2, max_new_tokens=6, seed=3)
-    lp = engine.call("logprobs", prompt_ids=[r["prompt_ids"] for r in gen["responses"]],
-                     response_ids=[r["response_ids"] for r in gen["responses"]])
+    lp = engine.call(
+        "logprobs",
+        prompt_ids=[r["prompt_ids"] for r in gen["responses"]],
+        response_ids=[r["response_ids"] for r in gen["responses"]],
+    )
     for g, s in zip(gen["responses"], lp["results"]):
         assert s["logprobs"] == pytest.approx(g["logprobs"], abs=1e-5)
     # greedy: the short prompt alone gives the same tokens and log-probs as in the padded batch
@@ -87,7 +94,7 @@ def test_generate_returns_token_texts_and_entropies(engine):
     from workers.engine.sampling import policy_logprobs
 
     engine.call("init", **tiny_init_params())
-    tok = engine.e.backend.tokenizer
+    tok = engine.e.state.backend.tokenizer
     gen = engine.call("generate", prompts=GRIDS[:2], n=2, max_new_tokens=4, seed=5, temperature=0.7)
     for r in gen["responses"]:
         n = len(r["response_ids"])
@@ -97,7 +104,9 @@ def test_generate_returns_token_texts_and_entropies(engine):
         # the first token's entropy, recomputed from a full forward over the prompt
         ids = torch.tensor([r["prompt_ids"]])
         with torch.no_grad():
-            logits = engine.e.backend.forward(ids, torch.ones_like(ids), torch.arange(ids.shape[1]).unsqueeze(0))[:, -1]
+            logits = engine.e.state.backend.forward(ids, torch.ones_like(ids), torch.arange(ids.shape[1]).unsqueeze(0))[
+                :, -1
+            ]
         lp = policy_logprobs(logits, 0.7, None)[0]
         assert r["entropies"][0] == pytest.approx(float(-(lp.exp() * lp).sum()), abs=1e-4)
     # one allowed token: pi puts all its mass there, entropy 0; two equally allowed tokens: <= log 2
@@ -114,14 +123,15 @@ def test_shared_prompt_forward_equals_one_forward_per_sample(engine):
     """The tiny backend runs each distinct prompt once (loop-free fast path); the base path runs
     every sample in full. Same log-probs and same gradients, over ragged prompts/responses."""
     from workers.engine.backends import Backend
+    from workers.engine.scoring import prepare
 
     engine.call("init", **tiny_init_params())
-    e, b = engine.e, engine.e.backend
+    b = engine.e.state.backend
     gen = engine.call("generate", prompts=["S F", GRIDS[0], GRIDS[1], "H"], n=3, max_new_tokens=5, seed=2)
     prompts = [r["prompt_ids"] for r in gen["responses"]]
     responses = [r["response_ids"] for r in gen["responses"]]
     masks = [[1] * len(x) if i % 4 else [0] + [1] * (len(x) - 1) for i, x in enumerate(responses)]
-    prep = e._prepare(prompts, responses, [None] * len(prompts), masks)
+    prep = prepare(b, prompts, responses, [None] * len(prompts), masks)
     idx = torch.tensor([0, 1, 4, 6, 7, 9, 11])
     r, c = prep.keep[idx].nonzero(as_tuple=True)
     grads = []
@@ -151,7 +161,7 @@ def test_sampling_options(engine):
     for r in stop["responses"]:
         if r["finish_reason"] == "stop":
             assert " " not in r["text"]
-            assert engine.e.backend.tokenizer.decode(r["response_ids"]).startswith(r["text"] + " ")
+            assert engine.e.state.backend.tokenizer.decode(r["response_ids"]).startswith(r["text"] + " ")
     assert any(r["finish_reason"] == "stop" for r in stop["responses"])
 
 
@@ -172,8 +182,15 @@ def test_update_learns_a_preference(engine):
     before = p_left()
     for _ in range(10):
         gen = engine.call("generate", prompts=GRIDS, n=8, allowed=ACTIONS)
-        samples = [{"prompt_ids": r["prompt_ids"], "response_ids": r["response_ids"], "old_logprobs": r["logprobs"],
-                    "advantages": 1.0 if r["text"] == "left" else -0.3} for r in gen["responses"]]
+        samples = [
+            {
+                "prompt_ids": r["prompt_ids"],
+                "response_ids": r["response_ids"],
+                "old_logprobs": r["logprobs"],
+                "advantages": 1.0 if r["text"] == "left" else -0.3,
+            }
+            for r in gen["responses"]
+        ]
         engine.call("update", samples=samples, epochs=2, allowed=ACTIONS)
     assert p_left() > before + 0.3
 
@@ -181,8 +198,15 @@ def test_update_learns_a_preference(engine):
 def test_update_mask_and_seq_mean(engine):
     engine.call("init", **tiny_init_params())
     gen = engine.call("generate", prompts=GRIDS, max_new_tokens=4, seed=0)
-    samples = [{"prompt_ids": r["prompt_ids"], "response_ids": r["response_ids"], "advantages": [1.0] * len(r["response_ids"]),
-                "mask": [1] + [0] * (len(r["response_ids"]) - 1)} for r in gen["responses"]]
+    samples = [
+        {
+            "prompt_ids": r["prompt_ids"],
+            "response_ids": r["response_ids"],
+            "advantages": [1.0] * len(r["response_ids"]),
+            "mask": [1] + [0] * (len(r["response_ids"]) - 1),
+        }
+        for r in gen["responses"]
+    ]
     m = engine.call("update", samples=samples, loss_agg_mode="seq-mean-token-mean")["metrics"]
     assert m["perf/num_tokens"] == 3  # one trained token per sample
     assert m["losses/pg_loss"] == pytest.approx(-1.0, abs=1e-6)  # ratio 1 (old = current), A = 1
@@ -194,9 +218,18 @@ def test_update_skips_tokens_forced_by_allowed(engine):
     engine.call("init", **tiny_init_params(tokenizer={"kind": "char"}))
     gen = engine.call("generate", prompts=["S F"], n=4, allowed=ACTIONS)
     for r in gen["responses"]:
-        assert len(r["response_ids"]) == len(r["text"]) and r["logprobs"][1:] == pytest.approx([0.0] * (len(r["text"]) - 1))
-    samples = [{"prompt_ids": r["prompt_ids"], "response_ids": r["response_ids"], "old_logprobs": r["logprobs"],
-                "advantages": 1.0} for r in gen["responses"]]
+        assert len(r["response_ids"]) == len(r["text"]) and r["logprobs"][1:] == pytest.approx(
+            [0.0] * (len(r["text"]) - 1)
+        )
+    samples = [
+        {
+            "prompt_ids": r["prompt_ids"],
+            "response_ids": r["response_ids"],
+            "old_logprobs": r["logprobs"],
+            "advantages": 1.0,
+        }
+        for r in gen["responses"]
+    ]
     m = engine.call("update", samples=samples, allowed=ACTIONS)["metrics"]
     assert m["perf/num_tokens"] == 4
     assert m["losses/pg_loss"] == pytest.approx(-1.0, abs=1e-6)
@@ -204,7 +237,7 @@ def test_update_skips_tokens_forced_by_allowed(engine):
 
 def test_update_rejects_tokens_outside_allowed(engine):
     engine.call("init", **tiny_init_params())
-    tok = engine.e.backend.tokenizer
+    tok = engine.e.state.backend.tokenizer
     s = {"prompt_ids": [1] + tok.encode("S F"), "response_ids": tok.encode("F"), "advantages": 1.0}
     with pytest.raises(InvalidRequest, match="allowed"):
         engine.call("update", samples=[s], allowed=ACTIONS)
@@ -213,8 +246,9 @@ def test_update_rejects_tokens_outside_allowed(engine):
 def test_save_load_in_process_identical(engine, tmp_path):
     engine.call("init", **tiny_init_params(kl_coef=0.1))
     gen = engine.call("generate", prompts=GRIDS, n=2, max_new_tokens=3)
-    samples = [{"prompt_ids": r["prompt_ids"], "response_ids": r["response_ids"], "advantages": 1.0}
-               for r in gen["responses"]]
+    samples = [
+        {"prompt_ids": r["prompt_ids"], "response_ids": r["response_ids"], "advantages": 1.0} for r in gen["responses"]
+    ]
     engine.call("update", samples=samples)
     engine.call("save", path=str(tmp_path / "ck"))
     engine.call("save", path=str(tmp_path / "ck"))  # overwriting a checkpoint is fine
@@ -238,6 +272,31 @@ def test_save_load_in_process_identical(engine, tmp_path):
     assert g1["responses"] == g2["responses"]
 
 
+def test_load_keeps_a_fresh_sampling_rng_when_the_saved_one_does_not_fit(engine, tmp_path, caplog):
+    """A checkpoint saved on another device type holds a sampling RNG state this generator cannot
+    take: load warns and keeps the freshly seeded generator rather than failing."""
+    engine.call("init", **tiny_init_params())
+    engine.call("save", path=str(tmp_path / "ck"))
+    rng = torch.load(tmp_path / "ck" / "rng.pt", weights_only=True)
+    rng["sample"] = torch.zeros(8, dtype=torch.uint8)  # not a CPU generator's state
+    torch.save(rng, tmp_path / "ck" / "rng.pt")
+    with caplog.at_level(logging.WARNING, logger="turnlens.engine"):
+        info = engine.call("load", path=str(tmp_path / "ck"))
+    assert info["initialized"] is True
+    assert "sampling RNG state not restored" in caplog.text
+    assert engine.call("generate", prompts=GRIDS[:1], max_new_tokens=2)["responses"]
+
+
+def test_onnx_export_without_onnxruntime_is_not_verified(engine, tmp_path, monkeypatch, caplog):
+    """verify needs onnxruntime; without it the export still succeeds, unverified, with a warning."""
+    engine.call("init", **tiny_init_params())
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # `import onnxruntime` raises ImportError
+    with caplog.at_level(logging.WARNING, logger="turnlens.engine"):
+        res = engine.call("export_onnx", path=str(tmp_path / "policy.onnx"))
+    assert res["max_abs_diff"] is None and (tmp_path / "policy.onnx").is_file()
+    assert "onnxruntime not installed" in caplog.text
+
+
 def test_onnx_export_matches_torch(engine, tmp_path):
     import json
 
@@ -252,19 +311,19 @@ def test_onnx_export_matches_torch(engine, tmp_path):
     manifest = json.loads((tmp_path / "policy.json").read_text())
     assert manifest["dynamic_axes"] == ["batch", "sequence"] and manifest["context_length"] == 64
     tok_doc = json.loads((tmp_path / "policy.tokenizer.json").read_text())
-    assert tok_doc["vocab"] == engine.e.backend.tokenizer.vocab
+    assert tok_doc["vocab"] == engine.e.state.backend.tokenizer.vocab
 
     # other batch sizes and sequence lengths than the export example (dynamic axes), with padding
     sess = ort.InferenceSession(str(tmp_path / "policy.onnx"), providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(0)
-    V = engine.e.backend.vocab_size
+    V = engine.e.state.backend.vocab_size
     for B, T in [(1, 1), (3, 23), (5, 64)]:
         ids = rng.integers(4, V, (B, T)).astype(np.int64)
         mask = np.ones((B, T), dtype=np.int64)
         mask[0, : T // 2] = 0
         (logits,) = sess.run(["logits"], {"input_ids": ids, "attention_mask": mask})
         with torch.no_grad():
-            ref = engine.e.backend.model(torch.from_numpy(ids), key_mask=torch.from_numpy(mask)).numpy()
+            ref = engine.e.state.backend.model(torch.from_numpy(ids), key_mask=torch.from_numpy(mask)).numpy()
         assert logits.shape == (B, T, V)
         assert np.abs(logits - ref)[mask.astype(bool)].max() < 1e-4
 
@@ -277,8 +336,15 @@ def test_throughput_calibration_batch(engine):
     rng = random.Random(0)
     prompts = ["".join(rng.choice("SFHG") for _ in range(4)) + "\n" + GRIDS[0] for _ in range(16)]
     gen = engine.call("generate", prompts=prompts, n=16, allowed=ACTIONS)
-    samples = [{"prompt_ids": r["prompt_ids"], "response_ids": r["response_ids"], "old_logprobs": r["logprobs"],
-                "advantages": rng.gauss(0, 1)} for r in gen["responses"]]
+    samples = [
+        {
+            "prompt_ids": r["prompt_ids"],
+            "response_ids": r["response_ids"],
+            "old_logprobs": r["logprobs"],
+            "advantages": rng.gauss(0, 1),
+        }
+        for r in gen["responses"]
+    ]
     t0 = time.perf_counter()
     m = engine.call("update", samples=samples, epochs=2, minibatch_size=512, allowed=ACTIONS)["metrics"]
     assert m["perf/num_samples"] == 256

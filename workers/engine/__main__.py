@@ -9,7 +9,7 @@ import sys
 def main() -> int:
     # Claim the protocol channel before importing torch and friends: anything they print
     # to fd 1 must land on stderr, never between two responses.
-    from .protocol import protect_stdout
+    from .server import protect_stdout
 
     out = protect_stdout()
     # Nothing may be fetched at run time: models and tokenizers come from local directories.
@@ -17,8 +17,8 @@ def main() -> int:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
-    from .engine import Engine, configure_logging
-    from .protocol import serve
+    from .engine import Engine
+    from .server import configure_logging, serve
 
     configure_logging()
     engine = Engine()

@@ -88,12 +88,14 @@ class Backend:
         first_rows (u,): one row per distinct prompt; inv (B,): each row's distinct prompt."""
         return self.forward_cached(ids, key_mask, positions, cache)[:, -1]
 
-    def response_logits(self, batch: ScoreBatch, idx: torch.Tensor, r: torch.Tensor, c: torch.Tensor,
-                        reference: bool = False) -> torch.Tensor:
+    def response_logits(
+        self, batch: ScoreBatch, idx: torch.Tensor, r: torch.Tensor, c: torch.Tensor, reference: bool = False
+    ) -> torch.Tensor:
         """Logits (N, V) that predict response token (idx[r], c), one full forward per row."""
         T = int(batch.total_len[idx].max())
-        logits = self.forward(batch.ids[idx, :T], batch.key_mask[idx, :T], batch.positions[idx, :T],
-                              reference=reference)  # (b, T, V)
+        logits = self.forward(
+            batch.ids[idx, :T], batch.key_mask[idx, :T], batch.positions[idx, :T], reference=reference
+        )  # (b, T, V)
         cols = batch.prompt_len[idx][r] + c - 1  # the logit at position t predicts token t + 1
         return logits[r, cols]  # (N, V)
 
@@ -143,15 +145,17 @@ class TinyBackend(Backend):
         T = ids.size(1)
         tmp = KVCache(self.cfg, first_rows.numel(), T, self.device, torch.float32)
         with self.autocast():
-            logits = self.model(ids[first_rows], key_mask=key_mask[first_rows], positions=positions[first_rows],
-                                cache=tmp)[:, -1]  # (u, V)
+            logits = self.model(
+                ids[first_rows], key_mask=key_mask[first_rows], positions=positions[first_rows], cache=tmp
+            )[:, -1]  # (u, V)
         cache.k[:, :, :, :T] = tmp.k[:, inv]  # (n_layer, B, nh, T, hs)
         cache.v[:, :, :, :T] = tmp.v[:, inv]
         cache.length = T
         return logits[inv]  # (B, V)
 
-    def response_logits(self, batch: ScoreBatch, idx: torch.Tensor, r: torch.Tensor, c: torch.Tensor,
-                        reference: bool = False) -> torch.Tensor:
+    def response_logits(
+        self, batch: ScoreBatch, idx: torch.Tensor, r: torch.Tensor, c: torch.Tensor, reference: bool = False
+    ) -> torch.Tensor:
         """Shared-prompt forward: each distinct prompt of ``idx`` runs once, its keys/values
         are repeated for the samples that share it, and only the responses run per sample.
         With GRPO's G rollouts per task and one-token actions this is ~G times less compute

@@ -24,7 +24,7 @@ ACTIONS = ["L", "R", "U", "D"]
 
 def grid(rng: random.Random) -> str:
     cells = ["S"] + [rng.choice("FFFFH") for _ in range(14)] + ["G"]
-    return "\n".join("".join(cells[r * 4:(r + 1) * 4]) for r in range(4)) + "\n"
+    return "\n".join("".join(cells[r * 4 : (r + 1) * 4]) for r in range(4)) + "\n"
 
 
 def main() -> None:
@@ -56,19 +56,26 @@ def main() -> None:
         g = call("generate", prompts=prompts, n=args.group, allowed=ACTIONS)
         t1 = time.perf_counter()
         samples = [
-            {"prompt_ids": r["prompt_ids"], "response_ids": r["response_ids"], "old_logprobs": r["logprobs"],
-             "advantages": rng.gauss(0.0, 1.0)}
+            {
+                "prompt_ids": r["prompt_ids"],
+                "response_ids": r["response_ids"],
+                "old_logprobs": r["logprobs"],
+                "advantages": rng.gauss(0.0, 1.0),
+            }
             for r in g["responses"]
         ]
-        call("update", samples=samples, epochs=2, minibatch_size=512, clip_ratio=0.2, max_grad_norm=1.0,
-             allowed=ACTIONS)
+        call(
+            "update", samples=samples, epochs=2, minibatch_size=512, clip_ratio=0.2, max_grad_norm=1.0, allowed=ACTIONS
+        )
         t2 = time.perf_counter()
         if step >= 2:
             gen_t.append(t1 - t0)
             upd_t.append(t2 - t1)
     n = args.tasks * args.group
-    print(f"params {info['num_params']}, vocab {info['vocab_size']}, prompt {len(samples[0]['prompt_ids'])} tokens, "
-          f"{n} rollouts, threads {args.threads}")
+    print(
+        f"params {info['num_params']}, vocab {info['vocab_size']}, prompt {len(samples[0]['prompt_ids'])} tokens, "
+        f"{n} rollouts, threads {args.threads}"
+    )
     print(f"generate: median {statistics.median(gen_t) * 1000:.0f} ms (min {min(gen_t) * 1000:.0f})")
     print(f"update (2 epochs): median {statistics.median(upd_t) * 1000:.0f} ms (min {min(upd_t) * 1000:.0f})")
 

@@ -7,8 +7,12 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .errors import InvalidRequest
 from .model import TinyConfig
-from .protocol import InvalidRequest
+
+# engine.json of a checkpoint directory (save writes it, load checks it)
+CHECKPOINT_FORMAT = "turnlens-engine-checkpoint"
+CHECKPOINT_VERSION = 1
 
 
 @dataclass

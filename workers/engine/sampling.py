@@ -129,6 +129,12 @@ def policy_logprobs(logits: torch.Tensor, temperature: float, mask: torch.Tensor
     return torch.log_softmax(logits / temperature, dim=-1)
 
 
+def policy_entropy(logp_all: torch.Tensor) -> torch.Tensor:
+    """H[pi] = -sum_v pi(v) log pi(v) over the last axis; -inf entries (masked tokens) count 0."""
+    p = logp_all.exp()
+    return -torch.where(p > 0, p * logp_all, torch.zeros_like(p)).sum(-1)
+
+
 def sample_tokens(
     logp_all: torch.Tensor, greedy: bool, top_p: float, generator: torch.Generator | None
 ) -> torch.Tensor:

@@ -155,9 +155,7 @@ class TinyTokenizer:
 
     def encode_prompt(self, prompt: str | list[Message]) -> list[int]:
         if not isinstance(prompt, str):
-            raise TokenizerError(
-                "the tiny model has no chat template: send prompts as strings (or prompt_ids)"
-            )
+            raise TokenizerError("the tiny model has no chat template: send prompts as strings (or prompt_ids)")
         return [self.bos_id] + self.encode(prompt)
 
     # --- persistence --------------------------------------------------------------------------

@@ -5,7 +5,6 @@ tokens with exactly the trainer's advantages, label the step with the estimator 
 trainer used, and the server's recompute must give the stored advantages back (or the step must say
 that TurnLens cannot recompute it)."""
 
-import json
 import random
 import urllib.parse
 

@@ -7,7 +7,7 @@
                                              "anchor": "s0", "advantage": 0.7}]]})
 """
 
-from typing import Any, List, Mapping, Optional
+from typing import Any, Mapping, Optional
 
 from .run import Run
 from .shapes import ShapeError

@@ -1,21 +1,23 @@
-"""One module per protocol command; each exposes ``run``-style functions ``(engine, params) -> result``.
+"""One module per protocol command, each with ``run(state, params) -> result``.
 
-COMMANDS maps a request's ``cmd`` to its function, in the order PROTOCOL.md documents them.
+COMMANDS maps a request's ``cmd`` to its ``run``, in the order PROTOCOL.md documents them.
+Commands import the rooms below them (state, inputs, scoring, ppo, protocol, schema, errors),
+never engine.py or each other.
 """
 
 from __future__ import annotations
 
-from . import checkpoint, export, generate, init, logprobs, status, update
+from . import export_onnx, generate, info, init, load, logprobs, ping, save, shutdown, update
 
 COMMANDS = {
-    "ping": status.ping,
-    "info": status.info,
-    "init": init.init,
-    "generate": generate.generate,
-    "logprobs": logprobs.logprobs,
-    "update": update.update,
-    "save": checkpoint.save,
-    "load": checkpoint.load,
-    "export_onnx": export.export_onnx,
-    "shutdown": status.shutdown,
+    "ping": ping.run,
+    "info": info.run,
+    "init": init.run,
+    "generate": generate.run,
+    "logprobs": logprobs.run,
+    "update": update.run,
+    "save": save.run,
+    "load": load.run,
+    "export_onnx": export_onnx.run,
+    "shutdown": shutdown.run,
 }

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
+from ..errors import InvalidRequest
+from ..inputs import automaton, read_allowed, read_prompts, read_temperature
 from ..model import positions_from_mask
-from ..protocol import InvalidRequest, Params, param_defaults
+from ..protocol import Params
 from ..sampling import policy_logprobs, sample_tokens
-
-if TYPE_CHECKING:
-    from ..engine import Engine
-
+from ..schema import param_defaults
+from ..state import EngineState
 
 _D = param_defaults("generate")  # the defaults, written once in the protocol schema
 
@@ -22,20 +21,20 @@ _D = param_defaults("generate")  # the defaults, written once in the protocol sc
 _REASONS = ("length", "eos", "allowed", "stop")
 
 
-def generate(engine: "Engine", p: Params) -> dict:
-    b = engine._require()
+def run(state: EngineState, p: Params) -> dict:
+    b = state.require()
     t_start = time.perf_counter()
-    prompts = engine._read_prompts(p)
+    prompts = read_prompts(b, p)
     n = p.int("n", _D["n"], min=1)
     max_new = p.int("max_new_tokens", None, min=1)
-    temperature, greedy = engine._read_temperature(p)
+    temperature, greedy = read_temperature(p)
     greedy = p.bool("greedy", _D["greedy"]) or greedy
     top_p = p.float("top_p", float(_D["top_p"]), min=0.0, max=1.0, min_exclusive=True)
     stop = p.list("stop", list(_D["stop"]))
     if not all(isinstance(s, str) and s for s in stop):
         raise InvalidRequest("params.stop: expected an array of non-empty strings")
     seed = p.int("seed", None, min=0)
-    sets = engine._read_allowed(p, len(prompts))
+    sets = read_allowed(b, p, len(prompts))
     p.finish()
 
     # n samples per prompt, consecutive: responses[i * n + j] is sample j of prompt i.
@@ -67,8 +66,8 @@ def generate(engine: "Engine", p: Params) -> dict:
     ids_np = np.full((B, Tp), pad, dtype=np.int64)
     mask_np = np.zeros((B, Tp), dtype=np.int64)
     for i, x in enumerate(prompts):
-        ids_np[i, Tp - len(x):] = x
-        mask_np[i, Tp - len(x):] = 1
+        ids_np[i, Tp - len(x) :] = x
+        mask_np[i, Tp - len(x) :] = 1
     ids = torch.from_numpy(ids_np).to(dev)  # (B, Tp)
     key_mask = torch.from_numpy(mask_np).to(dev)  # (B, Tp)
     positions = positions_from_mask(key_mask)  # (B, Tp)
@@ -81,8 +80,8 @@ def generate(engine: "Engine", p: Params) -> dict:
     inv = torch.tensor(inv_l, dtype=torch.long, device=dev)  # (B,)
     first_rows = torch.tensor([first[g] for g in range(len(first))], dtype=torch.long, device=dev)  # (u,)
 
-    auto = engine._automaton(sets)
-    gen = engine.gen if seed is None else torch.Generator(device=dev).manual_seed(seed)
+    auto = automaton(b, sets)
+    gen = state.gen if seed is None else torch.Generator(device=dev).manual_seed(seed)
     state = auto.roots.clone()  # (B,)
     finished = torch.zeros(B, dtype=torch.bool, device=dev)
     reason = torch.zeros(B, dtype=torch.long, device=dev)  # index into _REASONS
@@ -127,9 +126,9 @@ def generate(engine: "Engine", p: Params) -> dict:
             if bool(finished.all()) or t == max_new - 1:
                 break
             key_masks.append(torch.ones(B, 1, dtype=torch.long, device=dev))
-            logits = b.forward_cached(
-                new.unsqueeze(1), torch.cat(key_masks, dim=1), next_pos.unsqueeze(1), cache
-            )[:, -1]  # (B, V)
+            logits = b.forward_cached(new.unsqueeze(1), torch.cat(key_masks, dim=1), next_pos.unsqueeze(1), cache)[
+                :, -1
+            ]  # (B, V)
             next_pos = next_pos + 1
 
     toks = out_tok.cpu().tolist()

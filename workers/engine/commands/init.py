@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..config import InitConfig
+from ..errors import InvalidRequest
 from ..model import TinyConfig
-from ..protocol import InvalidRequest, Params, protocol_schema
+from ..protocol import Params
+from ..schema import protocol_schema
+from ..state import EngineState
 from ..tokenizer import HFTokenizer, TinyTokenizer, TokenizerError
-
-if TYPE_CHECKING:
-    from ..engine import Engine
 
 # LoRA's defaults, written once in the protocol schema
 _LORA = {k: s["default"] for k, s in protocol_schema()["params"]["init"]["properties"]["lora"]["properties"].items()}
 
 
-def init(engine: "Engine", p: Params) -> dict:
+def run(state: EngineState, p: Params) -> dict:
     cfg = InitConfig()
     cfg.model = p.str("model", "tiny")
     tp = p.obj("tiny")
@@ -29,8 +28,7 @@ def init(engine: "Engine", p: Params) -> dict:
 
     kp = p.obj("tokenizer")
     is_tiny = cfg.model == "tiny"
-    cfg.tokenizer_kind = kp.str("kind", "word" if is_tiny else "hf",
-                                choices=("word", "char") if is_tiny else ("hf",))
+    cfg.tokenizer_kind = kp.str("kind", "word" if is_tiny else "hf", choices=("word", "char") if is_tiny else ("hf",))
     corpus = kp.list("corpus", None)
     if corpus is not None and not all(isinstance(s, str) for s in corpus):
         raise InvalidRequest("params.tokenizer.corpus: expected an array of strings")
@@ -58,7 +56,9 @@ def init(engine: "Engine", p: Params) -> dict:
     op = p.obj("optimizer")
     cfg.lr = op.float("lr", cfg.lr, min=0.0)
     betas = op.list("betas", list(cfg.betas))
-    if len(betas) != 2 or not all(isinstance(b, (int, float)) and not isinstance(b, bool) and 0 <= b < 1 for b in betas):
+    if len(betas) != 2 or not all(
+        isinstance(b, (int, float)) and not isinstance(b, bool) and 0 <= b < 1 for b in betas
+    ):
         raise InvalidRequest("params.optimizer.betas: expected two numbers in [0, 1)")
     cfg.betas = (float(betas[0]), float(betas[1]))
     cfg.weight_decay = op.float("weight_decay", cfg.weight_decay, min=0.0)
@@ -75,8 +75,8 @@ def init(engine: "Engine", p: Params) -> dict:
         tokenizer = _build_tokenizer(cfg, corpus)
     except TokenizerError as e:
         raise InvalidRequest(f"params.tokenizer: {e}") from None
-    engine._setup(cfg, tokenizer)
-    return engine.info()
+    state.setup(cfg, tokenizer)
+    return state.info()
 
 
 def _build_tokenizer(cfg: InitConfig, corpus: list[str] | None):
@@ -84,5 +84,5 @@ def _build_tokenizer(cfg: InitConfig, corpus: list[str] | None):
         return TinyTokenizer.build(cfg.tokenizer_kind, corpus)
     path = cfg.tokenizer_path or cfg.model
     if not Path(path).is_dir():
-        raise InvalidRequest(f"params.model: {cfg.model!r} is neither \"tiny\" nor a local directory")
+        raise InvalidRequest(f'params.model: {cfg.model!r} is neither "tiny" nor a local directory')
     return HFTokenizer(path, cfg.chat_template)

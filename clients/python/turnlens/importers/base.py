@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from .. import spool
-from ..shapes import ShapeError
 from ..transport import ApiError, Transport
 
 MAX_BATCH_VALUES = 20_000

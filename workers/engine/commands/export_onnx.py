@@ -3,24 +3,26 @@
 from __future__ import annotations
 
 import json
+import logging
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from ..protocol import InvalidRequest, Params, param_defaults
+from ..backends import Backend
+from ..errors import InvalidRequest
+from ..protocol import Params
+from ..schema import param_defaults
+from ..state import EngineState
 
-if TYPE_CHECKING:
-    from ..engine import Engine
-
+log = logging.getLogger("turnlens.engine")
 
 ONNX_OPSET = 17
 
 
-def export_onnx(engine: "Engine", p: Params) -> dict:
-    b = engine._require()
+def run(state: EngineState, p: Params) -> dict:
+    b = state.require()
     path = Path(p.str("path"))
     verify = p.bool("verify", param_defaults("export_onnx")["verify"])
     p.finish()
@@ -42,8 +44,13 @@ def export_onnx(engine: "Engine", p: Params) -> dict:
             warnings.simplefilter("ignore", DeprecationWarning)
             warnings.simplefilter("ignore", torch.jit.TracerWarning)
             torch.onnx.export(
-                module, (ex_ids, ex_mask), str(path), dynamo=False, opset_version=ONNX_OPSET,
-                input_names=["input_ids", "attention_mask"], output_names=["logits"],
+                module,
+                (ex_ids, ex_mask),
+                str(path),
+                dynamo=False,
+                opset_version=ONNX_OPSET,
+                input_names=["input_ids", "attention_mask"],
+                output_names=["logits"],
                 dynamic_axes={
                     "input_ids": {0: "batch", 1: "sequence"},
                     "attention_mask": {0: "batch", 1: "sequence"},
@@ -76,21 +83,25 @@ def export_onnx(engine: "Engine", p: Params) -> dict:
     }
     manifest_path = Path(str(stem) + ".json")
     manifest_path.write_text(json.dumps(manifest, indent=1))
-    result = {"path": str(path), "tokenizer_path": str(tok_path), "manifest_path": str(manifest_path),
-              "opset": ONNX_OPSET, "max_abs_diff": None}
+    result = {
+        "path": str(path),
+        "tokenizer_path": str(tok_path),
+        "manifest_path": str(manifest_path),
+        "opset": ONNX_OPSET,
+        "max_abs_diff": None,
+    }
     if verify:
-        result["max_abs_diff"] = _verify_onnx(engine, path, ex_ids, ex_mask)
+        result["max_abs_diff"] = _verify_onnx(b, path, ex_ids, ex_mask)
     return result
 
 
-def _verify_onnx(engine: "Engine", path: Path, ids: torch.Tensor, mask: torch.Tensor) -> float | None:
+def _verify_onnx(b: Backend, path: Path, ids: torch.Tensor, mask: torch.Tensor) -> float | None:
     """Max |logits_onnx - logits_torch| on the example batch (None without onnxruntime)."""
     try:
         import onnxruntime as ort
     except ImportError:
         log.warning("onnxruntime not installed: export not verified")
         return None
-    b = engine.backend
     sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     (onnx_logits,) = sess.run(["logits"], {"input_ids": ids.numpy(), "attention_mask": mask.numpy()})
     with torch.no_grad():

@@ -1,0 +1,55 @@
+"""save: a checkpoint directory with weights, tokenizer, optimizer, RNG and the InitConfig."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import torch
+
+from ..config import CHECKPOINT_FORMAT, CHECKPOINT_VERSION
+from ..errors import InvalidRequest
+from ..protocol import PROTOCOL_VERSION, Params
+from ..state import EngineState
+
+
+def run(state: EngineState, p: Params) -> dict:
+    b = state.require()
+    path = Path(p.str("path"))
+    p.finish()
+    if path.exists() and not (path.is_dir() and ((path / "engine.json").is_file() or not any(path.iterdir()))):
+        raise InvalidRequest(f"params.path: {path} exists and is not an engine checkpoint; refusing to replace it")
+    # Write beside the target, then swap: a crash mid-save never leaves a half checkpoint,
+    # and no stale file of an older checkpoint survives in the directory.
+    tmp = path.parent / f".{path.name}.tmp-{os.getpid()}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    b.save(tmp)
+    b.tokenizer.save(tmp)
+    torch.save(state.optimizer.state_dict(), tmp / "optimizer.pt")
+    torch.save(
+        {"sample": state.gen.get_state(), "shuffle": state.shuffle_gen.get_state(), "torch": torch.get_rng_state()},
+        tmp / "rng.pt",
+    )
+    meta = {
+        "format": CHECKPOINT_FORMAT,
+        "version": CHECKPOINT_VERSION,
+        "protocol_version": PROTOCOL_VERSION,
+        "torch_version": torch.__version__,
+        "saved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "update_steps": state.update_steps,
+        "init": state.cfg.to_json(),
+    }
+    (tmp / "engine.json").write_text(json.dumps(meta, indent=1))
+    if path.exists():
+        old = path.parent / f".{path.name}.old-{os.getpid()}"
+        path.rename(old)
+        tmp.rename(path)
+        shutil.rmtree(old)
+    else:
+        tmp.rename(path)
+    return {"path": str(path), "files": sorted(x.name for x in path.iterdir())}
