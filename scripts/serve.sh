@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the built dashboard and one worker process together; stopping either stops both.
 # Env: TURNLENS_HOST (default 127.0.0.1), PORT (3000), DATABASE_URL, TURNLENS_WORKER_CONCURRENCY,
-# TURNLENS_API_TOKEN, TURNLENS_READ_TOKEN, TURNLENS_ALLOWED_HOSTS.
+# TURNLENS_API_TOKEN, TURNLENS_READ_TOKEN, TURNLENS_ALLOWED_HOSTS, TURNLENS_STOP_GRACE_MS (a stop
+# finishes requests in flight and closes every connection within it: scripts/graceful-stop.mjs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 HOST="${TURNLENS_HOST:-127.0.0.1}"

@@ -1,10 +1,10 @@
 // The dashboard's HTTP server: Next.js's own request handler behind a thin front that answers what
 // Next would turn into a plain-text 500 (methods it does not support, such as TRACE, and paths
 // whose percent-encoding is malformed, such as /runs/%ff) with a JSON 405 or 400 first.
-//   node scripts/web-server.mjs   (env: TURNLENS_HOST, PORT; run from the project root after `next build`)
-import http from "node:http";
+//   node scripts/web-server.mjs   (env: TURNLENS_HOST, PORT, TURNLENS_STOP_GRACE_MS; run from the project root after `next build`)
 import next from "next";
 import { register } from "tsx/esm/api";
+import { gracefulServer } from "./graceful-stop.mjs";
 
 // The API's methods per path come from the route declarations (lib/api/routes.ts): a method a path
 // does not declare is a 405 that lists the ones it does (RFC 9110's Allow header).
@@ -49,7 +49,7 @@ function refuse(res, status, error, path, headers = {}) {
 }
 
 // Query strings of long percent-encoded parameters (a credit `params` JSON) exceed Node's 16 KB default.
-const server = http.createServer({ maxHeaderSize: 64 * 1024 }, (req, res) => {
+const { server, stop } = gracefulServer({ maxHeaderSize: 64 * 1024 }, (req, res) => {
   if (!METHODS.has(req.method)) return refuse(res, 405, `method ${req.method} is not supported`, "method", { allow: "GET, HEAD, POST, DELETE, OPTIONS" });
   const pathname = (req.url ?? "/").split("?")[0];
   try {
@@ -66,4 +66,6 @@ const server = http.createServer({ maxHeaderSize: 64 * 1024 }, (req, res) => {
 // Next's defaults for `next start`: keep-alive longer than common load balancers' idle timeout.
 server.keepAliveTimeout = 65_000;
 server.listen(port, hostname, () => console.log(`TurnLens web server on http://${hostname}:${port}`));
-for (const sig of ["SIGTERM", "SIGINT"]) process.on(sig, () => server.close(() => process.exit(0)));
+// Requests in flight finish, keep-alive clients are closed, all within TURNLENS_STOP_GRACE_MS
+// (scripts/graceful-stop.mjs): a restarted server never writes beside this one.
+for (const sig of ["SIGTERM", "SIGINT"]) process.on(sig, () => stop().then(() => process.exit(0)));

@@ -7,7 +7,7 @@ import { idSchema, queryInt } from "../schemas/common";
 export type Method = "GET" | "POST" | "DELETE";
 
 /** Statuses a route may answer besides its success: each is documented in OpenAPI. */
-export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429;
+export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429 | 507;
 
 export interface RouteContract<Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType, R extends z.ZodType = z.ZodType> {
   /** operationId */
@@ -27,7 +27,7 @@ export interface RouteContract<Q extends z.ZodType = z.ZodType, B extends z.ZodT
   idempotent?: boolean;
   /** route-specific error statuses (the generic ones are added from the declaration) */
   errors?: ErrorStatus[];
-  /** largest body accepted (bytes); default: the server's body limit */
+  /** largest body accepted (bytes); default: 1 MB, and the ingest limit (TURNLENS_MAX_BODY_MB) for ingest bodies the ingest thread parses */
   maxBodyBytes?: number;
   /** writes by external trainers to one run: write key, ownership, the ingest concurrency limit (429) */
   ingest?: boolean;
@@ -56,6 +56,7 @@ export function statusesOf(c: RouteContract): number[] {
     s.add(400); // the body is parsed even when a route declares none (it must be empty or JSON)
     s.add(413);
   }
+  if (c.method !== "GET") s.add(507); // a write on a full disk
   if (c.ingest) {
     s.add(409);
     s.add(429);

@@ -16,9 +16,10 @@ const REASONS: Record<number, string> = {
   403: "Refused: a foreign Host or Origin, a cross-site request, or a wrong write key",
   404: "No such run, job, step or trajectory",
   409: "Conflicts with the stored state (a worker's run, a finished run, a step stored with other content)",
-  413: "Request body larger than the server's limit (TURNLENS_MAX_BODY_MB)",
+  413: "Request body larger than the endpoint's limit (1 MB; ingest bodies TURNLENS_MAX_BODY_MB, uploads TURNLENS_MAX_UPLOAD_MB)",
   415: "State-changing requests must be Content-Type: application/json",
   429: "Too many ingest requests in flight; retry after the Retry-After header's seconds",
+  507: "The server's disk is full: nothing was stored; retry once space is freed",
 };
 
 class SchemaSet {

@@ -6,10 +6,13 @@ import type { z } from "zod";
 import { pathParamNames, pathParamSchema, type RouteContract } from "./contract";
 import { toErrorResponse } from "./errors";
 import { DomainError, parseInput } from "../schemas/errors";
-import { parseJsonText } from "../schemas/json-limits";
+import { parseJsonBytes } from "../schemas/json-limits";
 import { checkRequest, securityConfig, type SecurityConfig } from "./security";
 
-/** Default request body limit (TURNLENS_MAX_BODY_MB, default 64 MB). */
+/** Body limit of every route that declares none and is not an ingest body (README: 1 MB outside ingest). */
+const SMALL_BODY_BYTES = 1 << 20;
+
+/** Ingest body limit (TURNLENS_MAX_BODY_MB, default 64 MB): metrics and steps, which the ingest thread parses. */
 export function maxBodyBytes(): number {
   const mb = Number(process.env.TURNLENS_MAX_BODY_MB ?? 64);
   return Number.isFinite(mb) && mb > 0 ? Math.floor(mb * 1024 * 1024) : 64 * 1024 * 1024;
@@ -35,15 +38,18 @@ export async function readBodyChunks(req: Request, limit: number, onChunk: (c: U
   if (!req.body) return 0;
   const reader = req.body.getReader();
   let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => {});
-      throw tooLarge();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > limit) throw tooLarge();
+      await onChunk(value);
     }
-    await onChunk(value);
+  } catch (e) {
+    // refused, or `onChunk` failed (a full disk): the rest of the body is not read
+    await reader.cancel().catch(() => {});
+    throw e;
   }
   return size;
 }
@@ -82,8 +88,13 @@ export class Ok {
 }
 
 export interface RouteOptions {
-  /** the handler parses the body itself (ingest thread): the wrapper only reads the text */
+  /** the handler parses the body itself (ingest thread): the wrapper only reads the bytes, up to the ingest limit */
   rawBody?: boolean;
+  /**
+   * Takes a slot before the body is read, or throws (the ingest queue's 429), so a refused body is
+   * never buffered; the returned function gives the slot back once the handler is done.
+   */
+  admit?: () => () => void;
   /** the handler streams the body itself (uploads, readBodyChunks): the wrapper reads none of it */
   streamBody?: boolean;
 }
@@ -93,6 +104,7 @@ export function route<Q extends z.ZodType, B extends z.ZodType, R extends z.ZodT
   const success = contract.status ?? (contract.method === "POST" ? 201 : 200);
   const check = process.env.TURNLENS_CHECK_RESPONSES === "1";
   return async (req: NextRequest, ctx: Ctx): Promise<Response> => {
+    let release: (() => void) | undefined;
     try {
       checkRequest(req, security(), contract.bodyType);
       let raw: Record<string, string | string[]> = {};
@@ -104,14 +116,14 @@ export function route<Q extends z.ZodType, B extends z.ZodType, R extends z.ZodT
       const params: Record<string, unknown> = {};
       for (const n of names) params[n] = parseInput(pathParamSchema(n), raw[n], `params.${n}`);
       const query = contract.query ? parseInput(contract.query, queryObject(req), "query") : {};
+      release = opts.admit?.();
       let bodyBytes: Uint8Array = new Uint8Array(0);
       let body: unknown = undefined;
       if (contract.method !== "GET" && !opts.streamBody) {
-        bodyBytes = await readBodyBytes(req, contract.maxBodyBytes ?? maxBodyBytes());
+        bodyBytes = await readBodyBytes(req, contract.maxBodyBytes ?? (opts.rawBody ? maxBodyBytes() : SMALL_BODY_BYTES));
         if (!opts.rawBody) {
-          const bodyText = Buffer.from(bodyBytes.buffer, bodyBytes.byteOffset, bodyBytes.byteLength).toString("utf8");
-          if (contract.body) body = parseInput(contract.body, parseJsonText(bodyText), "body");
-          else if (bodyText.trim()) parseJsonText(bodyText); // no body expected: it must at least be JSON
+          if (contract.body) body = parseInput(contract.body, parseJsonBytes(bodyBytes), "body");
+          else if (!blank(bodyBytes)) parseJsonBytes(bodyBytes); // no body expected: it must at least be JSON
         }
       }
       const out = await fn({ req, params: params as RouteInput<Q, B>["params"], query: query as z.infer<Q>, body: body as z.infer<B>, bodyBytes });
@@ -124,9 +136,14 @@ export function route<Q extends z.ZodType, B extends z.ZodType, R extends z.ZodT
       return Response.json(ok.body, { status: ok.status, headers: ok.headers });
     } catch (err) {
       return toErrorResponse(err);
+    } finally {
+      release?.();
     }
   };
 }
+
+/** Whether a body is empty or only JSON whitespace. */
+const blank = (b: Uint8Array) => b.every((x) => x === 0x20 || x === 0x0a || x === 0x0d || x === 0x09);
 
 /** Query parameters as an object; a parameter the schema declares as an array keeps every value. */
 function queryObject(req: NextRequest): Record<string, string | string[]> {

@@ -28,7 +28,6 @@ export const routes = {
     body: launchRunSchema,
     response: runSchema,
     errors: [404],
-    maxBodyBytes: 1 << 20,
   }),
   runsImport: defineRoute({
     id: "importRun",
@@ -38,7 +37,6 @@ export const routes = {
     tag: "ingest",
     body: importRunSchema,
     response: importedRunSchema,
-    maxBodyBytes: 1 << 20,
   }),
   runsFilters: defineRoute({
     id: "runFilters",
@@ -157,7 +155,7 @@ export const routes = {
     id: "writeSteps",
     method: "POST",
     path: "/runs/{id}/steps/batch",
-    summary: "Ingest consecutive steps in one request, stored in order in one transaction (all or none); each step is idempotent as in writeStep (a step stored before with identical content is answered from its record; other content: 409 naming body.steps.N.step)",
+    summary: "Ingest several steps in one request, in increasing step order and each once (else 400 naming body.steps.N.step), stored in order in one transaction (all or none); each step is idempotent as in writeStep (a step stored before with identical content is answered from its record; other content: 409 naming body.steps.N.step)",
     tag: "ingest",
     body: rolloutStepsBatchSchema,
     response: z.object({ steps: z.array(z.object({ stepId: z.string(), turns: z.number() })) }),

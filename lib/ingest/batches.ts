@@ -54,7 +54,7 @@ export function ingestStep(runId: string, input: RolloutStepInput, db: RawDb = g
 }
 
 /**
- * Consecutive steps of one request, each as ingestStep would store it (same rows, same hash), in one
+ * The steps of one request (in increasing order, each once: the schema checks), each as ingestStep would store it (same rows, same hash), in one
  * transaction: all stored or none. A step stored before with other content is a 409 naming it
  * (`body.steps.N.step`); the answer lists each step's answer in order, 201 when any was new.
  */

@@ -1,6 +1,6 @@
 // The server side of the ingest thread: hands raw ingest bodies to one worker thread (SQLite has
-// one writer anyway) and answers 429 when too many are waiting, so a flood of writers slows down
-// instead of piling bodies up in memory.
+// one writer anyway) and answers 429 when too many are waiting, before their bodies are read, so a
+// flood of writers slows down instead of piling bodies up in memory.
 import path from "node:path";
 import type { Worker as WorkerType } from "node:worker_threads";
 import { DomainError } from "../schemas/errors";
@@ -42,9 +42,25 @@ function thread(): WorkerType {
   return w;
 }
 
-/** Parses, validates and stores one ingest body off the event loop; resolves with status and body. */
+let inFlight = 0;
+
+/**
+ * Takes one of the TURNLENS_INGEST_QUEUE slots, or throws OverloadedError (429). Routes take it before
+ * reading the body (route option `admit`), so a flood of large bodies is refused unread instead of
+ * buffered; the returned function gives the slot back (once, however often it is called).
+ */
+export function admitIngest(): () => void {
+  if (inFlight >= MAX_IN_FLIGHT) throw new OverloadedError();
+  inFlight++;
+  let held = true;
+  return () => {
+    if (held) inFlight--;
+    held = false;
+  };
+}
+
+/** Parses, validates and stores one ingest body off the event loop (its route admitted it: admitIngest); resolves with status and body. */
 export async function runIngest(kind: IngestRequest["kind"], runId: string, bytes: Uint8Array): Promise<{ status: number; body: unknown }> {
-  if (pending.size >= MAX_IN_FLIGHT) throw new OverloadedError();
   const req: IngestRequest = { id: nextId++, kind, runId, bytes, databaseUrl: databaseUrl() };
   let reply: IngestReply;
   // On PostgreSQL the body is stored inline: the libpq addon loads in one thread per process (it is
@@ -62,5 +78,5 @@ export async function runIngest(kind: IngestRequest["kind"], runId: string, byte
   if (reply.ok) return { status: reply.status, body: reply.body };
   // the thread's error, rebuilt with its kind so lib/api maps it as if thrown here
   if (reply.kind) throw new DomainError(reply.kind, reply.error, reply.issues);
-  throw new Error(reply.error);
+  throw Object.assign(new Error(reply.error), reply.code ? { code: reply.code } : {}); // a full disk keeps its code (507)
 }

@@ -3,7 +3,7 @@
 // (SQLite in WAL mode or PostgreSQL: the server's readers are not blocked by its write transaction).
 import { parentPort } from "node:worker_threads";
 import { errorKind, parseInput, type ErrorKind, type Issue } from "../schemas/errors";
-import { parseJsonText } from "../schemas/json-limits";
+import { parseJsonBytes } from "../schemas/json-limits";
 import { openRawDb, type RawDb } from "../db/raw";
 import { metricBodySchema, metricColumnsLookValid } from "../schemas/metrics";
 import { rolloutStepFast, rolloutStepInputSchema, rolloutStepPartFast, rolloutStepPartSchema, rolloutStepsBatchFast, rolloutStepsBatchSchema } from "../schemas/rollouts";
@@ -20,8 +20,8 @@ export interface IngestRequest {
 
 export type IngestReply =
   | { id: number; ok: true; status: number; body: unknown }
-  /** a failure: `kind` of one of our errors (rebuilt on the server side), none for an unexpected one */
-  | { id: number; ok: false; kind?: ErrorKind; error: string; issues: Issue[] };
+  /** a failure: `kind` of one of our errors (rebuilt on the server side), none for an unexpected one; `code` a system or SQLite error's (a full disk) */
+  | { id: number; ok: false; kind?: ErrorKind; code?: string; error: string; issues: Issue[] };
 
 let db: RawDb | null = null;
 let dbUrl = "";
@@ -37,7 +37,7 @@ export function handleIngest(req: IngestRequest, conn?: RawDb): IngestReply {
       }
       conn = db;
     }
-    const value = parseJsonText(Buffer.from(req.bytes.buffer, req.bytes.byteOffset, req.bytes.byteLength).toString("utf8"));
+    const value = parseJsonBytes(req.bytes);
     const ans =
       req.kind === "steps"
         ? ingestStep(req.runId, rolloutStepFast(value) ?? parseInput(rolloutStepInputSchema, value, "body"), conn)
@@ -48,8 +48,8 @@ export function handleIngest(req: IngestRequest, conn?: RawDb): IngestReply {
           : ingestMetrics(req.runId, metricColumnsLookValid(value) ? value : parseInput(metricBodySchema(value), value, "body"), conn);
     return { id: req.id, ok: true, status: ans.status, body: ans.body };
   } catch (e) {
-    const err = e as Error & { issues?: Issue[] };
-    return { id: req.id, ok: false, kind: errorKind(e), error: err?.message ?? String(e), issues: err?.issues ?? [] };
+    const err = e as Error & { issues?: Issue[]; code?: unknown };
+    return { id: req.id, ok: false, kind: errorKind(e), ...(typeof err?.code === "string" ? { code: err.code } : {}), error: err?.message ?? String(e), issues: err?.issues ?? [] };
   }
 }
 

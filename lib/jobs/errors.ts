@@ -1,7 +1,7 @@
 // Typed errors of the job queue, in the one hierarchy (lib/schemas/errors.ts): lib/api maps their
 // `kind` (not_found, conflict) to a status; runners throw `RetryableJobError` to ask for another attempt.
 import { LeaseLostError } from "../db/raw";
-import { DomainError, type ErrorKind } from "../schemas/errors";
+import { DomainError, isDiskFull, type ErrorKind } from "../schemas/errors";
 
 export { LeaseLostError };
 
@@ -40,7 +40,8 @@ export class InvalidJobTransitionError extends JobQueueError {
 /**
  * Thrown by a runner for a transient failure (a flaky download, a busy GPU): the worker re-queues the
  * job with back-off while attempts remain, and fails it otherwise. Any error with `retryable === true`
- * counts, so runners need not import this class.
+ * counts, so runners need not import this class, and so does a full disk (isDiskFull: ENOSPC, EDQUOT,
+ * SQLITE_FULL), which a later attempt survives once space is freed.
  */
 export class RetryableJobError extends Error {
   readonly retryable = true;
@@ -51,5 +52,5 @@ export class RetryableJobError extends Error {
 }
 
 export function isRetryable(err: unknown): boolean {
-  return typeof err === "object" && err !== null && (err as { retryable?: unknown }).retryable === true;
+  return (typeof err === "object" && err !== null && (err as { retryable?: unknown }).retryable === true) || isDiskFull(err);
 }

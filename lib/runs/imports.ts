@@ -3,11 +3,12 @@
 // and an `import` job (workers/runners/import.ts) reads and stores it. Storing by content makes an
 // upload of the same file again the same path, so its job finds the run the first one made.
 import { createHash, randomUUID } from "node:crypto";
+import { once } from "node:events";
 import fs from "node:fs";
 import path from "node:path";
 import { projectRoot } from "../db/url";
 import { enqueue, getJob, listJobs, requestCancel, toJobOut } from "../jobs";
-import { InvalidInputError, NotFoundError } from "../schemas/errors";
+import { InsufficientStorageError, InvalidInputError, NotFoundError, isDiskFull } from "../schemas/errors";
 import { importPayloadSchema, importReportSchema, type ImportOut, type ImportPayload, type ImportUploadQuery } from "../schemas/imports";
 
 /** Largest upload (TURNLENS_MAX_UPLOAD_MB, default 512 MB). */
@@ -23,7 +24,8 @@ const uploadDir = () => path.resolve(/*turbopackIgnore: true*/ process.env.TURNL
 
 /**
  * Streams an upload to a temporary file (its bytes go through `pump`, which enforces the size limit),
- * then moves it to <upload dir>/<sha256>/<filename>. A failed or refused upload leaves nothing behind.
+ * then moves it to <upload dir>/<sha256>/<filename>. A failed or refused upload leaves nothing behind;
+ * a full disk (ENOSPC, EDQUOT) is a 507, never a request left waiting for a `drain` that cannot come.
  */
 export async function storeUpload(filename: string, pump: (write: (chunk: Uint8Array) => Promise<void>) => Promise<number>): Promise<{ upload: string; sha256: string; bytes: number }> {
   const tmpDir = path.join(uploadDir(), "tmp");
@@ -31,14 +33,16 @@ export async function storeUpload(filename: string, pump: (write: (chunk: Uint8A
   const tmp = path.join(tmpDir, randomUUID());
   const hash = createHash("sha256");
   const out = fs.createWriteStream(tmp);
+  // settles once: finished, or the first write error (which also ends any wait for `drain`)
   const done = new Promise<void>((resolve, reject) => {
     out.on("finish", resolve);
     out.on("error", reject);
   });
+  done.catch(() => {}); // awaited below; until then a failure must not count as unhandled
   try {
     const bytes = await pump(async (chunk) => {
       hash.update(chunk);
-      if (!out.write(chunk)) await new Promise<void>((r) => out.once("drain", r));
+      if (!out.write(chunk)) await Promise.race([once(out, "drain"), done]);
     });
     out.end();
     await done;
@@ -52,6 +56,7 @@ export async function storeUpload(filename: string, pump: (write: (chunk: Uint8A
     // the file is opened asynchronously: remove it only once the stream has closed
     if (!out.closed) await new Promise<void>((r) => out.once("close", () => r()).destroy());
     fs.rmSync(tmp, { force: true });
+    if (isDiskFull(e)) throw new InsufficientStorageError(`the upload was not stored: the server's disk is full (${(e as NodeJS.ErrnoException).code}); retry once space is freed under the upload folder`, [{ path: "body", message: "disk full" }]);
     throw e;
   }
 }

@@ -10,8 +10,8 @@ export interface Issue {
   message: string;
 }
 
-/** What kind of failure; lib/api answers each with one status (400, 401, 403, 404, 409, 413, 415, 429). */
-export type ErrorKind = "invalid" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "too_large" | "unsupported_media_type" | "overloaded";
+/** What kind of failure; lib/api answers each with one status (400, 401, 403, 404, 409, 413, 415, 429, 507). */
+export type ErrorKind = "invalid" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "too_large" | "unsupported_media_type" | "overloaded" | "insufficient_storage";
 
 export class DomainError extends Error {
   constructor(
@@ -50,12 +50,32 @@ export class ForbiddenError extends DomainError {
   }
 }
 
+/**
+ * The server's disk (or quota) is full: nothing is wrong with the request, and it succeeds once space
+ * is freed, so it is a 507 for a request and a retry for a job, never a 500 or a failed job.
+ */
+export class InsufficientStorageError extends DomainError {
+  constructor(message: string, issues: Issue[] = []) {
+    super("insufficient_storage", message, issues);
+  }
+}
+
+/** Codes of a full disk: ENOSPC, EDQUOT (a quota) and SQLite's SQLITE_FULL ("database or disk is full"). */
+const DISK_FULL = new Set(["ENOSPC", "EDQUOT", "SQLITE_FULL"]);
+
+/** Whether `err` is a full disk: an InsufficientStorageError, or a system or SQLite error with a disk-full code. */
+export function isDiskFull(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  return (err as { kind?: unknown }).kind === "insufficient_storage" || (typeof code === "string" && DISK_FULL.has(code));
+}
+
 /** The error's kind when it is one of ours (checked by shape, not class identity: it also crosses the ingest thread). */
 export function errorKind(err: unknown): ErrorKind | undefined {
   const k = err instanceof Error ? (err as { kind?: unknown }).kind : undefined;
   return typeof k === "string" && KINDS.has(k as ErrorKind) ? (k as ErrorKind) : undefined;
 }
-const KINDS = new Set<ErrorKind>(["invalid", "unauthorized", "forbidden", "not_found", "conflict", "too_large", "unsupported_media_type", "overloaded"]);
+const KINDS = new Set<ErrorKind>(["invalid", "unauthorized", "forbidden", "not_found", "conflict", "too_large", "unsupported_media_type", "overloaded", "insufficient_storage"]);
 
 /** zod issues as `{path, message}` with the path rooted at where the input came from (body, query, params). */
 export function zodIssues(err: ZodError, root: string): Issue[] {

@@ -26,6 +26,10 @@ function fieldPath(root: string, path: (string | number)[]): string {
   return [root, ...path.map(String)].join(".");
 }
 
+// JSON.parse reads a literal beyond the double range (1e309) as Infinity, which JSON.stringify would
+// store as null: refused instead (x - x is NaN only for a non-finite number).
+const NOT_FINITE = "number out of range: it overflows to Infinity (a double holds at most about 1.8e308)";
+
 /** The first violation as `{path, message}`, or null. Never recurses. */
 export function findJsonViolation(value: unknown, limits: JsonLimits = DEFAULT_JSON_LIMITS): { path: (string | number)[]; message: string } | null {
   // explicit stack of [value, depth, path]; paths are materialised only on a violation
@@ -36,6 +40,7 @@ export function findJsonViolation(value: unknown, limits: JsonLimits = DEFAULT_J
       if (v.length > limits.maxString) return { path, message: `string longer than ${limits.maxString} characters` };
       continue;
     }
+    if (typeof v === "number" && v - v !== 0) return { path, message: NOT_FINITE };
     if (v === null || typeof v !== "object") continue;
     if (depth > limits.maxDepth) return { path, message: `nested deeper than ${limits.maxDepth} levels` };
     if (Array.isArray(v)) {
@@ -43,7 +48,9 @@ export function findJsonViolation(value: unknown, limits: JsonLimits = DEFAULT_J
       for (let i = v.length - 1; i >= 0; i--) {
         const x = v[i];
         if (x !== null && typeof x === "object") stack.push([x, depth + 1, [...path, i]]);
-        else if (typeof x === "string" && x.length > limits.maxString) return { path: [...path, i], message: `string longer than ${limits.maxString} characters` };
+        else if (typeof x === "number") {
+          if (x - x !== 0) return { path: [...path, i], message: NOT_FINITE };
+        } else if (typeof x === "string" && x.length > limits.maxString) return { path: [...path, i], message: `string longer than ${limits.maxString} characters` };
       }
     } else {
       const keys = Object.keys(v);
@@ -52,7 +59,9 @@ export function findJsonViolation(value: unknown, limits: JsonLimits = DEFAULT_J
         const x = (v as Record<string, unknown>)[keys[i]];
         if (keys[i].length > limits.maxString) return { path, message: "key too long" };
         if (x !== null && typeof x === "object") stack.push([x, depth + 1, [...path, keys[i]]]);
-        else if (typeof x === "string" && x.length > limits.maxString) return { path: [...path, keys[i]], message: `string longer than ${limits.maxString} characters` };
+        else if (typeof x === "number") {
+          if (x - x !== 0) return { path: [...path, keys[i]], message: NOT_FINITE };
+        } else if (typeof x === "string" && x.length > limits.maxString) return { path: [...path, keys[i]], message: `string longer than ${limits.maxString} characters` };
       }
     }
   }
@@ -79,4 +88,53 @@ export function parseJsonText(text: string, root = "body", limits: JsonLimits = 
   }
   assertJsonLimits(value, root, limits);
   return value;
+}
+
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+// stands for the first invalid sequence while the field holding it is looked for (private-use characters)
+const MARK = "\ue000\ue001invalid\ue001\ue000";
+
+/**
+ * Parses a request body (UTF-8 bytes) as JSON within the limits. Invalid UTF-8 anywhere is a 400
+ * naming the field that holds it, not text silently stored with U+FFFD in its place.
+ */
+export function parseJsonBytes(bytes: Uint8Array, root = "body", limits: JsonLimits = DEFAULT_JSON_LIMITS): unknown {
+  let text: string;
+  try {
+    text = UTF8.decode(bytes);
+  } catch {
+    const path = fieldPath(root, invalidUtf8Path(bytes) ?? []);
+    throw new InvalidInputError(`invalid ${root}: ${path}: not valid UTF-8`, [{ path, message: "not valid UTF-8" }]);
+  }
+  return parseJsonText(text, root, limits);
+}
+
+/** Where in the JSON the first invalid UTF-8 sequence is (a string or a key), or null outside any. Only runs on a refusal. */
+function invalidUtf8Path(bytes: Uint8Array): (string | number)[] | null {
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const lenient = buf.toString("utf8"); // each invalid sequence as U+FFFD
+  // valid bytes round-trip: the first byte that does not is where the first invalid sequence starts
+  const again = Buffer.from(lenient, "utf8");
+  let bad = 0;
+  while (bad < buf.length && buf[bad] === again[bad]) bad++;
+  const at = buf.subarray(0, bad).toString("utf8").length;
+  let value: unknown;
+  try {
+    value = JSON.parse(lenient.slice(0, at) + MARK + lenient.slice(at + 1));
+  } catch {
+    return null;
+  }
+  const stack: [unknown, (string | number)[]][] = [[value, []]];
+  while (stack.length) {
+    const [v, path] = stack.pop()!;
+    if (typeof v === "string") {
+      if (v.includes(MARK)) return path;
+    } else if (Array.isArray(v)) v.forEach((x, i) => stack.push([x, [...path, i]]));
+    else if (v !== null && typeof v === "object")
+      for (const [k, x] of Object.entries(v)) {
+        if (k.includes(MARK)) return [...path, k.replace(MARK, "\ufffd")];
+        stack.push([x, [...path, k]]);
+      }
+  }
+  return null;
 }

@@ -191,9 +191,27 @@ export function rolloutStepPartFast(v: unknown): RolloutStepPart | null {
 /** Most steps in one POST /runs/:id/steps/batch (each up to the step limits; the body limit still applies). */
 export const MAX_BATCH_STEPS = 64;
 
-/** POST /runs/:id/steps/batch: consecutive steps in one request, stored in order in one transaction. */
+/** Index of the first step of a batch not after the one before it (out of order or repeated), or -1. */
+const outOfOrder = (steps: { step: number }[]) => steps.findIndex((s, i) => i > 0 && !(s.step > steps[i - 1].step));
+
+/** POST /runs/:id/steps/batch: steps in increasing order, each once, stored in order in one transaction. */
 export const rolloutStepsBatchSchema = z
-  .object({ steps: z.array(rolloutStepInputSchema).min(1).max(MAX_BATCH_STEPS) })
+  .object({
+    steps: z
+      .array(rolloutStepInputSchema)
+      .min(1)
+      .max(MAX_BATCH_STEPS)
+      .superRefine((steps, ctx) => {
+        const i = outOfOrder(steps);
+        if (i >= 0)
+          ctx.addIssue({
+            code: "custom",
+            path: [i, "step"],
+            message: `step ${steps[i].step} comes after step ${steps[i - 1].step}: a batch's steps go in increasing order, each once`,
+          });
+      })
+      .describe("In increasing step order, each step once."),
+  })
   .strict()
   .meta({ id: "StepsBatch" });
 export type RolloutStepsBatch = z.infer<typeof rolloutStepsBatchSchema>;
@@ -336,7 +354,7 @@ export function rolloutStepsBatchFast(v: unknown): RolloutStepsBatch | null {
     if (!s) return null;
     out[i] = s;
   }
-  return { steps: out };
+  return outOfOrder(out) < 0 ? { steps: out } : null;
 }
 
 export const pageQuerySchema = z

@@ -15,6 +15,9 @@ const stepsRoute = await import("@/app/api/v1/runs/[id]/steps/route");
 const turnsRoute = await import("@/app/api/v1/runs/[id]/turns/route");
 const finishRoute = await import("@/app/api/v1/runs/[id]/finish/route");
 const resumeRoute = await import("@/app/api/v1/runs/[id]/resume/route");
+const cancelRoute = await import("@/app/api/v1/runs/[id]/cancel/route");
+const retryRoute = await import("@/app/api/v1/runs/[id]/retry/route");
+const batchRoute = await import("@/app/api/v1/runs/[id]/steps/batch/route");
 const filtersRoute = await import("@/app/api/v1/runs/filters/route");
 const groupsRoute = await import("@/app/api/v1/runs/[id]/steps/[step]/groups/route");
 const { ROUTES, routes } = await import("@/lib/api/routes");
@@ -26,7 +29,7 @@ const { createRun } = await import("@/lib/db/runs");
 type Handler = (req: NextRequest, ctx: { params: Promise<Record<string, string>> }) => Promise<Response>;
 interface CallOpts {
   body?: unknown;
-  raw?: string | ReadableStream<Uint8Array>;
+  raw?: string | Uint8Array | ReadableStream<Uint8Array>;
   params?: Record<string, string>;
   headers?: Record<string, string>;
 }
@@ -135,6 +138,82 @@ describe("limits", () => {
       expect(g.status, s).toBe(400);
       expect(g.json.issues[0].path).toBe("params.step");
     }
+  });
+});
+
+describe("edges found by probing", () => {
+  /** A body that would go on for 64 MB, counting what was read of it. */
+  const endless = () => {
+    const read = { bytes: 0 };
+    const body = new ReadableStream<Uint8Array>({
+      pull(c) {
+        read.bytes += 64 * 1024;
+        if (read.bytes > 64 << 20) c.close();
+        else c.enqueue(new Uint8Array(64 * 1024).fill(32));
+      },
+    });
+    return { body, read };
+  };
+
+  it("reads at most 1 MB of a body outside ingest (cancel, retry, finish, resume): 413 before parsing, by Content-Length and while streaming", async () => {
+    const before = counts();
+    for (const [name, h] of [["cancel", cancelRoute.POST], ["retry", retryRoute.POST], ["finish", finishRoute.POST], ["resume", resumeRoute.POST]] as const) {
+      const declared = await call(h, "POST", "", withKey({ raw: "{}", headers: { "content-length": String(2 << 20) } }));
+      expect(declared.status, name).toBe(413);
+      expect(declared.json.error, name).toMatch(/limit of 1048576 bytes/);
+      const { body, read } = endless();
+      const streamed = await call(h, "POST", "", withKey({ raw: body }));
+      expect(streamed.status, name).toBe(413);
+      expect(streamed.json.issues[0].path, name).toBe("body");
+      expect(read.bytes, name).toBeLessThan(3 << 20); // stopped soon after 1 MB, not at 64 MB
+    }
+    expect(counts()).toEqual(before);
+    // ingest bodies keep the ingest limit (TURNLENS_MAX_BODY_MB, 64 MB)
+    const points = Array.from({ length: 40_000 }, (_, i) => ({ step: 100_000 + i, values: { "train/big": i } }));
+    const big = JSON.stringify({ points });
+    expect(big.length).toBeGreaterThan(1 << 20);
+    expect((await call(metricsRoute.POST, "POST", "", withKey({ raw: big }))).status).toBe(201);
+  });
+
+  it("refuses a number that overflows to Infinity and invalid UTF-8, naming the field, in free-form JSON and in ingest bodies", async () => {
+    const before = counts();
+    const inf = await call(importRoute.POST, "POST", "/api/v1/runs/import", { raw: '{"name":"inf","config":{"opt":{"lr":1e309}}}' });
+    expect(inf.status).toBe(400);
+    expect(inf.json.issues[0].path).toBe("body.config.opt.lr");
+    expect(inf.json.error).toMatch(/overflows to Infinity/);
+    const inInfo = JSON.stringify(step(50)).replace('"reward":1}', '"reward":1,"info":{"scores":[1,-1e400]}}');
+    const s = await call(stepsRoute.POST, "POST", "", withKey({ raw: inInfo }));
+    expect(s.status).toBe(400);
+    expect(s.json.issues[0].path).toBe("body.groups.0.trajectories.0.turns.0.info.scores.1");
+    /** `text` with the bytes `bad` after the first `at` */
+    const bytes = (text: string, at: string, bad: number[]) => {
+      const i = text.indexOf(at) + at.length;
+      return Buffer.concat([Buffer.from(text.slice(0, i)), Buffer.from(bad), Buffer.from(text.slice(i))]);
+    };
+    const name = await call(importRoute.POST, "POST", "/api/v1/runs/import", { raw: bytes('{"name":"caf","config":{}}', '"caf', [0xe9]) });
+    expect(name.status).toBe(400);
+    expect(name.json.issues).toEqual([{ path: "body.name", message: "not valid UTF-8" }]);
+    const obs = await call(stepsRoute.POST, "POST", "", withKey({ raw: bytes(JSON.stringify(step(51)), '"observation":"o', [0xf0, 0x9f, 0x98]) }));
+    expect(obs.status).toBe(400);
+    expect(obs.json.issues[0].path).toBe("body.groups.0.trajectories.0.turns.0.observation");
+    const key = await call(metricsRoute.POST, "POST", "", withKey({ raw: bytes('{"points":[{"step":1,"values":{"loss":1}}]}', '"lo', [0xff]) }));
+    expect(key.status).toBe(400);
+    expect(key.json.issues[0].path).toBe("body.points.0.values.lo\ufffdss"); // a key is named as it reads
+    expect(counts()).toEqual(before);
+  });
+
+  it("refuses a steps batch out of order or with a step twice, naming the index; increasing steps with gaps are stored", async () => {
+    const before = counts();
+    const unordered = await call(batchRoute.POST, "POST", "", withKey({ body: { steps: [step(60), step(62), step(61)] } }));
+    expect(unordered.status).toBe(400);
+    expect(unordered.json.issues).toEqual([{ path: "body.steps.2.step", message: expect.stringMatching(/step 61 comes after step 62/) }]);
+    const twice = await call(batchRoute.POST, "POST", "", withKey({ body: { steps: [step(63), step(63)] } }));
+    expect(twice.status).toBe(400);
+    expect(twice.json.issues[0].path).toBe("body.steps.1.step");
+    expect(counts()).toEqual(before);
+    const gaps = await call(batchRoute.POST, "POST", "", withKey({ body: { steps: [step(64), step(70)] } }));
+    expect(gaps.status).toBe(201);
+    expect(gaps.json.steps).toHaveLength(2);
   });
 });
 
@@ -298,6 +377,6 @@ describe("one contract per route", () => {
     expect(exp.parameters.map((p) => p.name)).toEqual(expect.arrayContaining(["id", "format", "key"]));
     expect(Object.keys(exp.responses["200"].content!)).toEqual(["text/csv", "application/json"]);
     const steps = doc.paths["/runs/{id}/steps"].post as { responses: Record<string, unknown> };
-    expect(Object.keys(steps.responses).sort()).toEqual(["200", "201", "400", "401", "403", "404", "409", "413", "415", "429"]);
+    expect(Object.keys(steps.responses).sort()).toEqual(["200", "201", "400", "401", "403", "404", "409", "413", "415", "429", "507"]);
   });
 });

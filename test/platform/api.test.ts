@@ -236,7 +236,7 @@ describe("ingest from an external trainer", () => {
     const again = await call(stepsBatchRoute.POST, "POST", url, keyed({ body: { steps: [mk(10, 1), mk(11, 0)] }, params: { id: runId } }));
     expect([again.status, again.json]).toEqual([200, w.json]);
     // a new step beside one stored with other content: 409 naming that step, and nothing of the batch stored
-    const clash = await call(stepsBatchRoute.POST, "POST", url, keyed({ body: { steps: [mk(12, 0), mk(10, 0.5)] }, params: { id: runId } }));
+    const clash = await call(stepsBatchRoute.POST, "POST", url, keyed({ body: { steps: [mk(9, 0), mk(10, 0.5)] }, params: { id: runId } }));
     expect(clash.status).toBe(409);
     expect(clash.json.issues[0].path).toBe("body.steps.1.step");
     const bad = await call(stepsBatchRoute.POST, "POST", url, keyed({ body: { steps: [mk(12, 0), { ...mk(13, 0), groups: [] }] }, params: { id: runId } }));

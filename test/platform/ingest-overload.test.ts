@@ -1,7 +1,7 @@
 // Under more concurrent ingest requests than TURNLENS_INGEST_QUEUE, the extra ones are told to come
 // back later (429 with Retry-After) instead of piling their bodies up in memory; nothing is lost
 // for the ones accepted, and a retry after the delay succeeds.
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { NextRequest } from "next/server";
 import { TEST_STORE, useTempDatabase } from "../helpers/temp-db";
 
@@ -32,5 +32,47 @@ describe.skipIf(TEST_STORE === "postgresql")("ingest overload", () => {
     for (const i of statuses.map((s, i) => (s === 429 ? i : -1)).filter((i) => i >= 0)) expect((await post(metricsRoute.POST, "", batch(i), { id: run.id }, key)).status).toBe(201);
     const stored = metricCount(run.id);
     expect(stored).toBe(6 * 5000);
+  });
+
+  it("answers 429 before reading the body: a flood of large bodies is never buffered", async () => {
+    const run = await (await post(importRoute.POST, "/api/v1/runs/import", { name: "flood-unread" })).json();
+    const key = { "x-turnlens-write-key": run.writeKey };
+    /** A metrics body sent in two halves, the second only once `go` resolves; counts what the server read. */
+    const slow = (i: number, go: Promise<void>) => {
+      const text = new TextEncoder().encode(JSON.stringify({ batchId: `slow${i}`, points: [{ step: i, values: { "train/loss": i } }] }));
+      const read = { bytes: 0 };
+      let half = 0;
+      const body = new ReadableStream<Uint8Array>(
+        {
+          async pull(c) {
+            if (half === 0) {
+              half = 1;
+              read.bytes += text.length >> 1;
+              return c.enqueue(text.slice(0, text.length >> 1));
+            }
+            await go;
+            read.bytes += text.length - (text.length >> 1);
+            c.enqueue(text.slice(text.length >> 1));
+            c.close();
+          },
+        },
+        { highWaterMark: 0 }, // nothing is pulled until the server reads
+      );
+      const req = new NextRequest(new URL("/api/v1/runs/x/metrics", "http://127.0.0.1:3000"), { method: "POST", headers: { "content-type": "application/json", ...key }, body, duplex: "half" } as ConstructorParameters<typeof NextRequest>[1]);
+      return { res: metricsRoute.POST(req, { params: Promise.resolve({ id: run.id }) }), read };
+    };
+    let open!: () => void;
+    const go = new Promise<void>((r) => (open = r));
+    // two requests take the two slots (TURNLENS_INGEST_QUEUE=2) and stall halfway through their bodies
+    const admitted = [slow(0, go), slow(1, go)];
+    for (const a of admitted) await vi.waitFor(() => expect(a.read.bytes).toBeGreaterThan(0));
+    const flood = Array.from({ length: 8 }, (_, i) => slow(10 + i, go));
+    const answers = await Promise.all(flood.map((f) => f.res));
+    expect(answers.map((r) => r.status)).toEqual(Array(8).fill(429));
+    expect(flood.map((f) => f.read.bytes)).toEqual(Array(8).fill(0)); // refused unread
+    open();
+    expect((await Promise.all(admitted.map((a) => a.res))).map((r) => r.status)).toEqual([201, 201]);
+    // the slots are given back: the next request is admitted
+    expect((await post(metricsRoute.POST, "", { points: [{ step: 99, values: { "train/loss": 1 } }] }, { id: run.id }, key)).status).toBe(201);
   });
 });

@@ -22,15 +22,21 @@ import { handleIngest } from "../../lib/ingest/thread";
 import { issueWriteKey } from "../../lib/ingest/write-access";
 import { importPayloadSchema, REJECTED_SHOWN, type ImportReport } from "../../lib/schemas/imports";
 import { importRunSchema } from "../../lib/schemas/runs";
+import { isDiskFull } from "../../lib/schemas/errors";
 import type { JobContext, JobRunner } from "./types";
 
 const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
 /** progress spent reading (Python); the rest is storing, by request */
 const READ_SHARE = 0.2;
+/** the Python CLI's exit code for a full disk (sysexits.h EX_TEMPFAIL) */
+const EX_TEMPFAIL = 75;
 
-/** A failure the user can act on: its message is the whole story, so the job log gets no stack trace. */
+/** A failure the user can act on: its message is the whole story, so the job log gets no stack trace. `retryable`: another attempt may succeed (lib/jobs isRetryable). */
 class ImportFailed extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    readonly retryable = false,
+  ) {
     super(message);
     this.name = "ImportFailed";
     this.stack = message;
@@ -77,6 +83,8 @@ function readUpload(ctx: JobContext, file: string, spoolDir: string, p: { format
       ctx.signal.removeEventListener("abort", kill);
       if (ctx.signal.aborted) return reject(new Error("import stopped"));
       if (code === 0) return resolve();
+      // a full disk (the CLI's EX_TEMPFAIL) is no fault of the upload: the job is re-queued for a later attempt
+      if (code === EX_TEMPFAIL) return reject(new ImportFailed(lastError || "the disk is full", true));
       reject(new ImportFailed(lastError || `the Python importer ${signal ? `was killed by ${signal}` : `exited with code ${code}`}`));
     });
   });
@@ -171,6 +179,8 @@ export const importUpload: JobRunner = async (ctx) => {
         } else {
           const bytes = Buffer.from(JSON.stringify(rec.batchId ? { ...rec.body, batchId: rec.batchId } : rec.body));
           const reply = writeTransaction(ctx.fence, (db) => handleIngest({ id: 0, kind: rec.kind as "metrics" | "steps", runId, bytes, databaseUrl: "" }, db));
+          const failure = !reply.ok && reply.code ? Object.assign(new Error(reply.error), { code: reply.code }) : null;
+          if (isDiskFull(failure)) throw failure; // not the rows' fault: the job is retried, and a retry stores nothing twice
           if (!reply.ok) {
             const issues = reply.issues.slice(0, 3).map((i) => `; ${i.path}: ${i.message}`).join("");
             entry.rejected += rows;

@@ -24,7 +24,7 @@ export interface JobContext {
 /**
  * Runs one job. The resolved value (JSON) is stored as Job.result. Throwing fails the job with the
  * error's message, or re-queues it (with back-off, while attempts remain) when the error is
- * retryable (RetryableJobError, or any error with `retryable: true`). A runner that returns after its
+ * retryable (RetryableJobError, any error with `retryable: true`, or a full disk). A runner that returns after its
  * signal was aborted is treated as stopped, not completed. Runners parse their payload with zod and
  * should be resumable: a re-run after a lost worker starts again from the last fenced write.
  */

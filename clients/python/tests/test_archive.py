@@ -77,6 +77,40 @@ def test_size_and_file_count_limits_hold_whatever_the_headers_claim(tmp_path):
     assert len(list((ok / "dump").iterdir())) == 20
 
 
+def test_a_zip_bomb_is_refused_by_its_headers_naming_the_member_before_anything_is_written(tmp_path):
+    z = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(z, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("dump/1.jsonl", ROW * 100)
+        zf.writestr("dump/2.jsonl", bytes(64 << 20))  # 64 MB of zeros: ~64 KB of deflate
+    assert z.stat().st_size < 200_000
+    with pytest.raises(ArchiveError, match=r"archive member 'dump/2\.jsonl': \d+ bytes that expand to 67108864 \(more than 200 times; "
+                                           r"limit TURNLENS_IMPORT_MAX_RATIO\): refused as a zip bomb"):
+        extract(str(z), str(tmp_path / "o1"))
+    assert not (tmp_path / "o1").exists()
+    # the members' declared sizes add up past the limit: refused before the first is written
+    with pytest.raises(ArchiveError, match=r"expands to more than 32 MB .* refused at 'dump/2\.jsonl'"):
+        extract(str(z), str(tmp_path / "o2"), max_bytes=32 << 20, max_ratio=1e9)
+    assert not (tmp_path / "o2").exists()
+    # a small member may compress well (up to 1 MB is not held to the ratio), and a lower ratio can be allowed
+    ok = extract(str(z), str(tmp_path / "o3"), max_ratio=1e9)
+    assert (ok / "dump" / "2.jsonl").stat().st_size == 64 << 20
+
+
+def test_json_lines_are_read_a_line_at_a_time_and_an_overlong_line_is_rejected(tmp_path):
+    from turnlens.importers.base import Source, json_objects, text_lines
+
+    f = tmp_path / "1.jsonl"
+    sep = "\u2028".encode()  # a raw line separator inside a JSON string: not a line break in JSON lines
+    f.write_bytes(ROW + b"x" * (3 << 20) + b"\n" + ROW.replace(b"\n", b"\r\n") + b'{"a": "' + sep + b'"}\n')
+    src = Source(name="n", config={}, key="k")
+    lines = list(text_lines(f, src, f.name, max_line=1 << 20))
+    assert [n for n, _ in lines] == [1, 3, 4]  # line 2 skipped unread, the numbering kept
+    assert lines[1][1] == ROW.decode().rstrip("\n") and lines[2][1] == '{"a": "\u2028"}'
+    assert src.rejected == [("1.jsonl:2", "line longer than 1 MB; skipped")]
+    rows = [row for _, row in json_objects(f, Source(name="n", config={}, key="k"))]
+    assert rows == [json.loads(ROW), json.loads(ROW), {"a": "\u2028"}]  # the long line is not JSON: rejected, not fatal
+
+
 def test_a_damaged_archive_is_a_clear_error(tmp_path):
     good = tar_with(tmp_path / "t.tar.gz", [file_member("dump/1.jsonl")])
     (tmp_path / "cut.tar.gz").write_bytes(good.read_bytes()[:40])

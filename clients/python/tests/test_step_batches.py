@@ -64,3 +64,42 @@ def test_a_server_without_step_batches_gets_single_steps():
         assert run._step_batches is False
     finally:
         srv.shutdown()
+
+
+class OrderServer(OldServer):
+    """Refuses a steps/batch out of order or repeated as the server does (400); keeps what it stores."""
+
+    stored: list = []
+    batches: list = []
+
+    def do_POST(self):
+        if self.path.endswith("/steps/batch") or self.path.endswith("/steps"):
+            body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+            steps = body["steps"] if self.path.endswith("/batch") else [body]
+            if self.path.endswith("/batch"):
+                OrderServer.batches.append([s["step"] for s in steps])
+                for i in range(1, len(steps)):
+                    if steps[i]["step"] <= steps[i - 1]["step"]:
+                        return self._json(400, {"error": "out of order", "issues": [{"path": f"body.steps.{i}.step", "message": "out of order"}]})
+            OrderServer.stored.extend(s["step"] for s in steps)
+            answers = [{"stepId": f"s{s['step']}", "turns": 2} for s in steps]
+            return self._json(201, {"steps": answers} if self.path.endswith("/batch") else answers[0])
+        return super().do_POST()
+
+
+def test_a_batch_never_carries_steps_out_of_order_or_repeated():
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), OrderServer)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        run = turnlens.init(project="p", url=f"http://127.0.0.1:{srv.server_address[1]}")
+        records = [{"kind": "steps", "batchId": f"b{k}", "body": {"step": s, "groups": []}} for k, s in enumerate([0, 1, 2, 2, 5, 3, 4, 10])]
+        assert [[r["body"]["step"] for r in recs] for _, recs in run._units(records)] == [[0, 1, 2], [2, 5], [3, 4, 10]]
+        logged = [0, 1, 2, 2, 5, 3, 4, 10, 11, 11, 7] * 3
+        for s in logged:
+            run.log_rollouts(s, groups(s))
+        run.finish()
+        assert run.rejected == []
+        assert all(b == sorted(set(b)) for b in OrderServer.batches), OrderServer.batches
+        assert OrderServer.stored == logged  # every call arrives, in the order logged
+    finally:
+        srv.shutdown()

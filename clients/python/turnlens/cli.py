@@ -1,10 +1,14 @@
 """The `turnlens` console script: `turnlens sync DIR` and `turnlens import KIND PATH`."""
 
 import argparse
+import errno
 import json
 import os
 import sys
 from typing import List, Optional
+
+# sysexits.h: a temporary failure (a full disk); the import may succeed when run again
+EX_TEMPFAIL = 75
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -66,6 +70,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     from .importers import run_import
 
+    from .importers.archive import DISK_FULL
     from .importers.base import NOTHING
     from .transport import ApiError, Unavailable
 
@@ -78,6 +83,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"turnlens import: {e}", file=sys.stderr)
         return 2
     except Exception as e:  # a reader's bug or a file no reader foresaw: say so in one line, no trace
+        if isinstance(e, OSError) and e.errno in DISK_FULL:
+            # not the file's fault: EX_TEMPFAIL tells the dashboard's import job to try again later
+            print(f"turnlens import: the disk is full ({errno.errorcode[e.errno]}: {e.strerror}); the import stopped, "
+                  "run it again once space is freed", file=sys.stderr)
+            return EX_TEMPFAIL
         if os.environ.get("TURNLENS_DEBUG"):
             raise
         print(f"turnlens import: could not read {os.path.basename(os.path.normpath(args.path))} as {args.kind} "

@@ -350,7 +350,9 @@ class Run:
 
     def _units(self, records: List[Dict[str, Any]]) -> List[Tuple[Dict[str, Any], List[Dict[str, Any]]]]:
         """(what to send, the records it carries): consecutive steps already queued go as one
-        steps/batch request (one round trip and one commit for several steps; a lone step is sent as is)."""
+        steps/batch request (one round trip and one commit for several steps; a lone step is sent as is).
+        A batch's step numbers increase (the server refuses one out of order or repeated): a step
+        logged again or out of order starts a new unit."""
         units: List[Tuple[Dict[str, Any], List[Dict[str, Any]]]] = []
         i = 0
         while i < len(records):
@@ -358,7 +360,7 @@ class Run:
             if records[i]["kind"] == "steps" and self._step_batches:
                 turns = shapes.count_turns(records[i]["body"])
                 while (j < len(records) and records[j]["kind"] == "steps" and j - i < MAX_BATCH_STEPS
-                       and turns < MAX_BATCH_TURNS):
+                       and turns < MAX_BATCH_TURNS and records[j]["body"]["step"] > records[j - 1]["body"]["step"]):
                     turns += shapes.count_turns(records[j]["body"])
                     j += 1
             if j - i == 1:

@@ -3,9 +3,13 @@
 Refused with an ArchiveError naming the member, before or while anything is written: absolute
 names, `..` components, links of any kind (a symlink or hard link could point out of the folder),
 devices and FIFOs, more than `max_files` members, and more than `max_bytes` of content (counted
-while decompressing, so a zip bomb stops at the limit whatever sizes its headers claim).
+while decompressing, so a tar bomb stops at the limit whatever sizes its headers claim). A zip is
+refused before anything is extracted when its members' sizes add up to more than `max_bytes` or one
+member expands more than `max_ratio` times its compressed size (1 GB of zeros is 1 MB of deflate).
+A full disk is not the archive's fault: its OSError (ENOSPC, EDQUOT) is raised as it is.
 """
 
+import errno
 import os
 import shutil
 import stat
@@ -16,7 +20,12 @@ from typing import IO, Optional
 
 MAX_BYTES = int(float(os.environ.get("TURNLENS_IMPORT_MAX_EXTRACT_MB", "2048")) * 1024 * 1024)
 MAX_FILES = int(os.environ.get("TURNLENS_IMPORT_MAX_FILES", "100000"))
+# Real logs compress 3-30x (JSONL, event files); a deflate bomb of zeros, ~1000x.
+MAX_RATIO = float(os.environ.get("TURNLENS_IMPORT_MAX_RATIO", "200"))
+# Members up to this size are not held to the ratio (a small file of repeated text compresses well).
+_RATIO_FREE = 1 << 20
 _CHUNK = 1 << 20
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
 class ArchiveError(ValueError):
@@ -59,7 +68,12 @@ class _Budget:
         if self.files_left < 0:
             raise ArchiveError(f"archive has more than {self.max_files} files (limit TURNLENS_IMPORT_MAX_FILES); refused at {name!r}")
 
+    def too_big(self, name: str) -> ArchiveError:
+        return ArchiveError(f"archive expands to more than {self.max_bytes // (1024 * 1024)} MB "
+                            f"(limit TURNLENS_IMPORT_MAX_EXTRACT_MB); refused at {name!r}")
+
     def copy(self, src: IO[bytes], dest: Path, name: str) -> None:
+        """Streams one member to `dest` a chunk at a time."""
         with open(dest, "xb") as out:
             while True:
                 chunk = src.read(min(_CHUNK, self.bytes_left + 1))
@@ -67,8 +81,7 @@ class _Budget:
                     return
                 self.bytes_left -= len(chunk)
                 if self.bytes_left < 0:
-                    raise ArchiveError(f"archive expands to more than {self.max_bytes // (1024 * 1024)} MB "
-                                       f"(limit TURNLENS_IMPORT_MAX_EXTRACT_MB); refused at {name!r}")
+                    raise self.too_big(name)
                 out.write(chunk)
 
 
@@ -79,7 +92,7 @@ def _target(dest: Path, rel: PurePosixPath) -> Path:
     return t
 
 
-def extract(archive: str, dest: str, max_bytes: int = MAX_BYTES, max_files: int = MAX_FILES) -> Path:
+def extract(archive: str, dest: str, max_bytes: int = MAX_BYTES, max_files: int = MAX_FILES, max_ratio: float = MAX_RATIO) -> Path:
     """Extracts `archive` into the new folder `dest` (removed again on any refusal) and returns it."""
     kind = kind_of(archive)
     if kind is None:
@@ -90,7 +103,18 @@ def extract(archive: str, dest: str, max_bytes: int = MAX_BYTES, max_files: int 
     try:
         if kind == "zip":
             with zipfile.ZipFile(archive) as z:
-                for info in z.infolist():
+                members = z.infolist()
+                # the headers first, so a bomb is refused before a byte of it is written (zipfile
+                # never yields more than a member's declared size: a header cannot understate it)
+                declared = 0
+                for info in members:
+                    declared += info.file_size
+                    if declared > max_bytes:
+                        raise budget.too_big(info.filename)
+                    if info.file_size > max(_RATIO_FREE, max_ratio * info.compress_size):
+                        raise ArchiveError(f"archive member {info.filename!r}: {info.compress_size} bytes that expand to {info.file_size} "
+                                           f"(more than {max_ratio:g} times; limit TURNLENS_IMPORT_MAX_RATIO): refused as a zip bomb")
+                for info in members:
                     rel = _safe_name(info.filename)
                     mode = info.external_attr >> 16
                     if stat.S_ISLNK(mode):
@@ -124,6 +148,8 @@ def extract(archive: str, dest: str, max_bytes: int = MAX_BYTES, max_files: int 
                         budget.copy(src, t, m.name)
     except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError) as e:
         shutil.rmtree(d, ignore_errors=True)
+        if isinstance(e, OSError) and e.errno in DISK_FULL:
+            raise
         if isinstance(e, FileExistsError):  # a member named twice
             raise ArchiveError(f"archive names a file twice: {e.filename}") from None
         raise ArchiveError(f"{Path(archive).name}: a damaged or unreadable archive ({type(e).__name__}: {e})") from None

@@ -15,6 +15,7 @@ its metric points).
 import datetime
 import hashlib
 import json
+import mmap
 import os
 import shutil
 import sqlite3
@@ -427,10 +428,39 @@ def _import_source(t: Transport, kind: str, src: Source, project: str, name: Opt
     return rep
 
 
+# Longest line a reader takes: the server's default body limit (no request could carry a longer row).
+MAX_LINE = 64 << 20
+
+
+def text_lines(f: Path, src: Source, where: str, max_line: int = MAX_LINE) -> Iterator[Tuple[int, str]]:
+    """(line number, text) of each line of `f`, read a line at a time, never the whole file (an
+    archive's member can be gigabytes); a line longer than `max_line` is rejected on `src` as
+    `where:N` and skipped without being held."""
+    with open(f, "rb") as fh:
+        n = 0
+        while True:
+            raw = fh.readline(max_line + 1)
+            if not raw:
+                return
+            n += 1
+            if len(raw) > max_line and not raw.endswith(b"\n"):
+                while raw and not raw.endswith(b"\n"):
+                    raw = fh.readline(1 << 20)
+                src.reject(f"{where}:{n}", f"line longer than {max_line >> 20} MB; skipped")
+                continue
+            yield n, raw.decode("utf-8", "replace").rstrip("\r\n")
+
+
+def mapped(f: Path) -> Any:
+    """The file's bytes as a read-only map (sliced like bytes, paged in as read), not read into memory."""
+    with open(f, "rb") as fh:
+        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if os.fstat(fh.fileno()).st_size else b""
+
+
 def json_objects(f: Path, src: Source) -> Iterator[Tuple[str, Dict[str, Any]]]:
     """(file:line, object) for each JSON-object line of a JSONL file; blank lines are skipped, any
     other line is rejected on `src` with its line number and reason."""
-    for n, line in enumerate(f.read_text(errors="replace").splitlines(), 1):
+    for n, line in text_lines(f, src, f.name):
         if not line.strip():
             continue
         where = f"{f.name}:{n}"

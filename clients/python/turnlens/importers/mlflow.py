@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 from .. import shapes
-from .base import Source, unsupported
+from .base import Source, text_lines, unsupported
 
 # MLflow RunStatus: RUNNING=1, SCHEDULED=2, FINISHED=3, FAILED=4, KILLED=5
 _STATUS = {"3": "succeeded", "FINISHED": "succeeded", "4": "failed", "FAILED": "failed", "5": "canceled", "KILLED": "canceled"}
@@ -165,7 +165,7 @@ def read(path: str, env_id: str = "external") -> List[Source]:
         points = []
         for key, f in _files(d / "metrics").items():
             mkey = shapes.sanitize_key(key)
-            for n, line in enumerate(f.read_text(errors="replace").splitlines(), 1):
+            for n, line in text_lines(f, src, f"metrics/{key}"):
                 if not line.strip():
                     continue
                 where = f"metrics/{key}:{n}"

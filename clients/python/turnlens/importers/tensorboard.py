@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from .. import shapes
-from .base import Source, unsupported
+from .base import Source, mapped, unsupported
 
 _READS = "TensorBoard event files (events.out.tfevents.*, or a log dir holding them)"
 
@@ -261,7 +261,7 @@ def read(path: str, env_id: str = "external") -> List[Source]:
         src = Source(name=name, config={"source": "tensorboard", "logdir": str(d)}, key=os.path.abspath(d), env_id=env_id)
         points = []
         for f in files:
-            data = f.read_bytes()
+            data = mapped(f)
             for n, (offset, rec, problem) in enumerate(records(data)):
                 where = f"{f.name}@{offset}"
                 if rec is None:

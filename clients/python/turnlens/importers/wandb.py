@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from .. import shapes
-from .base import Source, unsupported
+from .base import Source, mapped, unsupported
 
 _READS = "W&B offline runs (a wandb/offline-run-* folder, its run-*.wandb file, or the wandb/ folder of them)"
 _BLOCK, _HEADER = 32768, 7
@@ -111,7 +111,7 @@ def read(path: str, env_id: str = "external") -> List[Source]:
 
 
 def _read_log(f: Path, pb: Any, env_id: str) -> Source:
-    data = f.read_bytes()
+    data = mapped(f)
     src = Source(name=f.parent.name, config={}, key=os.path.abspath(f.parent if f.parent.name != "wandb" else f), env_id=env_id,
                  status="failed")
     config: Dict[str, Any] = {}

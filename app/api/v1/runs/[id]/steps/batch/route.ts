@@ -1,9 +1,9 @@
 import { route, Ok } from "@/lib/api/route";
 import { routes } from "@/lib/api/routes";
-import { runIngest } from "@/lib/ingest/pool";
+import { admitIngest, runIngest } from "@/lib/ingest/pool";
 import { assertExternalWrite } from "@/lib/ingest/write-access";
 
-/** Ingest consecutive steps in one request (one round trip and one commit for several steps), parsed and stored by the ingest thread. */
+/** Ingest several steps (in increasing order, each once) in one request (one round trip and one commit for several steps), parsed and stored by the ingest thread. */
 export const POST = route(
   routes.stepsBatchWrite,
   async ({ req, params, bodyBytes }) => {
@@ -11,5 +11,5 @@ export const POST = route(
     const r = await runIngest("stepsBatch", params.id, bodyBytes);
     return new Ok(r.body, r.status);
   },
-  { rawBody: true },
+  { rawBody: true, admit: admitIngest },
 );

@@ -1,6 +1,6 @@
 import { route, Ok } from "@/lib/api/route";
 import { routes } from "@/lib/api/routes";
-import { runIngest } from "@/lib/ingest/pool";
+import { admitIngest, runIngest } from "@/lib/ingest/pool";
 import { assertExternalWrite } from "@/lib/ingest/write-access";
 
 /** Ingest one part of a step too large for one request; the step is stored whole when its last part arrives (lib/ingest/batches.ts ingestStepPart). */
@@ -11,5 +11,5 @@ export const POST = route(
     const r = await runIngest("stepPart", params.id, bodyBytes);
     return new Ok(r.body, r.status);
   },
-  { rawBody: true },
+  { rawBody: true, admit: admitIngest },
 );
