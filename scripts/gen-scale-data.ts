@@ -20,7 +20,7 @@ import { execFileSync } from "node:child_process";
 import pg from "pg";
 import { from as copyFrom } from "pg-copy-streams";
 import { orderedId } from "../lib/db/ids";
-import { call, loadAverage, openStore, parseArgs, parseStore, percentile, startServer, stepBody, stepRows, GROUP_COLS, STEP_COLS, TRAJECTORY_COLS, TURNS_PER_STEP as PER_STEP, type Cell, type Store } from "./bench-store";
+import { call, loadAverage, openStore, parseArgs, parseStore, percentile, startServer, stepBody, stepRows, GROUP_COLS, STEP_COLS, TRAJECTORY_COLS, STEP_TURNS, TURNS_PER_STEP as PER_STEP, type Cell, type Store } from "./bench-store";
 
 const opts = parseArgs(process.argv.slice(2), { store: "postgresql", turns: "10000000", requests: "300", dir: "" });
 const kind = parseStore(opts.store);
@@ -270,15 +270,17 @@ try {
     };
     row("metric series SQL, full fetch (10^6 points, stride 2048)", await timeAll(() => series(0)));
     row("metric series SQL, live poll at a random step (10^6 points)", await timeAll(() => series(rand(CHART_POINTS))));
-    row("turn page SQL (100 turns, random run and offset)", await timeAll(() => {
+    row("turn page SQL (100 turns, random run and offset)", await timeAll(async () => {
       const r = rand(nRuns);
-      // lib/db/rollouts.ts turnsPage's query: the trajectories holding the page's turns
+      // lib/db/rollouts.ts turnsPage's two queries: the trajectories' spans, then the packed columns of those the page needs
       const after = rand(turnsIn(r) - 100) - 1;
-      return c.query(
-        `SELECT "id","firstSeq","length","turnData","turnTexts","turnTokens" FROM "Trajectory" WHERE "runId" = $1 AND "firstSeq" + "length" > $2
-           AND "firstSeq" >= COALESCE((SELECT MAX("firstSeq") FROM "Trajectory" WHERE "runId" = $1 AND "firstSeq" <= $2), 0) ORDER BY "firstSeq" LIMIT 100`,
+      const spans = await c.query(
+        `SELECT "id","firstSeq","length" FROM "Trajectory" WHERE "runId" = $1 AND "firstSeq" >=
+           COALESCE((SELECT MAX("firstSeq") FROM "Trajectory" WHERE "runId" = $1 AND "firstSeq" <= $2), 0) ORDER BY "firstSeq" LIMIT 101`,
         [turnRuns[r], after + 1],
       );
+      const ids = spans.rows.filter((x) => x.firstSeq + x.length - 1 > after).slice(0, Math.ceil(100 / STEP_TURNS) + 1).map((x) => x.id);
+      return c.query(`SELECT "id","firstSeq","length","turnData","turnTexts","turnTokens" FROM "Trajectory" WHERE "id" = ANY($1) ORDER BY "firstSeq"`, [ids]);
     }));
     await c.end();
   }

@@ -180,20 +180,30 @@ export function getTrajectory(id: string, db: RawDb = getRawDb()): (TrajectoryRo
 
 /** One page of all turns of a run, in write order, after the turn numbered `after` (index range scan over its trajectories). */
 export function turnsPage(runId: string, after: number, limit: number, db: RawDb = getRawDb()): { turns: TurnRow[]; next: number | null } {
-  // the trajectory holding turn `after + 1`, then the next ones until the page is full: a page of
-  // 1,000 turns spans at most 1,000 trajectories (each holds at least one turn)
-  const rows = db
+  // The trajectories from the one holding turn `after + 1` on: their sizes first (no packed
+  // columns read), then the packed columns of only those the page needs.
+  const spans = db
     .prepare(
-      `SELECT ${TURN_SOURCE} FROM "Trajectory" WHERE "runId" = ? AND "firstSeq" + "length" > ? AND "firstSeq" >=
+      `SELECT "id", "firstSeq", "length" FROM "Trajectory" WHERE "runId" = ? AND "firstSeq" >=
          COALESCE((SELECT MAX("firstSeq") FROM "Trajectory" WHERE "runId" = ? AND "firstSeq" <= ?), 0)
        ORDER BY "firstSeq" LIMIT ?`,
     )
     .raw()
-    .all(runId, after + 1, runId, after + 1, limit) as TurnSource[];
-  const turns: TurnRow[] = [];
-  for (const r of rows) {
-    for (const u of unpackTurns(...r)) if (u.seq > after && turns.length < limit) turns.push(u);
-    if (turns.length === limit) break;
+    .all(runId, runId, after + 1, limit + 1) as [string, number, number][];
+  const ids: string[] = [];
+  let covered = 0;
+  for (const [id, firstSeq, length] of spans) {
+    if (firstSeq + length - 1 <= after) continue;
+    ids.push(id);
+    covered += firstSeq + length - Math.max(firstSeq, after + 1);
+    if (covered >= limit) break;
   }
+  const turns: TurnRow[] = [];
+  if (ids.length === 0) return { turns, next: null };
+  const rows = db
+    .prepare(`SELECT ${TURN_SOURCE} FROM "Trajectory" WHERE "id" IN (${ids.map(() => "?").join(",")}) ORDER BY "firstSeq"`)
+    .raw()
+    .all(...ids) as TurnSource[];
+  for (const r of rows) for (const u of unpackTurns(...r)) if (u.seq > after && turns.length < limit) turns.push(u);
   return { turns, next: turns.length === limit ? turns[turns.length - 1].seq : null };
 }
