@@ -23,6 +23,7 @@ describe("turnsPage", () => {
           taskSeed: g,
           trajectories: [0, 1, 2].map(() => ({
             success: false,
+            truncated: false,
             turns: Array.from({ length: 1 + (k++ % 7) }, (_, i) => ({ observation: `s${step} t${k} #${i}`, action: "a", reward: i, valid: true, done: false })),
           })),
         })),
