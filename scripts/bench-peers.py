@@ -254,6 +254,9 @@ def turn_frame(n):
 
 
 def main() -> None:
+    if sys.argv[1:] == ["--venv-only"]:  # bench:realistic's Trackio: the venv made, nothing run
+        ensure_venv()
+        return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--points", type=int, default=100_000)
     ap.add_argument("--runs", type=int, default=100)

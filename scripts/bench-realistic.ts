@@ -1,23 +1,34 @@
 // npm run bench:realistic — the dashboard at ALFWorld scale, through the production server:
 // one run of N training steps x 16 tasks x 8 trajectories x 50 turns (6,400 turns a step) with
-// 1-2 KB observations, anchors and stored GiGPO advantages, written with lib/db like the ingest API
-// writes them. Prints the cold latency (first request of that URL in a fresh server process, after
-// one request to /api/v1/projects has loaded Next and opened the database) and the warm one (median
-// of the next 5) of the runs list, the run page, a 50-turn trajectory (API and page, with the page's
-// HTML size), a task group's credit (stored, and recomputed under GRPO) and credit over training
-// (API and page), with the machine's load average.
+// 1-2 KB observations, anchors, stored GiGPO advantages and --tokens response tokens a turn
+// (scripts/realistic-workload.ts).
 //
-//   node_modules/.bin/tsx scripts/bench-realistic.ts [--steps 30] [--server DIR] [--db FILE] [--reuse]
-//     --steps   training steps to seed (default 30; 150 is the size the goals are set at)
+// Ingest: each step is logged through the Python client as a trainer would, and the same turns to
+// Trackio as a table a step (scripts/bench-realistic-ingest.py, in bench:peers' venv). Prints per
+// step how long log_rollouts held the loop and when the step was stored, Trackio's figures beside
+// them, then the bytes the store took a turn against the JSON sent and zstd -3 of it.
+//
+// Reads: the cold latency (first request of that URL in a fresh server process, after one request
+// to /api/v1/projects has loaded Next and opened the database) and the warm one (median of the
+// next 5) of the runs list, the run page, a 50-turn trajectory (API and page, with the page's HTML
+// size), a task group's credit (stored, and recomputed under GRPO) and credit over training (API
+// and page), with the machine's load average.
+//
+//   node_modules/.bin/tsx scripts/bench-realistic.ts [--steps 30] [--tokens 256] [--direct] [--server DIR] [--db FILE] [--reuse]
+//     --steps   training steps (default 30; 150 is the size the goals are set at)
+//     --tokens  response tokens a turn with ids, texts, log-probs, advantages, entropies (default 256; 0: none)
+//     --direct  write the steps with lib/db instead of through the client (no ingest figures, no
+//               Trackio): the read side alone, in a fraction of the time
 //     --server  a directory holding a production build (`.next/BUILD_ID`) to serve; default the current one
-//     --db      the SQLite file to seed and serve (default data/bench-realistic-<steps>.db)
-//     --reuse   keep an already seeded database of that name (its meta file beside it)
+//     --db      the SQLite file to write and serve (default data/bench-realistic-<steps>.db)
+//     --reuse   keep an already written database of that name (its meta file beside it)
 import { spawn, execFileSync, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { createRng } from "../lib/envs/rng";
-import { withGigpoAdvantages } from "./seed-bench-ui";
+import Database from "better-sqlite3";
+import { G, GIGPO_PARAMS, T, TASKS, realisticStep } from "./realistic-workload";
+import { freeLoopbackPort } from "../test/helpers/postgres";
 
 const args = process.argv.slice(2);
 const opt = (k: string) => {
@@ -25,13 +36,12 @@ const opt = (k: string) => {
   return i >= 0 ? args[i + 1] : undefined;
 };
 const STEPS = Number(opt("steps") ?? 30);
+const TOKENS = Number(opt("tokens") ?? 256);
+const DIRECT = args.includes("--direct");
 const SERVER = path.resolve(opt("server") ?? ".");
 const DB = path.resolve(opt("db") ?? `data/bench-realistic-${STEPS}.db`);
 const META = DB.replace(/\.db$/, "") + ".json";
-const PORT = Number(process.env.BENCH_PORT ?? 3293);
-const TASKS = 16;
-const G = 8;
-const T = 50;
+const PORT = Number(process.env.BENCH_PORT ?? (await freeLoopbackPort()));
 
 interface Meta {
   runId: string;
@@ -43,21 +53,91 @@ interface Meta {
 }
 
 
-const ROOMS = ["kitchen", "livingroom", "bedroom", "bathroom"];
-const OBJECTS = ["apple", "mug", "knife", "plate", "book", "pen", "keychain", "cellphone", "pillow", "soapbar", "towel", "candle", "vase", "watch", "cd", "bowl"];
-const PLACES = ["countertop 1", "countertop 2", "cabinet 1", "cabinet 2", "drawer 1", "drawer 2", "fridge 1", "microwave 1", "shelf 1", "sinkbasin 1", "desk 1", "bed 1", "sofa 1", "garbagecan 1", "stoveburner 1", "toilet 1"];
-const ACTIONS = ["go to", "open", "close", "take", "put", "examine", "use", "look", "inventory", "heat", "cool", "clean"];
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-/** An ALFWorld-like observation of 1-2 KB: the room, what the agent sees, and the task. */
-function observation(task: number, turn: number, place: number, r: () => number): string {
-  const lines = [
-    `-= Welcome to TextWorld, ALFRED! =- Turn ${turn + 1}.`,
-    `You are in the middle of a ${ROOMS[task % 4]}. Looking quickly around you, you see ${PLACES.map((p, i) => `a ${p}${i % 3 === 0 ? " (open)" : ""}`).join(", ")}.`,
-    `Your task is to: put a clean ${OBJECTS[task % OBJECTS.length]} in ${PLACES[(task * 5) % PLACES.length]}.`,
-    `You arrive at ${PLACES[place]}. On the ${PLACES[place]}, you see ${Array.from({ length: 3 + Math.floor(r() * 6) }, (_, i) => `a ${OBJECTS[(place + i * 3) % OBJECTS.length]} ${1 + ((i + turn) % 3)}`).join(", ")}.`,
-    `Admissible actions: ${Array.from({ length: 10 + Math.floor(r() * 14) }, (_, i) => `${ACTIONS[(i + turn) % ACTIONS.length]} ${PLACES[(i * 7 + place) % PLACES.length]}`).join(", ")}.`,
-  ];
-  return lines.join("\n");
+/** zstd -3's size of `buf` (null without the zstd command: apt-get install zstd). */
+function zstd3(buf: Buffer): number | null {
+  try {
+    return execFileSync("zstd", ["-3", "-c", "-q"], { input: buf, maxBuffer: 1 << 30 }).length;
+  } catch {
+    return null;
+  }
+}
+
+/** The run's steps through the Python client against the server, Trackio beside it; returns the run id. */
+async function ingest(): Promise<{ runId: string; json: number; zstd: number | null }> {
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), "turnlens-realistic-"));
+  const stepsFile = path.join(work, "steps.jsonl");
+  let json = 0;
+  let zstd: number | null = 0;
+  for (let step = 0; step < STEPS; step++) {
+    const line = Buffer.from(JSON.stringify(await realisticStep(step, STEPS, TOKENS)) + "\n");
+    fs.appendFileSync(stepsFile, line);
+    json += line.length;
+    const z = zstd3(line);
+    zstd = z === null || zstd === null ? null : zstd + z;
+  }
+  execFileSync("python3", ["scripts/bench-peers.py", "--venv-only"], { stdio: "inherit" }); // trackio's venv
+  const venvPython = path.resolve("node_modules/.turnlens-peers-venv/bin/python");
+  const server = await startServer();
+  try {
+    const py = spawn(fs.existsSync(venvPython) ? venvPython : "python3", ["scripts/bench-realistic-ingest.py", stepsFile, `http://127.0.0.1:${PORT}`, path.join(work, "trackio")], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let runId = "";
+    const rows: { step: number; blocked: number; stored: number; trackio_blocked: number; trackio_stored: number }[] = [];
+    console.log(`\ningest: ${STEPS} steps x 6,400 turns, ${TOKENS} tokens a turn, through the Python client; Trackio on the same turns`);
+    console.log("| step | log_rollouts held the loop, ms | stored after, s | store grew, bytes a turn | Trackio log() held, ms | Trackio stored after, s | Trackio / TurnLens |");
+    console.log("|---:|---:|---:|---:|---:|---:|---:|");
+    // the database's size as a reader sees it (WAL included): pages in use x page size
+    const reader = new Database(DB, { readonly: true });
+    const size = () => ((reader.pragma("page_count", { simple: true }) as number) - (reader.pragma("freelist_count", { simple: true }) as number)) * (reader.pragma("page_size", { simple: true }) as number);
+    let last = size();
+    let buf = "";
+    py.stdout.on("data", (d: Buffer) => {
+      buf += d.toString();
+      for (let i = buf.indexOf("\n"); i >= 0; i = buf.indexOf("\n")) {
+        const text = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        if (!text.startsWith("{")) continue; // Trackio's own messages
+        const r = JSON.parse(text);
+        if (r.runId) runId = r.runId;
+        else {
+          rows.push(r);
+          const now = size();
+          const grew = (now - last) / (TASKS * G * T);
+          last = now;
+          console.log(`| ${r.step} | ${(r.blocked * 1e3).toFixed(3)} | ${r.stored.toFixed(2)} | ${grew.toFixed(0)} | ${(r.trackio_blocked * 1e3).toFixed(0)} | ${r.trackio_stored.toFixed(2)} | ${(r.trackio_stored / r.stored).toFixed(2)}x |`);
+        }
+      }
+    });
+    const code = await new Promise<number | null>((r) => py.once("exit", r));
+    reader.close();
+    if (code !== 0) throw new Error(`bench-realistic-ingest.py exited ${code}`);
+    const later = rows.slice(1); // step 0 is checked in the loop by design
+    if (later.length)
+      console.log(
+        `\nsteps 1-${rows.length - 1}, median: log_rollouts held the loop ${(median(later.map((r) => r.blocked)) * 1e3).toFixed(3)} ms, stored after ${median(later.map((r) => r.stored)).toFixed(2)} s; ` +
+          `Trackio stored after ${median(later.map((r) => r.trackio_stored)).toFixed(2)} s (${(median(later.map((r) => r.trackio_stored)) / median(later.map((r) => r.stored))).toFixed(2)}x TurnLens's time)`,
+      );
+    return { runId, json, zstd };
+  } finally {
+    await stopServer(server);
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/** The run's steps written with lib/db (--direct). */
+async function writeDirect(): Promise<string> {
+  const { createRun } = await import("../lib/db/runs");
+  const { writeRolloutStep } = await import("../lib/db/rollouts");
+  const runId = createRun({ project: "bench", name: `alfworld-${STEPS}x6400`, kind: "imported", jobKind: null, config: { estimator: "gigpo", estimatorParams: GIGPO_PARAMS }, envId: "alfworld", estimator: "gigpo", status: "running" }).runId;
+  const t0 = performance.now();
+  for (let step = 0; step < STEPS; step++) {
+    writeRolloutStep(runId, await realisticStep(step, STEPS, TOKENS));
+    if (step % 10 === 9) console.log(`  wrote ${step + 1}/${STEPS} steps, ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+  }
+  return runId;
 }
 
 async function seed(): Promise<Meta> {
@@ -65,57 +145,13 @@ async function seed(): Promise<Meta> {
   fs.mkdirSync(path.dirname(DB), { recursive: true });
   process.env.DATABASE_URL = `file:${DB}`;
   execFileSync(process.execPath, ["scripts/db-migrate.mjs", "deploy"], { stdio: "pipe", env: process.env });
-  const { createRun } = await import("../lib/db/runs");
-  const { writeRolloutStep } = await import("../lib/db/rollouts");
-  const { getRawDb } = await import("../lib/db/raw");
-  type Step = import("../lib/schemas/rollouts").RolloutStepInput;
-  const params = { gamma: 0.95, omega: 1 };
-  const runId = createRun({ project: "bench", name: `alfworld-${STEPS}x6400`, kind: "imported", jobKind: null, config: { estimator: "gigpo", estimatorParams: params }, envId: "alfworld", estimator: "gigpo", status: "running" }).runId;
   const t0 = performance.now();
-  let turns = 0;
-  for (let step = 0; step < STEPS; step++) {
-    const r = createRng(step * 7919 + 1).next;
-    const groups: Step["groups"] = [];
-    for (let g = 0; g < TASKS; g++) {
-      const task = step * TASKS + g;
-      groups.push({
-        uid: `task-${task}`,
-        envId: "alfworld",
-        taskSeed: task,
-        trajectories: Array.from({ length: G }, (_, t) => {
-          const success = r() < 0.2 + (0.5 * step) / Math.max(1, STEPS);
-          let place = 0;
-          return {
-            success,
-            truncated: !success,
-            turns: Array.from({ length: T }, (_, i) => {
-              const obs = observation(task, i, place, r);
-              const next = Math.floor(r() * PLACES.length);
-              const action = `Think: the ${OBJECTS[task % OBJECTS.length]} may be at ${PLACES[next]}.\nAction: go to ${PLACES[next]}`;
-              const anchor = `${task}:${PLACES[place]}`;
-              place = next;
-              return {
-                observation: obs,
-                action,
-                reward: i === T - 1 && success ? 10 : 0,
-                valid: r() > 0.05,
-                done: i === T - 1,
-                anchor,
-                tokenCount: 20 + Math.floor(r() * 40),
-                // the policy's turn entropy, falling over training at the later turns
-                entropy: Math.max(0.05, 1.2 - (0.9 * step * i) / (STEPS * T)) + 0.2 * r(),
-              };
-            }),
-          };
-        }),
-      });
-    }
-    await withGigpoAdvantages(groups, params);
-    turns += writeRolloutStep(runId, { step, estimator: "gigpo", params, groups }).turns;
-    if (step % 10 === 9) console.log(`  seeded ${step + 1}/${STEPS} steps, ${turns.toLocaleString()} turns, ${((performance.now() - t0) / 1000).toFixed(0)} s`);
-  }
+  const sent = DIRECT ? null : await ingest();
+  const runId = sent ? sent.runId : await writeDirect();
+  const { getRawDb } = await import("../lib/db/raw");
   const db = getRawDb();
   db.prepare(`UPDATE "Run" SET "status" = 'succeeded', "progress" = 1 WHERE "id" = ?`).run(runId);
+  const turns = db.prepare(`SELECT SUM("length") FROM "Trajectory" WHERE "runId" = ?`).pluck().get(runId) as number;
   const step = STEPS - 1;
   const groupId = db
     .prepare(`SELECT g."id" FROM "RolloutGroup" g JOIN "RolloutStep" s ON s."id" = g."stepId" WHERE s."runId" = ? AND s."step" = ? ORDER BY g."uid" LIMIT 1`)
@@ -123,9 +159,14 @@ async function seed(): Promise<Meta> {
     .get(runId, step) as string;
   const trajectoryId = db.prepare(`SELECT "id" FROM "Trajectory" WHERE "groupId" = ? ORDER BY "index" LIMIT 1`).pluck().get(groupId) as string;
   db.pragma("wal_checkpoint(TRUNCATE)");
+  const bytes = fs.statSync(DB).size; // a database of this run only, checkpointed
   const meta: Meta = { runId, steps: STEPS, turns, step, groupId, trajectoryId };
   fs.writeFileSync(META, JSON.stringify(meta, null, 2));
-  console.log(`seeded ${turns.toLocaleString()} turns in ${((performance.now() - t0) / 1000).toFixed(0)} s (${(fs.statSync(DB).size / 2 ** 30).toFixed(2)} GiB)`);
+  console.log(`\nstored ${turns.toLocaleString()} turns in ${((performance.now() - t0) / 1000).toFixed(0)} s: ${(bytes / 2 ** 30).toFixed(2)} GiB, ${(bytes / turns).toFixed(0)} bytes a turn (the whole database)`);
+  if (sent) {
+    const z = sent.zstd === null ? "zstd -3 n/a (apt-get install zstd)" : `zstd -3 of it ${(sent.zstd / turns).toFixed(0)} (stored / zstd: ${(bytes / sent.zstd).toFixed(2)}x)`;
+    console.log(`the JSON the client was given: ${(sent.json / turns).toFixed(0)} bytes a turn; ${z}`);
+  }
   return meta;
 }
 
@@ -136,7 +177,7 @@ async function startServer(): Promise<ChildProcess> {
   const server = spawn(process.execPath, ["scripts/web-server.mjs"], {
     cwd: SERVER,
     env: { ...process.env, NODE_ENV: "production", NEXT_TELEMETRY_DISABLED: "1", DATABASE_URL: `file:${DB}`, PORT: String(PORT) },
-    stdio: "ignore",
+    stdio: ["ignore", "ignore", "inherit"],
   });
   for (let i = 0; ; i++) {
     try {
@@ -150,6 +191,7 @@ async function startServer(): Promise<ChildProcess> {
 }
 
 async function stopServer(s: ChildProcess) {
+  if (s.exitCode !== null || s.signalCode !== null) throw new Error(`the server exited on its own (${s.exitCode ?? s.signalCode})`);
   const done = new Promise((r) => s.once("exit", r));
   s.kill("SIGTERM");
   await done;
