@@ -22,7 +22,39 @@ import { TurnDiagnosticsView } from "./turn-diagnostics-view";
 import type { EstimatorInfo } from "@/lib/schemas/credit";
 
 /** Diagnostics that are shares (drawn on [0, 1]). */
-const SHARES = new Set<keyof StepDiagnostics>(["nonZeroShare", "zeroVarianceShare", "singletonRatio"]);
+const SHARES = new Set<keyof StepDiagnostics>(["nonZeroShare", "zeroVarianceShare", "singletonRatio", "allSuccessShare", "allFailShare", "mixedShare", "collapseAccuracy", "collapseChance"]);
+
+type Series = { k: keyof StepDiagnostics; name: string; color: string; dashed?: boolean };
+const TEAL = "#0d9488";
+
+/** The field's failure signals, each with how to read it. */
+const READINGS: { id: string; label: string; help: string; series: Series[] }[] = [
+  {
+    id: "outcomes",
+    label: "group outcomes",
+    help: "only mixed groups carry an outcome signal to group-relative estimators; all-success and all-fail groups give none",
+    series: [
+      { k: "mixedShare", name: "mixed", color: TEAL },
+      { k: "allSuccessShare", name: "all succeed", color: "#2563eb" },
+      { k: "allFailShare", name: "all fail", color: "#dc2626" },
+    ],
+  },
+  {
+    id: "rewardVariance",
+    label: "within-group reward variance",
+    help: "falling while the zero-variance share rises: groups stop telling trajectories apart (RAGEN's Echo Trap)",
+    series: [{ k: "rewardVariance", name: "variance", color: TEAL }],
+  },
+  {
+    id: "collapse",
+    label: "template collapse probe",
+    help: "share of trajectories whose actions retrieve their own task among the step's (TF-IDF); near the dashed chance line the outputs no longer depend on the input, whatever the entropy says",
+    series: [
+      { k: "collapseAccuracy", name: "retrieval accuracy", color: TEAL },
+      { k: "collapseChance", name: "chance", color: "#71717a", dashed: true },
+    ],
+  },
+];
 
 const DIAGS: [keyof StepDiagnostics, string, string][] = [
   ["advMean", "advantage mean", "batch mean over turns; drifts from 0 when groups differ in length (verl-agent#264)"],
@@ -93,11 +125,20 @@ export function CreditOverviewView({ runId, catalog }: { runId: string; catalog:
         </section>
       ) : null}
       {data && !empty && !noStored ? <TurnDiagnosticsView d={data} /> : null}
+      {data && !empty && !noStored && data.byLength.lengths.length > 0 ? <LengthBias d={data} max={symmetricMax(data.byLength.mean.flat())} theme={theme} /> : null}
+      {data && !empty ? (
+        <section aria-labelledby="signals-h" className="space-y-2">
+          <h2 id="signals-h" className={labelCls}>Collapse and signal over training</h2>
+          <div className="grid gap-3 sm:grid-cols-2 xl:grid-cols-3">
+            {READINGS.map((r) => <DiagChart key={r.id} id={r.id} d={data} series={r.series} label={r.label} help={r.help} />)}
+          </div>
+        </section>
+      ) : null}
       {data && !empty ? (
         <section aria-labelledby="diag-over-h" className="space-y-2">
           <h2 id="diag-over-h" className={labelCls}>Batch diagnostics over training</h2>
           <div className="grid gap-3 sm:grid-cols-2 xl:grid-cols-3">
-            {DIAGS.map(([k, label, help]) => <DiagChart key={k} d={data} k={k} label={label} help={help} />)}
+            {DIAGS.map(([k, label, help]) => <DiagChart key={k} id={k} d={data} series={[{ k, name: label, color: TEAL }]} label={label} help={help} />)}
           </div>
         </section>
       ) : null}
@@ -117,13 +158,31 @@ function OverviewTip({ d, c }: { d: CreditOverview; c: Cell }) {
   );
 }
 
-function DiagChart({ d, k, label, help }: { d: CreditOverview; k: keyof StepDiagnostics; label: string; help: string }) {
-  const points = d.diagnostics.map((x) => ({ step: x.step, v: x[k] as number | null }));
-  const any = points.some((p) => p.v !== null);
-  // shares on their whole range [0, 1]; other diagnostics on a padded round domain
-  const scale = SHARES.has(k) ? { domain: [0, 1] as [number, number], ticks: [0, 0.25, 0.5, 0.75, 1] } : niceScale(points.map((p) => p.v));
+/** Mean advantage by step and episode length: the length bias of an estimator. */
+function LengthBias({ d, max, theme }: { d: CreditOverview; max: number; theme: ReturnType<typeof useTheme> }) {
+  const { lengths, mean } = d.byLength;
   return (
-    <figure className={`${cardCls} p-3`} data-testid={`diag-${k}`}>
+    <section className={`${cardCls} space-y-2 p-3`} aria-label="Advantage by episode length">
+      <div className="flex flex-wrap items-end justify-between gap-3">
+        <h2 className="text-sm font-medium">
+          Mean advantage by training step (rows) and episode length (columns){" "}
+          <span className="font-normal text-zinc-500">· a colour that drifts with length: short and long episodes are credited differently (normalising by turn index is biased when lengths differ)</span>
+        </h2>
+        <DivergingLegend max={max} theme={theme} label="mean A" />
+      </div>
+      <Heatmap values={mean} max={max} theme={theme} rowLabels={d.steps.map((s) => `step ${s}`)} colLabel={(c) => String(lengths[c])}
+        describe={(c) => `step ${d.steps[c.row]}, episodes of ${lengths[c.col]} turns: ${fmtSigned(mean[c.row][c.col])}`} ariaLabel="Mean advantage by training step and episode length" testId="length-heatmap" maxCellWidth={40} />
+    </section>
+  );
+}
+
+function DiagChart({ id, d, series, label, help }: { id: string; d: CreditOverview; series: Series[]; label: string; help: string }) {
+  const points = d.diagnostics.map((x) => Object.fromEntries([["step", x.step], ...series.map((s) => [s.k, x[s.k] as number | null])]) as Record<string, number | null>);
+  const any = points.some((p) => series.some((s) => p[s.k] !== null));
+  // shares on their whole range [0, 1]; other diagnostics on a padded round domain
+  const scale = series.every((s) => SHARES.has(s.k)) ? { domain: [0, 1] as [number, number], ticks: [0, 0.25, 0.5, 0.75, 1] } : niceScale(points.flatMap((p) => series.map((s) => p[s.k])));
+  return (
+    <figure className={`${cardCls} p-3`} data-testid={`diag-${id}`}>
       <figcaption className="mb-1 text-sm font-medium" title={help}>
         {label} <span className="font-normal text-zinc-500">· {help}</span>
       </figcaption>
@@ -135,13 +194,26 @@ function DiagChart({ d, k, label, help }: { d: CreditOverview; k: keyof StepDiag
               <XAxis dataKey="step" type="number" domain={["dataMin", "dataMax"]} allowDecimals={false} tick={{ fontSize: 11 }} stroke="currentColor" strokeOpacity={0.5} />
               <YAxis tick={{ fontSize: 11 }} width={48} tickFormatter={scale ? tickFormat(scale.ticks) : fmt} interval={0} stroke="currentColor" strokeOpacity={0.5} domain={scale?.domain ?? ["auto", "auto"]} ticks={scale?.ticks} />
               <Tooltip formatter={(v) => fmt(v === null ? null : Number(v))} labelFormatter={(s) => `step ${s}`} contentStyle={{ fontSize: 12 }} />
-              <Line type="linear" dataKey="v" name={label} stroke="#0d9488" strokeWidth={1.5} dot={points.length < 40} isAnimationActive={false} connectNulls={false} />
+              {series.map((s) => (
+                <Line key={s.k} type="linear" dataKey={s.k} name={s.name} stroke={s.color} strokeWidth={1.5} strokeDasharray={s.dashed ? "4 3" : undefined}
+                  dot={!s.dashed && points.length < 40} isAnimationActive={false} connectNulls={false} />
+              ))}
             </LineChart>
           </ResponsiveContainer>
         </div>
       ) : (
         <p className="py-6 text-center text-sm text-zinc-500">not available for this data</p>
       )}
+      {series.length > 1 && any ? (
+        <div className="mt-1 flex flex-wrap gap-3 text-xs text-zinc-500">
+          {series.map((s) => (
+            <span key={s.k} className="flex items-center gap-1">
+              <span className="inline-block h-0.5 w-4" style={{ background: s.color }} aria-hidden />
+              {s.name}
+            </span>
+          ))}
+        </div>
+      ) : null}
     </figure>
   );
 }

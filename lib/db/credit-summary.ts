@@ -9,11 +9,12 @@
 import { buildAnchorGroups, flatten, type CreditDiagnostics, type Group } from "../credit";
 import { trajectoryScores } from "../credit/flat";
 import { summarizeAdvantages } from "../credit/result";
+import { outcomeShares, templateCollapse, withinGroupVariance } from "../credit/batch-diagnostics";
 import { creditTurn, type StepDiagnostics, type StoredCreditTurn } from "../schemas/credit";
 import { tokenValues, type RolloutStepInput } from "../schemas/rollouts";
 import { getRawDb, isPostgresDb, type RawDb } from "./raw";
 
-export const SUMMARY_VERSION = 1;
+export const SUMMARY_VERSION = 2;
 
 export interface StepSummary {
   /** per turn index (dense, 0 where nothing was counted) */
@@ -23,6 +24,9 @@ export interface StepSummary {
   /** turn entropy per turn index: sum and count */
   entSum: number[];
   entCount: number[];
+  /** advantages by the length of their episode (index = turns in the trajectory): sum and count */
+  lenSum: number[];
+  lenCount: number[];
   diag: StepDiagnostics;
 }
 
@@ -37,6 +41,10 @@ export interface SummaryInput {
   anchored: boolean;
   /** lib/credit's diagnostics of a recomputation (null for stored advantages) */
   diagnostics?: CreditDiagnostics | null;
+  /** per trajectory, in batch order: its success (outcome shares need it) */
+  success?: readonly boolean[];
+  /** per trajectory, in batch order: its first observation and its actions (the template-collapse probe) */
+  texts?: readonly { input: string; actions: string }[] | null;
 }
 
 /** A turn's entropy: the stored one, else the mean of its tokens' entropies where the trainer sent them. */
@@ -49,14 +57,16 @@ export function turnEntropy(entropy: number | null | undefined, tokenEntropies: 
 }
 
 /** Zero-variance share and anchor-group facts of a batch, from lib/credit's own building blocks. */
-function batchFacts(batch: { groups: Group[] }, anchored: boolean): Pick<StepDiagnostics, "zeroVarianceShare" | "singletonRatio" | "meanAnchorGroupSize"> {
+function batchFacts(batch: { groups: Group[] }, anchored: boolean): Pick<StepDiagnostics, "zeroVarianceShare" | "singletonRatio" | "meanAnchorGroupSize" | "rewardVariance"> {
   const flat = flatten(batch);
   const scores = trajectoryScores(flat);
   let multi = 0;
   let zero = 0;
+  const groupScores: number[][] = [];
   for (let g = 0; g < flat.nGroups; g++) {
     const a = flat.groupTrajStart[g];
     const b = flat.groupTrajStart[g + 1];
+    groupScores.push(Array.from(scores.subarray(a, b)));
     if (b - a < 2) continue;
     multi++;
     let same = true;
@@ -74,7 +84,7 @@ function batchFacts(batch: { groups: Group[] }, anchored: boolean): Pick<StepDia
     singletonRatio = ag.count ? singles / ag.count : null;
     meanAnchorGroupSize = ag.count ? flat.nTurns / ag.count : null;
   }
-  return { zeroVarianceShare: multi ? zero / multi : null, singletonRatio, meanAnchorGroupSize };
+  return { zeroVarianceShare: multi ? zero / multi : null, singletonRatio, meanAnchorGroupSize, rewardVariance: withinGroupVariance(groupScores) };
 }
 
 export function summarizeStep(input: SummaryInput): StepSummary {
@@ -87,9 +97,13 @@ export function summarizeStep(input: SummaryInput): StepSummary {
     while (a.length < n) a.push(0);
   };
   const all: number[] = [];
+  const lenSum: number[] = [];
+  const lenCount: number[] = [];
   let turns = 0;
   for (const adv of input.advantages) {
     turns += adv.length;
+    grow(lenSum, adv.length + 1);
+    grow(lenCount, adv.length + 1);
     grow(sum, adv.length);
     grow(sumAbs, adv.length);
     grow(count, adv.length);
@@ -98,6 +112,8 @@ export function summarizeStep(input: SummaryInput): StepSummary {
       sum[i] += v;
       sumAbs[i] += Math.abs(v);
       count[i] += 1;
+      lenSum[adv.length] += v;
+      lenCount[adv.length] += 1;
       all.push(v);
     });
   }
@@ -118,12 +134,35 @@ export function summarizeStep(input: SummaryInput): StepSummary {
   const facts = batchFacts(input.batch, input.anchored);
   let absSum = 0;
   for (const v of all) absSum += Math.abs(v);
+  // per task group, its trajectories' outcomes and texts (batch order)
+  const outcomes: boolean[][] = [];
+  const inputs: string[] = [];
+  const actions: { task: number; text: string }[] = [];
+  let k = 0;
+  input.batch.groups.forEach((g, gi) => {
+    const ok: boolean[] = [];
+    const firsts: string[] = [];
+    for (let i = 0; i < g.trajectories.length; i++, k++) {
+      if (input.success) ok.push(input.success[k]);
+      const t = input.texts?.[k];
+      if (t) {
+        firsts.push(t.input);
+        actions.push({ task: gi, text: t.actions });
+      }
+    }
+    outcomes.push(ok);
+    inputs.push(firsts.join("\n"));
+  });
+  const shares = input.success ? outcomeShares(outcomes) : null;
+  const collapse = input.texts ? templateCollapse(inputs, actions) : null;
   return {
     sum,
     sumAbs,
     count,
     entSum,
     entCount,
+    lenSum,
+    lenCount,
     diag: {
       step: input.step,
       turns,
@@ -136,6 +175,12 @@ export function summarizeStep(input: SummaryInput): StepSummary {
       // an estimator that builds its own anchor groups (GiGPO similarity mode) reports them
       singletonRatio: diag?.anchorGroups?.singletonRatio ?? facts.singletonRatio,
       meanAnchorGroupSize: facts.meanAnchorGroupSize,
+      rewardVariance: facts.rewardVariance,
+      allSuccessShare: shares?.allSuccess ?? null,
+      allFailShare: shares?.allFail ?? null,
+      mixedShare: shares?.mixed ?? null,
+      collapseAccuracy: collapse?.accuracy ?? null,
+      collapseChance: collapse?.chance ?? null,
     },
   };
 }
@@ -149,6 +194,8 @@ export function summarizeStepInput(input: RolloutStepInput): StepSummary {
     .filter((g) => g.trajectories.length > 0);
   const advantages: (number | null)[][] = [];
   const entropies: (number | null)[][] = [];
+  const success: boolean[] = [];
+  const texts: { input: string; actions: string }[] = [];
   let n = 0;
   let anchoredTurns = 0;
   const batch = {
@@ -156,6 +203,8 @@ export function summarizeStepInput(input: RolloutStepInput): StepSummary {
       uid: g.uid,
       trajectories: g.trajectories.map((t, i) => {
         advantages.push(t.turns.map((u) => u.advantage ?? null));
+        success.push(t.success);
+        texts.push(trajectoryTexts(t.turns));
         // token entropies may come packed (float32 base64): read only where the turn has no entropy of its own
         entropies.push(t.turns.map((u) => (u.entropy !== null && u.entropy !== undefined ? u.entropy : turnEntropy(null, tokenValues(u.tokenEntropies)))));
         const turns = t.turns.map((u) => {
@@ -168,7 +217,12 @@ export function summarizeStepInput(input: RolloutStepInput): StepSummary {
       }),
     })),
   };
-  return summarizeStep({ step: input.step, batch, advantages, entropies, anchored: n > 0 && anchoredTurns === n });
+  return summarizeStep({ step: input.step, batch, advantages, entropies, anchored: n > 0 && anchoredTurns === n, success, texts });
+}
+
+/** What the template-collapse probe reads of a trajectory: its first observation (the task's input) and its actions. */
+export function trajectoryTexts(turns: readonly { observation: string; action: string }[]): { input: string; actions: string } {
+  return { input: turns[0]?.observation ?? "", actions: turns.map((u) => u.action).join("\n") };
 }
 
 // ---------------------------------------------------------------- the table

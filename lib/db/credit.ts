@@ -8,7 +8,7 @@ import type { Group, Turn } from "../credit";
 import { creditTurn, INFO_CREDIT_FIELDS, type TurnText } from "../schemas/credit";
 import { NotFoundError } from "../schemas/errors";
 import { getRawDb, type RawDb } from "./raw";
-import { turnEntropy } from "./credit-summary";
+import { trajectoryTexts, turnEntropy } from "./credit-summary";
 import { decodeTokenData } from "./token-data";
 import { unpackTurnColumns, unpackTurnTexts, unpackTurnTokens } from "./trajectory-pack";
 
@@ -165,6 +165,20 @@ export function groupTexts(groupId: string, db: RawDb = getRawDb()): Map<string,
         actionLength: action[i].length,
       })),
     );
+  }
+  return out;
+}
+
+/** Per trajectory of a step, by id: what the template-collapse probe reads (its first observation and its actions). */
+export function stepTexts(stepId: string, db: RawDb = getRawDb()): Map<string, { input: string; actions: string }> {
+  const rows = db
+    .prepare(`SELECT t."id", t."turnTexts" FROM "RolloutGroup" g JOIN "Trajectory" t ON t."groupId" = g."id" WHERE g."stepId" = ?`)
+    .raw()
+    .all(stepId) as [string, Uint8Array][];
+  const out = new Map<string, { input: string; actions: string }>();
+  for (const [id, blob] of rows) {
+    const x = unpackTurnTexts(blob);
+    out.set(id, trajectoryTexts((x.observation ?? []).map((o, i) => ({ observation: o, action: x.action?.[i] ?? "" }))));
   }
   return out;
 }

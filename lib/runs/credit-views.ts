@@ -12,7 +12,7 @@
 // at 150 steps x 6,400 turns, where loading the 50 sampled steps took seconds.
 import { runCreditWithParams, groupAnchorIds, renumberGroups, type CreditDiagnostics } from "../credit";
 import { readStepSummaries, summarizeStep, writeStepSummary, type StepSummary } from "../db/credit-summary";
-import { loadStep as loadStepRows, groupTexts, runSteps, stepMeta, type LoadedStep, type StepMeta } from "../db/credit";
+import { loadStep as loadStepRows, groupTexts, runSteps, stepMeta, stepTexts, type LoadedStep, type StepMeta } from "../db/credit";
 import { getRawDb, type RawDb } from "../db/raw";
 import { NotFoundError } from "../schemas/errors";
 import { isStoredSource, type CreditOverview, type CreditSource, type GroupCredit } from "../schemas/credit";
@@ -152,16 +152,31 @@ export function groupCredit(runId: string, step: number, groupId: string, source
 // ---------------------------------------------------------------- credit over training
 
 /** A loaded step's summary under a source (stored or recomputed advantages). */
-function summarizeLoaded(loaded: LoadedStep, source: CreditSource): StepSummary {
+function summarizeLoaded(loaded: LoadedStep, source: CreditSource, db: RawDb): StepSummary {
   const rc = isStoredSource(source) ? null : recompute(loaded, source.estimator!, source.params);
   const advantages: (number | null)[][] = [];
   const entropies: (number | null)[][] = [];
+  const success: boolean[] = [];
+  // the texts only for the stored advantages' summary (kept); a recomputation borrows its probe (creditOverview)
+  const byId = rc ? null : stepTexts(loaded.meta.id, db);
+  const texts: { input: string; actions: string }[] = [];
   for (const g of loaded.groups)
     for (const t of g.trajectories) {
       advantages.push(rc ? rc.trajectories.get(t.id)!.advantages : t.advantages);
       entropies.push(t.entropies);
+      success.push(t.success);
+      if (byId) texts.push(byId.get(t.id) ?? { input: "", actions: "" });
     }
-  return summarizeStep({ step: loaded.meta.step, batch: loaded.batch, advantages, entropies, anchored: loaded.fieldsAll.includes("anchor"), diagnostics: rc?.diagnostics ?? null });
+  return summarizeStep({
+    step: loaded.meta.step,
+    batch: loaded.batch,
+    advantages,
+    entropies,
+    anchored: loaded.fieldsAll.includes("anchor"),
+    diagnostics: rc?.diagnostics ?? null,
+    success,
+    texts: byId ? texts : null,
+  });
 }
 
 const sourceKey = (source: CreditSource) => (isStoredSource(source) ? "stored" : `${source.estimator}|${JSON.stringify(source.params ?? null)}`);
@@ -181,7 +196,7 @@ function stepSummaries(runId: string, metas: readonly StepMeta[], source: Credit
     if (out[i]) return;
     let s = kept.get(m.id);
     if (!s) {
-      s = summarizeLoaded(loaded && loaded.meta.id === m.id ? loaded : loadStep(m, db), source);
+      s = summarizeLoaded(loaded && loaded.meta.id === m.id ? loaded : loadStep(m, db), source, db);
       if (isStoredSource(source)) {
         try {
           writeStepSummary(runId, m.id, s, db);
@@ -211,9 +226,13 @@ export function creditOverview(runId: string, source: CreditSource = {}, opts: {
   const all = runSteps(runId, db);
   const picked = sampleIndices(all.length, maxSteps).map((i) => all[i]);
   const summaries = stepSummaries(runId, picked, source, db);
-  const turns = Math.min(maxTurns, summaries.reduce((a, s) => Math.max(a, s.count.length), 0));
-  const cell = (s: StepSummary, i: number, abs: boolean) => (s.count[i] ? (abs ? s.sumAbs[i] : s.sum[i]) / s.count[i] : null);
   const stored = isStoredSource(source);
+  // the template-collapse probe reads texts, not advantages: a recomputation shows the stored summary's
+  const probes = stored ? summaries : stepSummaries(runId, picked, {}, db);
+  const turns = Math.min(maxTurns, summaries.reduce((a, s) => Math.max(a, s.count.length), 0));
+  const lengths: number[] = [];
+  for (let L = 1; L <= summaries.reduce((a, s) => Math.max(a, s.lenCount.length - 1), 0); L++) if (summaries.some((s) => s.lenCount[L])) lengths.push(L);
+  const cell = (s: StepSummary, i: number, abs: boolean) => (s.count[i] ? (abs ? s.sumAbs[i] : s.sum[i]) / s.count[i] : null);
   return {
     runId,
     source: stored ? "stored" : "recomputed",
@@ -228,6 +247,7 @@ export function creditOverview(runId: string, source: CreditSource = {}, opts: {
     entropy: summaries.some((s) => s.entCount.length)
       ? summaries.map((s) => Array.from({ length: turns }, (_, i) => (s.entCount[i] ? s.entSum[i] / s.entCount[i] : null)))
       : null,
-    diagnostics: summaries.map((s) => s.diag),
+    byLength: { lengths, mean: summaries.map((s) => lengths.map((L) => (s.lenCount[L] ? s.lenSum[L] / s.lenCount[L] : null))) },
+    diagnostics: summaries.map((s, i) => ({ ...s.diag, collapseAccuracy: probes[i].diag.collapseAccuracy, collapseChance: probes[i].diag.collapseChance })),
   };
 }

@@ -139,6 +139,15 @@ export interface StepDiagnostics {
   /** GiGPO anchor groups: share with one member (null when turns carry no anchors) */
   singletonRatio: number | null;
   meanAnchorGroupSize: number | null;
+  /** mean over task groups (2+ trajectories) of the variance of their trajectories' scores */
+  rewardVariance: number | null;
+  /** among task groups with 2+ trajectories: every one succeeded / every one failed / mixed (null without outcomes) */
+  allSuccessShare: number | null;
+  allFailShare: number | null;
+  mixedShare: number | null;
+  /** template-collapse probe: share of trajectories whose actions retrieve their own task's input (TF-IDF), and chance (1 / tasks) */
+  collapseAccuracy: number | null;
+  collapseChance: number | null;
 }
 
 /** GET /runs/{id}/steps/{step}/groups/{groupId}/credit: one task group's heatmap slice. */
@@ -196,5 +205,7 @@ export interface CreditOverview {
   count: number[][];
   /** step x turn index: mean token entropy of the policy (stored with the turns); null when no turn has one */
   entropy: (number | null)[][] | null;
+  /** mean advantage by episode length: the lengths present (columns), and step x length means */
+  byLength: { lengths: number[]; mean: (number | null)[][] };
   diagnostics: StepDiagnostics[];
 }

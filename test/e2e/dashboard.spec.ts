@@ -153,6 +153,11 @@ test("credit: open a group's heatmap, switch GiGPO to GRPO and get lib/credit's 
   const overview = page.getByTestId("overview-heatmap");
   await expect(overview.locator('[data-testid="heatmap-cell"]').first()).toBeVisible();
   await expect(page.getByTestId("diag-singletonRatio").locator("path.recharts-line-curve")).toHaveCount(1);
+  // the failure signals of an ingested run: length bias, group outcomes, reward variance, template collapse
+  await expect(page.getByTestId("length-heatmap").locator('[data-testid="heatmap-cell"]').first()).toBeVisible();
+  await expect(page.getByTestId("diag-outcomes").locator("path.recharts-line-curve")).toHaveCount(3);
+  await expect(page.getByTestId("diag-rewardVariance").locator("path.recharts-line-curve")).toHaveCount(1);
+  await expect(page.getByTestId("diag-collapse").locator("path.recharts-line-curve")).toHaveCount(2);
   await shot(page, "credit-overview");
 
   // a row of the step x turn heatmap opens that step's groups
