@@ -65,6 +65,11 @@ export function CompareView() {
     <div className="space-y-4">
       <div className="text-xs text-zinc-500"><Link href="/runs" className="hover:underline">Runs</Link> / compare</div>
       <h1 className="text-xl font-semibold tracking-tight">Compare {ids.length} runs</h1>
+      {ids.length === 2 ? (
+        <Link href={`/compare/tasks?a=${ids[0]}&b=${ids[1]}`} className="text-sm text-indigo-600 hover:underline dark:text-indigo-400" data-testid="compare-tasks-link">
+          Which tasks does the second newly solve or fail? →
+        </Link>
+      ) : null}
       {error ? <p className="text-sm text-red-600" role="alert">{error.message}</p> : null}
       <ul className="flex flex-wrap gap-2" aria-label="Compared runs">
         {runs.map((r) => (

@@ -11,6 +11,7 @@ import { jobListQuerySchema, jobListSchema, jobSchema, logLinesSchema, logQueryS
 import { logMetricsSchema, metricKeyInfoSchema, metricKeySchema, seriesQuerySchema, seriesSchema } from "../schemas/metrics";
 import { groupSchema, pageQuerySchema, rolloutStepInputSchema, rolloutStepPartSchema, rolloutStepSchema, rolloutStepsBatchSchema, trajectoryDetailSchema, trajectoryListQuerySchema, trajectorySchema, turnSchema } from "../schemas/rollouts";
 import { compareQuerySchema, importedRunSchema, runFiltersSchema, importRunSchema, launchRunSchema, runListQuerySchema, runListSchema, runSchema } from "../schemas/runs";
+import { taskCompareQuerySchema, taskCompareSchema } from "../schemas/task-compare";
 
 const page = <T extends z.ZodType>(key: string, item: T) => z.object({ [key]: z.array(item), total: z.number(), page: z.number(), pageSize: z.number() });
 const none = z.object({}).strict();
@@ -209,6 +210,16 @@ export const routes = {
     response: z.object({ turns: z.array(turnSchema), next: z.number().nullable() }),
   }),
   trajectoryGet: defineRoute({ id: "getTrajectory", method: "GET", path: "/trajectories/{id}", summary: "A trajectory with every turn", tag: "rollouts", query: none, response: trajectoryDetailSchema }),
+  compareTasks: defineRoute({
+    id: "compareTasks",
+    method: "GET",
+    path: "/compare/tasks",
+    summary: "Two runs on the same tasks: newly solved, newly failed, persistent failures",
+    tag: "runs",
+    query: taskCompareQuerySchema,
+    response: taskCompareSchema,
+    errors: [404],
+  }),
   compare: defineRoute({ id: "compareRuns", method: "GET", path: "/compare", summary: "Runs to compare and the union of their metric keys", tag: "runs", query: compareQuerySchema, errors: [404] }),
   creditOverview: defineRoute({
     id: "creditOverview",

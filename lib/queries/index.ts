@@ -7,6 +7,7 @@ import { creditSourceQuery, type CreditOverview, type CreditSource, type GroupCr
 import type { JobOut, LogLines } from "../schemas/jobs";
 import type { ImportOut } from "../schemas/imports";
 import type { GroupOut, RolloutStepOut, TrajectoryOut, TurnOut } from "../schemas/rollouts";
+import type { TaskCompare } from "../schemas/task-compare";
 
 const ACTIVE = new Set(["queued", "running"]);
 /** Poll while the run is live, stop when it is finished. */
@@ -105,6 +106,9 @@ export const compareQuery = (ids: string[]) =>
     queryFn: () => callApi<{ runs: RunOut[]; keys: { key: string; runs: number }[] }>("/compare", { query: { runs: ids.join(",") } }),
     enabled: ids.length > 0,
   });
+
+export const taskCompareQuery = (a: string, b: string) =>
+  queryOptions({ queryKey: ["compare-tasks", a, b], queryFn: () => callApi<TaskCompare>("/compare/tasks", { query: { a, b } }), enabled: !!a && !!b });
 
 /** A finished (non-live) downsampled series, e.g. for comparing runs. */
 export const seriesQuery = (runId: string, key: string, maxPoints = 1000) =>
