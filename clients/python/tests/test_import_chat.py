@@ -127,3 +127,37 @@ def test_a_missing_reader_package_is_named(tmp_path, capsys, monkeypatch, kind, 
     assert cli.main(["import", kind, str(f), "--url", "http://127.0.0.1:9"]) == 2
     err = capsys.readouterr().err
     assert f"needs the {pkg} package: pip install {pkg}" in err and "Traceback" not in err
+
+
+def test_a_request_the_server_refuses_is_kept_for_sync_and_the_run_stays_open(tmp_path):
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from conftest import Server
+    from turnlens.sync import sync
+
+    f = tmp_path / "big.jsonl"
+    big = chat_line("level 9", ["x" * 150_000] * 10, 1.0, step=1)  # 1.5 MB: over a 1 MB body limit
+    f.write_text("\n".join([chat_line("level 1", ["left"], 1.0, step=0), big]) + "\n")
+    work = Path(tempfile.mkdtemp(prefix="turnlens-import-refused-"))
+    s = Server(work)
+    s.env["TURNLENS_MAX_BODY_MB"] = "1"
+    try:
+        s.start()
+        [rep] = run_import("chat", str(f), project="chat-refused", url=s.url)
+        assert rep.imported == 1 and "larger than" in rep.rejected[0][1]
+        assert rep.kept and "turnlens sync" in rep.summary()
+        refused = [json.loads(line) for line in (Path(rep.kept) / "refused.jsonl").read_text().splitlines()]
+        assert [r["kind"] for r in refused] == ["steps", "finish"]
+        assert s.get(f"/api/v1/runs/{rep.run_id}")["status"] == "running"  # not everything arrived: not finished
+        s.env.pop("TURNLENS_MAX_BODY_MB")
+        s.restart()
+        [done] = sync(rep.kept, s.url)
+        assert done["pending"] == 0 and done["sent"] == 2 and done["runId"] == rep.run_id
+        assert s.get(f"/api/v1/runs/{rep.run_id}")["status"] == "succeeded"
+        assert [t["length"] for t in s.trajectories(rep.run_id, 1)] == [10]
+        assert sync(rep.kept, s.url)[0]["sent"] == 0  # nothing sent twice
+    finally:
+        s.kill()
+        shutil.rmtree(work, ignore_errors=True)

@@ -20,6 +20,7 @@ import os
 import shutil
 import sqlite3
 import tempfile
+import time
 import urllib.parse
 import zipfile
 from collections import Counter
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from .. import spool
+from ..run import send_record
 from ..transport import ApiError, Transport
 
 MAX_BATCH_VALUES = 20_000
@@ -194,6 +196,7 @@ class ImportReport:
     replaced: List[Tuple[str, str]] = field(default_factory=list)  # rows a later row of the same key and step overrode
     spool: Optional[str] = None  # offline: the spool written instead of sending
     spooled: int = 0  # offline: rows in that spool
+    kept: Optional[str] = None  # online: the spool holding what the server refused, for `turnlens sync`
     note: str = ""  # e.g. why no run was made
 
     def as_dict(self) -> Dict[str, Any]:
@@ -202,7 +205,8 @@ class ImportReport:
                 "rejected": [{"where": w, "reason": r} for w, r in self.rejected],
                 "replacedRows": [{"where": w, "reason": r} for w, r in self.replaced[:100]],
                 **({"note": self.note} if self.note else {}),
-                **({"spool": self.spool, "spooled": self.spooled} if self.spool else {})}
+                **({"spool": self.spool, "spooled": self.spooled} if self.spool else {}),
+                **({"refusedKeptIn": self.kept} if self.kept else {})}
 
     def summary(self, show: int = 10) -> str:
         if self.spool:
@@ -214,6 +218,8 @@ class ImportReport:
         lines = [f"{self.kind} {self.source} -> {head}, {len(self.replaced)} replaced, {len(self.rejected)} rejected"]
         if self.note:
             lines.append(f"  {self.note}")
+        if self.kept:
+            lines.append(f"  what the server refused is kept in {self.kept}: `turnlens sync {self.kept}` sends it again")
         for why, n in Counter(r for _, r in self.rejected).most_common(show):
             lines.append(f"  rejected x{n}: {why}")
         for where, why in self.rejected[:show]:
@@ -330,6 +336,17 @@ def _spool_source(root: Path, i: int, kind: str, src: Source, project: str, name
     return ImportReport(kind, src.key, rejected=list(src.rejected), replaced=list(src.replaced), spool=str(d), spooled=src.rows())
 
 
+def _keep_refused(t: Transport, create: Dict[str, Any], run_id: Optional[str], key: Optional[str],
+                  refused: List[Dict[str, Any]], src: Source) -> str:
+    """A client spool (spool.py's layout) holding the refused records and the finish after them;
+    with no run (every request refused, the run removed) sync makes it again from `create`."""
+    d = spool.home() / "spool" / f"import-{create['config']['turnlensImport']['id'][:16]}-{int(time.time())}"
+    d.mkdir(parents=True, exist_ok=True)
+    spool.write_json_atomic(d / "run.json", {"url": t.url, "create": create, "runId": run_id, "writeKey": key})
+    spool.append_lines(d / "refused.jsonl", refused + [{"kind": "finish", "batchId": None, "body": finish_body(src)}])
+    return str(d)
+
+
 def _find_run(t: Transport, project: str, import_id: str) -> Optional[Dict[str, Any]]:
     q = urllib.parse.urlencode({"project": project, "config": f'turnlensImport.id="{import_id}"', "pageSize": 10})
     _, out = t.request("GET", f"/api/v1/runs?{q}", deadline=None)
@@ -395,6 +412,7 @@ def _import_source(t: Transport, kind: str, src: Source, project: str, name: Opt
                 if e.status not in (404, 409):
                     raise
     rep.run_id = run["id"]
+    refused: List[Dict[str, Any]] = []  # records the server refused (4xx), each with its reason
     for rec in src.records:
         body = dict(rec["body"], batchId=rec["batchId"])
         try:
@@ -402,8 +420,14 @@ def _import_source(t: Transport, kind: str, src: Source, project: str, name: Opt
         except ApiError as e:
             if e.status == 403 and not rep.created:
                 raise _no_key(rep.run_id, bool(write_key)) from None
-            rep.rejected.append((rec["tag"], f"server refused {rec['rows']} row(s): {e.error}"
-                                 + "".join(f"; {i.get('path')}: {i.get('message')}" for i in e.issues[:3] if isinstance(i, dict))))
+            reason = f"server refused {rec['rows']} row(s): {e.error}" + "".join(
+                f"; {i.get('path')}: {i.get('message')}" for i in e.issues[:3] if isinstance(i, dict))
+            # a step too large for one request goes in parts, as the client sends one
+            if e.status == 413 and rec["kind"] == "steps" and send_record(t, rep.run_id, key, rec) is None:
+                rep.imported += rec["rows"]
+                continue
+            rep.rejected.append((rec["tag"], reason))
+            refused.append(dict(rec, refused=reason))
             continue
         if status == 200:
             rep.already += rec["rows"]
@@ -412,14 +436,19 @@ def _import_source(t: Transport, kind: str, src: Source, project: str, name: Opt
     if write_key and not rep.created and (rep.imported or rep.already):  # the key works: keep it for the next import here
         spool.save_write_key(rep.run_id, write_key)
     empty = rep.created and rep.imported == 0  # the server refused every request
+    if refused:
+        # Nothing the source gave is dropped: the refused requests wait in a spool, with the run's
+        # finish behind them (the run stays open), until `turnlens sync` delivers them.
+        rep.kept = _keep_refused(t, create_body(kind, src, project, name, env_id), None if empty else rep.run_id, key, refused, src)
     if empty:
         src.status = "failed"
-    try:
-        _post_tolerant(t, f"/api/v1/runs/{rep.run_id}/finish", finish_body(src), key)
-    except ApiError as e:
-        if e.status != 409:
-            raise
-    if empty:  # leave no empty run behind (a run must be finished before it can be deleted)
+    if not refused or empty:
+        try:
+            _post_tolerant(t, f"/api/v1/runs/{rep.run_id}/finish", finish_body(src), key)
+        except ApiError as e:
+            if e.status != 409:
+                raise
+    if empty:  # leave no empty run behind (a run must be finished before it can be deleted; sync makes it again)
         try:
             t.request("DELETE", f"/api/v1/runs/{rep.run_id}", deadline=None)
             rep.note, rep.run_id, rep.created = f"{NOTHING} (the server refused every row; the run was removed again)", None, False
