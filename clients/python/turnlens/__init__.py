@@ -9,12 +9,13 @@
 
 from typing import Any, Mapping, Optional
 
+from .api import Api
 from .run import Run
 from .shapes import ShapeError
 from .sync import sync
 from .transport import ApiError, Unavailable
 
-__all__ = ["init", "Run", "sync", "ApiError", "ShapeError", "Unavailable"]
+__all__ = ["init", "Api", "Run", "sync", "ApiError", "ShapeError", "Unavailable"]
 __version__ = "0.1.0"
 
 
