@@ -7,6 +7,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { TERMINAL_STATUSES } from "../lib/schemas/common";
 
 const base = (process.argv[2] ?? "http://127.0.0.1:3000").replace(/\/$/, "") + "/api/v1";
 const scale = Number(process.argv[3] ?? 1);
@@ -50,7 +51,7 @@ async function importOnce(c: Case) {
   const tUploaded = performance.now();
   for (;;) {
     const imp = (await (await fetch(`${base}/imports/${id}`)).json()) as { job: { status: string; error: string | null }; report: { imported: number; alreadyPresent: number; rejected: number } | null };
-    if (["succeeded", "failed", "canceled"].includes(imp.job.status)) {
+    if ((TERMINAL_STATUSES as readonly string[]).includes(imp.job.status)) {
       if (imp.job.status !== "succeeded") throw new Error(`import ${imp.job.status}: ${imp.job.error}`);
       const total = (performance.now() - t0) / 1000;
       const log = ((await (await fetch(`${base}/jobs/${id}/log?limit=5000`)).json()) as { lines: { time: number; line: string }[] }).lines;

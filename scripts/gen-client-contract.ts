@@ -9,7 +9,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
-import { batchIdSchema } from "../lib/schemas/common";
+import { batchIdSchema, TERMINAL_STATUSES } from "../lib/schemas/common";
 import { MAX_COLUMN_CELLS, MAX_COLUMN_STEPS, NON_FINITE_VALUES, metricKeySchema } from "../lib/schemas/metrics";
 import { MAX_TURN_TOKENS, groupInputSchema, trajectoryInputSchema, turnInputSchema } from "../lib/schemas/rollouts";
 
@@ -43,6 +43,7 @@ export function contract(): Json {
     maxTurnsPerTrajectory: (traj.turns as Json).maxItems,
     maxTrajectoriesPerGroup: (group.trajectories as Json).maxItems,
     groupUidMax: (group.uid as Json).maxLength,
+    finishStatuses: [...TERMINAL_STATUSES],
   };
 }
 

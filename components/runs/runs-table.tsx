@@ -11,12 +11,13 @@ import { useVirtualizer } from "@tanstack/react-virtual";
 import { runFiltersQuery, runListParams, runsPageQuery, RUNS_PAGE_SIZE } from "@/lib/queries";
 import { fmt } from "@/lib/charts/format";
 import type { RunOut } from "@/lib/schemas/runs";
+import { STATUSES as RUN_STATUSES } from "@/lib/schemas/common";
 import { StatusBadge } from "@/components/ui/status-badge";
 import { ProgressBar } from "@/components/ui/progress-bar";
 import { useUrlState } from "@/components/ui/use-url-state";
 import { btnCls, inputCls, primaryBtnCls } from "@/components/ui/controls";
 
-const STATUSES = ["queued", "running", "succeeded", "failed", "canceled"];
+const STATUSES: readonly string[] = RUN_STATUSES;
 const ROW_H = 48;
 const SELECT_KEY = "turnlens.compareSelection";
 const WIDTHS_KEY = "turnlens.runsColumnWidths";

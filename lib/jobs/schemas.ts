@@ -1,11 +1,12 @@
 // zod schemas of the job queue's inputs, shared by the API routes, the CLI and the worker.
 import { z } from "zod";
+import { STATUSES, TERMINAL_STATUSES } from "../schemas/common";
 
-export const JOB_STATUSES = ["queued", "running", "succeeded", "failed", "canceled"] as const;
+export const JOB_STATUSES = STATUSES;
 export const JobStatusSchema = z.enum(JOB_STATUSES);
 export type JobStatus = z.infer<typeof JobStatusSchema>;
 
-export const TERMINAL_STATUSES = ["succeeded", "failed", "canceled"] as const;
+export { TERMINAL_STATUSES };
 export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
 
 export const JobKindSchema = z

@@ -8,8 +8,9 @@ import type { JobOut, LogLines } from "../schemas/jobs";
 import type { ImportOut } from "../schemas/imports";
 import type { GroupOut, RolloutStepOut, TrajectoryOut, TurnOut } from "../schemas/rollouts";
 import type { TaskCompare } from "../schemas/task-compare";
+import { ACTIVE_STATUSES } from "../schemas/common";
 
-const ACTIVE = new Set(["queued", "running"]);
+const ACTIVE = new Set<string>(ACTIVE_STATUSES);
 /** Poll while the run is live, stop when it is finished. */
 export const livePoll = (status: string | undefined, ms = 1000) => (status && ACTIVE.has(status) ? ms : false);
 
@@ -71,7 +72,7 @@ export const trajectoryQuery = (id: string) =>
 
 export type { LogLines };
 
-// ---------------------------------------------------------------- dashboard views (issue 6)
+// ---------------------------------------------------------------- dashboard views
 
 /** The runs-table filter keys that go to the API (and make the query key). */
 export const RUN_LIST_KEYS = ["q", "status", "kind", "envId", "estimator", "tag", "config", "project", "sort", "order"] as const;

@@ -5,6 +5,7 @@ import { getRun } from "../db/runs";
 import { ConflictError } from "../schemas/errors";
 import { requestCancel, retry } from "../jobs";
 import { sourceTime, type RunOut } from "../schemas/runs";
+import { TERMINAL_STATUSES } from "../schemas/common";
 
 function jobOf(run: RunOut): string {
   if (!run.jobId) throw new ConflictError(`run ${run.id} is an imported run: it has no job to ${"cancel or retry"}; use POST /runs/${run.id}/finish`);
@@ -23,7 +24,7 @@ export async function retryRun(runId: string): Promise<RunOut> {
 
 export const finishRunSchema = z
   .object({
-    status: z.enum(["succeeded", "failed", "canceled"]).default("succeeded"),
+    status: z.enum(TERMINAL_STATUSES).default("succeeded"),
     error: z.string().max(8000).optional(),
     finishedAt: sourceTime.optional().describe("When the source run ended (an importer sends the training's own time). Default: now."),
   })

@@ -32,7 +32,13 @@ export const errorSchema = z
   })
   .meta({ id: "Error" });
 
-export const runStatusSchema = z.enum(["queued", "running", "succeeded", "failed", "canceled"]);
+/** A run's and a job's statuses: the one list (a run's status follows its job's). */
+export const STATUSES = ["queued", "running", "succeeded", "failed", "canceled"] as const;
+/** Statuses a run or job ends in. */
+export const TERMINAL_STATUSES = ["succeeded", "failed", "canceled"] as const satisfies readonly (typeof STATUSES)[number][];
+/** Statuses of work not finished yet (the dashboard polls while any is shown). */
+export const ACTIVE_STATUSES = ["queued", "running"] as const satisfies readonly (typeof STATUSES)[number][];
+export const runStatusSchema = z.enum(STATUSES);
 export type RunStatus = z.infer<typeof runStatusSchema>;
 
 export const runKindSchema = z.enum(["train", "eval", "imported"]);

@@ -1,8 +1,9 @@
 // Job status, the jobs list and log tail.
 import { z } from "zod";
-import { queryInt } from "./common";
+import { queryInt, STATUSES } from "./common";
 
-export const jobStatusSchema = z.enum(["queued", "running", "succeeded", "failed", "canceled"]);
+export const jobStatusSchema = z.enum(STATUSES);
+const STATUS_RE = STATUSES.join("|");
 
 export const jobSchema = z
   .object({
@@ -32,7 +33,7 @@ export const jobListQuerySchema = z
       .string()
       .max(200)
       // the grammar, also in the OpenAPI document; its message lists the statuses
-      .regex(/^ *((queued|running|succeeded|failed|canceled) *(, *(queued|running|succeeded|failed|canceled) *)*)?$/, "must be statuses (queued, running, succeeded, failed, canceled) separated by commas")
+      .regex(new RegExp(`^ *((${STATUS_RE}) *(, *(${STATUS_RE}) *)*)?$`), `must be statuses (${STATUSES.join(", ")}) separated by commas`)
       .optional()
       .transform((s, ctx) => {
         if (s === undefined || s.trim() === "") return undefined;

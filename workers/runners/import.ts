@@ -20,6 +20,7 @@ import { createRun, deleteRun, importedRun } from "../../lib/db/runs";
 import { dbDateTime, isPostgresDb, writeTransaction, type RawDb } from "../../lib/db/raw";
 import { handleIngest } from "../../lib/ingest/thread";
 import { issueWriteKey } from "../../lib/ingest/write-access";
+import { TERMINAL_STATUSES } from "../../lib/schemas/common";
 import { importPayloadSchema, REJECTED_SHOWN, type ImportReport } from "../../lib/schemas/imports";
 import { importRunSchema } from "../../lib/schemas/runs";
 import { isDiskFull } from "../../lib/schemas/errors";
@@ -171,7 +172,7 @@ export const importUpload: JobRunner = async (ctx) => {
         if (ctx.signal.aborted) return { stopped: true };
         const rows = rec.rows ?? 0;
         if (rec.kind === "finish") {
-          const status = ["succeeded", "failed", "canceled"].includes(String(rec.body.status)) ? String(rec.body.status) : "succeeded";
+          const status = (TERMINAL_STATUSES as readonly string[]).includes(String(rec.body.status)) ? String(rec.body.status) : "succeeded";
           const ended = typeof rec.body.finishedAt === "string" && !Number.isNaN(Date.parse(rec.body.finishedAt)) ? new Date(rec.body.finishedAt) : new Date();
           writeTransaction(ctx.fence, (db) =>
             db.prepare(`UPDATE "Run" SET "status" = ?, "finishedAt" = COALESCE("finishedAt", ?), "progress" = 1, "updatedAt" = ? WHERE "id" = ?`).run(status, dbDateTime(ended), dbDateTime(), runId),

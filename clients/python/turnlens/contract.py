@@ -56,5 +56,10 @@ CONTRACT = json.loads(r"""{
  ],
  "maxTurnsPerTrajectory": 10000,
  "maxTrajectoriesPerGroup": 1024,
- "groupUidMax": 200
+ "groupUidMax": 200,
+ "finishStatuses": [
+  "succeeded",
+  "failed",
+  "canceled"
+ ]
 }""")

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from . import shapes, spool
+from .contract import CONTRACT
 from .transport import ApiError, Transport, Unavailable, encode
 
 _STOP = ("stop",)
@@ -155,8 +156,8 @@ class Run:
         and spools whatever could not be sent. Safe to call twice."""
         if self._finished:
             return
-        if status not in ("succeeded", "failed", "canceled"):
-            raise ValueError(f"status: expected succeeded, failed or canceled, got {status!r}")
+        if status not in CONTRACT["finishStatuses"]:
+            raise ValueError(f"status: expected {', '.join(CONTRACT['finishStatuses'])}, got {status!r}")
         body: Dict[str, Any] = {"status": status}
         if error:
             body["error"] = str(error)[:8000]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import List
 
 from .. import shapes
+from ..contract import CONTRACT
 from .base import Source, is_text, json_objects, unsupported
 
 
@@ -45,8 +46,8 @@ def read(path: str, env_id: str = "external") -> List[Source]:
                     src.add_step(body, 1, where)
                 elif kind == "finish":
                     status = row.get("status", "succeeded")
-                    if status not in ("succeeded", "failed", "canceled"):
-                        raise shapes.ShapeError(f"status: expected succeeded, failed or canceled, got {status!r}")
+                    if status not in CONTRACT["finishStatuses"]:
+                        raise shapes.ShapeError(f"status: expected {', '.join(CONTRACT['finishStatuses'])}, got {status!r}")
                     src.status = status
                 else:
                     raise shapes.ShapeError(f"type: expected run, metrics, rollouts or finish, got {kind!r}")
