@@ -1,6 +1,6 @@
 // How long a big ingest body stalls the dashboard: posts one ~48 MB step to a running server while a
 // reader polls GET /api/v1/projects every 10 ms, and prints the reader's worst and p99 latency during
-// the upload against the same reader with no upload. Goal (issue 9): a 48 MB step delays a
+// the upload against the same reader with no upload. Goal: a 48 MB step delays a
 // concurrent GET by at most 100 ms.
 //   npx tsx scripts/bench-ingest-stall.ts [baseUrl]   (default: starts nothing; pass a running server's URL)
 import { execFile } from "node:child_process";

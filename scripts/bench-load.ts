@@ -1,5 +1,5 @@
 // npm run bench:load -- --store sqlite|postgresql [--duration 10] [--connections 1,8,64] [--ingest-queue N]
-// Load figures of the production server (issue 12, docs/scale.md): ingest and read endpoints
+// Load figures of the production server (docs/scale.md): ingest and read endpoints
 // driven by autocannon at 1, 8 and 64 concurrent connections, on a fresh database of the store.
 //
 // Seeds, through the HTTP API as a trainer would: 300 imported runs with varied configs (the run

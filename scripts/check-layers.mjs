@@ -55,7 +55,7 @@ export const LAYERS = {
 
 /**
  * Forbidden imports that exist today: "importing file -> imported file", each with the refactor
- * that removes it. None since issue 14; do not add to this list, fix the import.
+ * that removes it. None today; do not add to this list, fix the import.
  */
 export const ALLOWED_DEBT = {};
 

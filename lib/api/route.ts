@@ -9,7 +9,7 @@ import { DomainError, parseInput } from "../schemas/errors";
 import { parseJsonBytes } from "../schemas/json-limits";
 import { checkRequest, securityConfig, type SecurityConfig } from "./security";
 
-/** Body limit of every route that declares none and is not an ingest body (README: 1 MB outside ingest). */
+/** Body limit of every route that declares none and is not an ingest body (docs/api.md: 1 MB outside ingest). */
 const SMALL_BODY_BYTES = 1 << 20;
 
 /** Ingest body limit (TURNLENS_MAX_BODY_MB, default 64 MB): metrics and steps, which the ingest thread parses. */

@@ -3,7 +3,7 @@
 // recompute, caches and response shapes are lib/runs/credit-views.ts.
 //
 // The database stores the estimators' inputs (rewards, anchors, validity), not every estimator's
-// output (design.md); the service recomputes other estimators from what this loads.
+// output; the service recomputes other estimators from what this loads.
 import type { Group, Turn } from "../credit";
 import { creditTurn, INFO_CREDIT_FIELDS, type TurnText } from "../schemas/credit";
 import { NotFoundError } from "../schemas/errors";

@@ -2,7 +2,7 @@
 // bottom-right corner without falling into a hole. Maps are random and solvable
 // (Gymnasium's generate_random_map: resample until a path exists). The observation is the
 // bare grid, one character per cell, so a tiny transformer can read it
-// (see shared/notes/training-calibration.md: ~20 tokens for a 4x4 map).
+// (a 4x4 map is about 20 char tokens).
 import { z } from "zod";
 import type { AnchorValue } from "../credit/types";
 import { BaseEnv, invalidInfo, type TurnOutcome } from "./base-env";

@@ -1,4 +1,4 @@
-// Timing of the job queue and the worker, from the environment (README "Worker environment").
+// Timing of the job queue and the worker, from the environment (lib/jobs/README.md, "The worker").
 // Production defaults; the integration tests shrink them to keep the suite fast.
 import { z } from "zod";
 

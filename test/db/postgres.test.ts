@@ -1,4 +1,4 @@
-// PostgreSQL (issue 12): the offline migrator on both providers, the PostgreSQL Prisma client, the
+// PostgreSQL: the offline migrator on both providers, the PostgreSQL Prisma client, the
 // same tables as SQLite, and the synchronous libpq connection lib/db runs its SQL through. Runs on a throwaway cluster (test/helpers/postgres.ts) or
 // on TURNLENS_TEST_PG; skipped with a message where PostgreSQL is not installed.
 import { execFile, execFileSync } from "node:child_process";

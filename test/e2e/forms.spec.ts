@@ -1,4 +1,4 @@
-// The launch form never launches something other than what is shown (issue 13): every field is
+// The launch form never launches something other than what is shown: every field is
 // checked in the browser with the server's zod schema (exclusive bounds included), a JSON box
 // whose text does not parse blocks Launch with an error at the field, errors are in plain words at
 // their field (the server's too), `model` and `context` are sub-forms, and the training form is in

@@ -1,4 +1,4 @@
-// Issue 13 around the credit views: an unknown run answers 404 at once, the favicon is served,
+// Around the credit views: an unknown run answers 404 at once, the favicon is served,
 // the empty Compare page has a heading, the trajectory browser opens on the first group with mixed
 // outcomes, the runs table shows full metric names and lets you choose and resize columns, and
 // Compare has the run page's namespace sections, a legend per chart, and a hover that highlights

@@ -329,7 +329,7 @@ def test_onnx_export_matches_torch(engine, tmp_path):
 
 
 def test_throughput_calibration_batch(engine):
-    """The calibration note's batch: 16 tasks x G=16, one action token, 2 epochs. Loose bound."""
+    """A fixed calibration batch: 16 tasks x G=16, one action token, 2 epochs. Loose bound."""
     import time
 
     engine.call("init", **tiny_init_params(tiny={"n_layer": 2, "n_head": 4, "d_model": 64, "context_length": 64}))

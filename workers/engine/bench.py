@@ -1,8 +1,8 @@
-"""Time one RL step of the tiny policy on the calibration note's batch.
+"""Time one RL step of the tiny policy on a fixed calibration batch.
 
     python -m workers.engine.bench [--threads 1] [--repeats 10]
 
-Batch (shared/notes/training-calibration.md): random 4x4 FrozenLake-like grids as prompts
+Batch: random 4x4 FrozenLake-like grids as prompts
 (21 char tokens), 16 tasks x G = 16 rollouts = 256 samples, one action token restricted to the
 four moves; model 2 layers, 4 heads, d_model 64; PPO-clip, 2 epochs, minibatch 512.
 Runs the engine in process (the protocol's JSON costs a few ms more per call).

@@ -1,4 +1,4 @@
-// The worker's Ray settings (README "When to move to Ray and how"). TURNLENS_RAY_ADDRESS unset:
+// The worker's Ray settings (docs/ray.md). TURNLENS_RAY_ADDRESS unset:
 // train jobs run locally as before.
 import { z } from "zod";
 

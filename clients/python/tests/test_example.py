@@ -1,4 +1,4 @@
-"""The README's plain-loop example runs as written against a server."""
+"""The plain-loop example (examples/plain_loop.py, linked from docs/logging.md and the client README) runs as written against a server."""
 
 import os
 import re
