@@ -1,9 +1,11 @@
 // Benchmark of lib/credit: turns per second of GiGPO and GRPO on 10^4, 10^5, 10^6 turns, and
 // peak memory; then `runCredit` (validation included) against the kernel, and end to end on 10^6
 // GiGPO turns: the credit CLI (`npm run --silent credit`, and the node command it runs) against
-// scripts/credit-reference.py, a float64 Python port of the same semantics, on the same input
-// file in the same run, with the ratio. Run: `npm run bench:credit` (`-- --quick`: 10^4 and 10^5
-// only, no end-to-end part; `-- --e2e`: only runCredit and the end-to-end part).
+// scripts/credit_numpy_port.py, a float64 numpy port of the same semantics written as a Python
+// user would (json.load, dictionaries, numpy per group), on the same input file in the same run,
+// with the ratios, the load average, and the largest difference of the advantages (< 1e-9).
+// Run: `npm run bench:credit` (`-- --quick`: 10^4 and 10^5 only, no end-to-end part; `-- --e2e`:
+// only runCredit and the end-to-end part).
 //
 // Batches look like agent rollouts: groups of 8 trajectories of 5-15 turns (mean 10) that walk
 // a 4x4 grid from the same start, so anchors (rendered observations, ~50 chars) repeat across
@@ -12,7 +14,7 @@
 // Timing covers the whole `compute(batch)`: flattening, the estimator and the per-trajectory output.
 import { spawnSync } from "node:child_process";
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpus, loadavg as loadavg1, tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import v8 from "node:v8";
@@ -89,7 +91,7 @@ function main(): void {
   const sizes = e2eOnly ? [] : quick ? [1e4, 1e5] : [1e4, 1e5, 1e6];
   const reps = (n: number) => (n >= 1e6 ? 6 : n >= 1e5 ? 8 : 20);
 
-  console.log(`lib/credit benchmark (node ${process.version}, ${process.platform}/${process.arch})`);
+  console.log(`lib/credit benchmark (node ${process.version}, ${process.platform}/${process.arch}, ${cpus().length} cores, load average ${loadavg()})`);
   console.log("estimator  turns      best ms   median ms  cpu ms (best)  turns/s (best)   heap+ MB   peak RSS MB");
   for (const size of sizes) {
     // JSON round trip: flat strings and plain objects, exactly what the CLI / API would receive
@@ -200,7 +202,27 @@ function timeCommand(cmd: string, args: string[], input: string, output: string,
   return { wall, cpu };
 }
 
-/** The CLI against the Python port on one 10^6-turn GiGPO request file. */
+/** Largest |a - b| over every advantage of two responses (same trajectories, same order). */
+function maxAbsDiff(fileA: string, fileB: string): number {
+  const a = JSON.parse(readFileSync(fileA, "utf8")).trajectories as { id: string; advantages: number[] }[];
+  const b = JSON.parse(readFileSync(fileB, "utf8")).trajectories as { id: string; advantages: number[] }[];
+  if (a.length !== b.length) throw new Error(`${fileA}: ${a.length} trajectories, ${fileB}: ${b.length}`);
+  let worst = 0;
+  a.forEach((t, i) => {
+    const u = b[i];
+    if (t.id !== u.id || t.advantages.length !== u.advantages.length) throw new Error(`trajectory ${i}: ${t.id} vs ${u.id}`);
+    t.advantages.forEach((x, j) => (worst = Math.max(worst, Math.abs(x - u.advantages[j]))));
+  });
+  return worst;
+}
+
+const loadavg = () => loadavg1().map((x) => x.toFixed(2)).join(" ");
+
+/**
+ * The CLI against scripts/credit_numpy_port.py (GiGPO in float64 numpy as a Python user writes it:
+ * json.load, dictionaries for the groups, numpy arithmetic per group, json.dumps) on one 10^6-turn
+ * GiGPO request file, in this one run; checks that both give the same advantages.
+ */
 function endToEnd(): void {
   const dir = mkdtempSync(join(tmpdir(), "bench-credit-"));
   try {
@@ -209,7 +231,7 @@ function endToEnd(): void {
     const mb = (f: string) => (readFileSync(f).length / 2 ** 20).toFixed(0);
     const py = process.env.TURNLENS_PYTHON ?? "python3";
     const hasNumpy = spawnSync(py, ["-c", "import numpy"]).status === 0;
-    console.log(`\nend to end, gigpo, 10^6 turns, request ${mb(input)} MB (best of 3, process start included):`);
+    console.log(`\nend to end, gigpo, 10^6 turns, request ${mb(input)} MB (best of 3, process start included; ${cpus().length} cores, load average ${loadavg()}):`);
     spawnSync("node", ["scripts/credit-cli.mjs", "--build"], { cwd: join(import.meta.dirname, "..") });
     const run = (label: string, cmd: string, args: string[], out: string) => {
       const t = timeCommand(cmd, args, input, join(dir, out), 3);
@@ -218,22 +240,25 @@ function endToEnd(): void {
     };
     const npmFull = run("npm run --silent credit (full response)", "npm", ["run", "--silent", "credit"], "full.json");
     const npmAdv = run("npm run --silent credit -- --advantages-only", "npm", ["run", "--silent", "credit", "--", "--advantages-only"], "adv.json");
-    const nodeAdv = run("node scripts/credit-cli.mjs --advantages-only (what npm runs)", "node", ["scripts/credit-cli.mjs", "--advantages-only"], "adv2.json");
+    const nodeFull = run("node scripts/credit-cli.mjs (full; what npm runs)", "node", ["scripts/credit-cli.mjs"], "full2.json");
+    const nodeAdv = run("node scripts/credit-cli.mjs --advantages-only", "node", ["scripts/credit-cli.mjs", "--advantages-only"], "adv2.json");
     if (!hasNumpy) {
-      console.log(`  python port: skipped (${py} has no numpy)`);
+      console.log(`  numpy port: skipped (${py} has no numpy)`);
       return;
     }
-    const pyT = run("python3 scripts/credit-reference.py (advantages)", py, ["scripts/credit-reference.py"], "py.json");
-    // same numbers: the port and the CLI agree on every advantage
-    const a = JSON.parse(readFileSync(join(dir, "adv.json"), "utf8")).trajectories as { advantages: number[] }[];
-    const b = JSON.parse(readFileSync(join(dir, "py.json"), "utf8")).trajectories as { advantages: number[] }[];
-    let worst = 0;
-    a.forEach((t, i) => t.advantages.forEach((x, j) => (worst = Math.max(worst, Math.abs(x - b[i].advantages[j]) / Math.max(1, Math.abs(x))))));
-    console.log(`  max relative difference CLI vs Python port: ${worst.toExponential(1)}`);
+    const pyT = run("python3 scripts/credit_numpy_port.py (advantages)", py, ["scripts/credit_numpy_port.py"], "py.json");
+    // same numbers: the numpy port and the CLI agree on every advantage, full and advantages-only
+    const diffAdv = maxAbsDiff(join(dir, "adv.json"), join(dir, "py.json"));
+    const diffFull = maxAbsDiff(join(dir, "full.json"), join(dir, "py.json"));
+    const ok = diffAdv < 1e-9 && diffFull < 1e-9;
+    console.log(`  max abs difference of the advantages, CLI vs numpy port: ${diffAdv.toExponential(2)} (advantages-only), ${diffFull.toExponential(2)} (full)  ${ok ? "ok (< 1e-9)" : "FAIL (>= 1e-9)"}`);
+    if (!ok) process.exitCode = 1;
     const ratio = (k: "wall" | "cpu") =>
-      `full ${(pyT[k] / npmFull[k]).toFixed(1)}x, advantages-only ${(pyT[k] / npmAdv[k]).toFixed(1)}x (npm run), ${(pyT[k] / nodeAdv[k]).toFixed(1)}x (node)`;
-    console.log(`  ratio Python / CLI, wall: ${ratio("wall")}`);
-    if (hasTime) console.log(`  ratio Python / CLI, cpu:  ${ratio("cpu")}`);
+      `full ${(pyT[k] / npmFull[k]).toFixed(1)}x, advantages-only ${(pyT[k] / npmAdv[k]).toFixed(1)}x (npm run); ` +
+      `full ${(pyT[k] / nodeFull[k]).toFixed(1)}x, advantages-only ${(pyT[k] / nodeAdv[k]).toFixed(1)}x (node)`;
+    console.log(`  ratio numpy port / CLI, wall: ${ratio("wall")}`);
+    if (hasTime) console.log(`  ratio numpy port / CLI, cpu:  ${ratio("cpu")}`);
+    console.log(`  load average after: ${loadavg()} (1, 5, 15 min)`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -5,6 +5,8 @@
 // policy's and a scripted heuristic's success on the same maps, and the held-out maps training
 // drew (eval/train_overlap, must be 0). Target: under 10 minutes.
 //   flags: --target 0.9  --max-minutes 15  --config extra.json (overrides merged into the defaults)
+// At --max-minutes the run is canceled (a cancel request, as the UI's Cancel button makes: the
+// worker stops the runner at its next heartbeat and the run ends `canceled`), not left `queued`.
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import { launchRun } from "../lib/runs/launch";
@@ -19,6 +21,8 @@ import type { Env } from "../lib/envs/types";
 import { evalTasks } from "../lib/envs/heldout";
 import { heldOutFor } from "../workers/runners/train";
 import { getDb } from "../lib/db/client";
+import { InvalidJobTransitionError } from "../lib/jobs/errors";
+import { requestCancel } from "../lib/jobs/queue";
 
 const args = process.argv.slice(2);
 const flag = (name: string, def: string) => {
@@ -60,9 +64,28 @@ const worker = spawn(process.execPath, ["--import", "tsx", "workers/worker.ts", 
 worker.stdout.on("data", (b: Buffer) => {
   for (const line of b.toString().split("\n")) if (/greedy|done|resumed|failed|target/.test(line)) console.log(`  ${((Date.now() - t0) / 1000).toFixed(0).padStart(4)} s ${line.replace(/^\[[\w-]+\] /, "")}`);
 });
-const timer = setTimeout(() => worker.kill("SIGTERM"), maxMinutes * 60_000);
-await new Promise((r) => worker.on("exit", r));
+// A SIGTERM alone is a graceful worker shutdown: it gives the job back to the queue (`queued`) for
+// another worker to resume. The time limit is a cancel instead; SIGTERM only if the worker has not
+// exited CANCEL_WAIT_MS after it (a shutdown releases a job that has a cancel request as canceled).
+const CANCEL_WAIT_MS = 60_000;
+const exited = new Promise((r) => worker.on("exit", r));
+let killTimer: NodeJS.Timeout | undefined;
+let deadlineHit = false;
+const timer = setTimeout(() => {
+  deadlineHit = true;
+  console.log(`  ${((Date.now() - t0) / 1000).toFixed(0).padStart(4)} s --max-minutes ${maxMinutes} reached: canceling run ${runId}`);
+  requestCancel(jobId!).then(
+    () => undefined,
+    (e: unknown) => {
+      if (!(e instanceof InvalidJobTransitionError)) console.error(`cancel request failed: ${e instanceof Error ? e.message : String(e)}`);
+      // InvalidJobTransitionError: the job finished meanwhile (succeeded or failed), nothing to cancel
+    },
+  );
+  killTimer = setTimeout(() => worker.kill("SIGTERM"), CANCEL_WAIT_MS);
+}, maxMinutes * 60_000);
+await exited;
 clearTimeout(timer);
+clearTimeout(killTimer);
 
 // ---- read the stored curve: the first evaluation at or above the target
 const evals = readSeries(runId, "eval/greedy_success", { maxPoints: 100_000 });
@@ -82,4 +105,4 @@ console.log(
     : `| trained (${cfg.estimator}), did not reach ${target} in ${maxMinutes} min (last eval at step ${evals.steps.at(-1)}) | best ${best.toFixed(3)} (step ${bestStep}) | ${((Date.now() - t0) / 1000).toFixed(0)} s |`,
 );
 console.log(`\nheld-out maps training drew, over ${overlaps.length} evaluations: max ${overlaps.length ? Math.max(...overlaps) : "n/a"} (must be 0)`);
-console.log(`\nrun ${runId}: ${run.status}; ${evals.steps.length} evaluations; target ${hit >= 0 ? "reached" : "NOT reached"} (goal: under 600 s)`);
+console.log(`\nrun ${runId}: ${run.status}${deadlineHit ? ` (stopped by --max-minutes ${maxMinutes})` : ""}; ${evals.steps.length} evaluations; target ${hit >= 0 ? "reached" : "NOT reached"} (goal: under 600 s)`);

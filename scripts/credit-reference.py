@@ -18,10 +18,11 @@ import numpy as np
 
 
 def to_hashable(x):
-    """Anchor -> dictionary key (verl-agent `to_hashable`): strings as they are, JSON values sorted."""
+    """Anchor -> dictionary key (verl-agent `to_hashable`): strings as they are, other JSON values
+    sorted and tagged with their type, so the number 1 and the string "1" are different anchors."""
     if isinstance(x, str):
         return x
-    return json.dumps(x, sort_keys=True, separators=(",", ":"))
+    return ("json", json.dumps(x, sort_keys=True, separators=(",", ":")))
 
 
 def normalise(values, keys, eps, remove_std, singleton_zero):

@@ -1,7 +1,7 @@
 // Flat, typed-array view of a Batch: one row per turn, built once per batch and shared by every
 // estimator (see the "Performance" note in README.md). Row order is group-major, then trajectory,
 // then turn: rows of trajectory i are [trajTurnStart[i], trajTurnStart[i + 1]).
-import { canonicalAnchorKey } from "./anchor-key";
+import { anchorGroupKey, anchorKind, canonicalAnchorKey } from "./anchor-key";
 import type { AnchorValue, Batch, Turn } from "./types";
 
 /** Numeric turn fields that estimators may read as a Float64Array (NaN where absent). */
@@ -34,8 +34,22 @@ export interface FlatBatch {
   judgeScore(): Float64Array;
   /** 1 where the turn carries `toolResult: true`. */
   toolResult(): Uint8Array;
-  /** Canonical anchor key of every turn ("" when absent). */
+  /**
+   * Grouping key of every turn's anchor (`anchorGroupKey`): equal iff the anchors are the same
+   * JSON value of the same type (the number 1 and the string "1" differ). A string is its own key.
+   */
   anchorKeys(): string[];
+  /** Canonical text of every turn's anchor (`canonicalAnchorKey`, "" when absent): similarity matching, display. */
+  anchorTexts(): string[];
+  /** Dense id of every turn's anchor by first appearance: equal iff `anchorKeys()` are equal. Shape (nTurns,). */
+  anchorIds(): Int32Array;
+  /** JSON type of every turn's anchor (`anchorKind`: 0 missing, 1 string, ...). Shape (nTurns,). */
+  anchorKinds(): Uint8Array;
+  /**
+   * `buildResult` returns the flat columns (`CreditResult.columns`) and no per-trajectory arrays
+   * (the CLI's fast path serialises the columns itself). Absent: false.
+   */
+  readonly columnar?: boolean;
   /** Agent key of every turn ("" when absent); numbers and strings are kept apart ("n:1" vs "s:1"). */
   agentKeys(): string[];
   /** Trajectory index of every row. Shape (nTurns,). */
@@ -65,7 +79,7 @@ export function flatten(batch: Batch, withComponents = true): FlatBatch {
   const trajIds: string[] = new Array(nTraj);
   // raw anchors, read in the same pass (the turn object is in cache); canonicalised on demand
   const rawAnchors: (AnchorValue | undefined)[] = new Array(nTurns);
-  let allStrings = true;
+  let allStrings = true; // and none starts with U+0000: each string is its own grouping key
   let ti = 0;
   let row = 0;
   for (let g = 0; g < nGroups; g++) {
@@ -83,7 +97,7 @@ export function flatten(batch: Batch, withComponents = true): FlatBatch {
         invalid[row] = turn.invalid === true ? 1 : 0;
         const a = turn.anchor;
         rawAnchors[row] = a;
-        if (typeof a !== "string") allStrings = false;
+        if (typeof a !== "string" || a.charCodeAt(0) === 0) allStrings = false;
         row++;
       }
       ti++;
@@ -96,9 +110,24 @@ export function flatten(batch: Batch, withComponents = true): FlatBatch {
   let judge: Float64Array | undefined;
   let tool: Uint8Array | undefined;
   let anchors: string[] | undefined;
+  let texts: string[] | undefined;
+  let ids: Int32Array | undefined;
+  let kinds: Uint8Array | undefined;
   let agents: string[] | undefined;
   let turnTrajArr: Int32Array | undefined;
   let tokensArr: Float64Array | undefined;
+
+  const anchorKeys = (): string[] => {
+    if (!anchors) {
+      if (allStrings) anchors = rawAnchors as string[]; // strings are their own grouping key
+      else {
+        const out: string[] = new Array(nTurns);
+        for (let r = 0; r < nTurns; r++) out[r] = anchorGroupKey(rawAnchors[r]);
+        anchors = out;
+      }
+    }
+    return anchors;
+  };
 
   const eachTurn = (fn: (turn: Turn, row: number) => void) => {
     let r = 0;
@@ -166,19 +195,30 @@ export function flatten(batch: Batch, withComponents = true): FlatBatch {
       }
       return tool;
     },
-    anchorKeys() {
-      if (!anchors) {
-        if (allStrings) anchors = rawAnchors as string[]; // strings are their own canonical key
+    anchorKeys,
+    anchorTexts() {
+      if (!texts) {
+        if (allStrings) texts = rawAnchors as string[];
         else {
           const out: string[] = new Array(nTurns);
-          for (let r = 0; r < nTurns; r++) {
-            const a = rawAnchors[r];
-            out[r] = typeof a === "string" ? a : canonicalAnchorKey(a);
-          }
-          anchors = out;
+          for (let r = 0; r < nTurns; r++) out[r] = canonicalAnchorKey(rawAnchors[r]);
+          texts = out;
         }
       }
-      return anchors;
+      return texts;
+    },
+    anchorIds() {
+      ids ??= denseIds(anchorKeys());
+      return ids;
+    },
+    anchorKinds() {
+      if (!kinds) {
+        const out = new Uint8Array(nTurns);
+        if (allStrings) out.fill(1);
+        else for (let r = 0; r < nTurns; r++) out[r] = anchorKind(rawAnchors[r]);
+        kinds = out;
+      }
+      return kinds;
     },
     agentKeys() {
       if (!agents) {
@@ -200,6 +240,19 @@ export function flatten(batch: Batch, withComponents = true): FlatBatch {
       return turnTrajArr;
     },
   };
+}
+
+/** Dense ids of string keys, numbered by first appearance: equal ids iff equal keys. */
+export function denseIds(keys: readonly string[]): Int32Array {
+  const out = new Int32Array(keys.length);
+  const seen = new Map<string, number>();
+  for (let r = 0; r < keys.length; r++) {
+    const k = keys[r];
+    let id = seen.get(k);
+    if (id === undefined) seen.set(k, (id = seen.size));
+    out[r] = id;
+  }
+  return out;
 }
 
 /** Undiscounted score R_i = sum_t r_t of every trajectory. Shape (nTraj,). */

@@ -56,26 +56,53 @@ export interface AnchorGroups {
 
 /**
  * Anchor (step) groups: turns of the same uid whose anchors are equal, never across uids;
- * repeated visits within one trajectory all join (Eq. 6). Similarity mode: greedy in row order,
- * a turn joins the first cluster whose first member has ratio >= threshold, else starts one.
+ * repeated visits within one trajectory all join (Eq. 6). Anchors of different JSON types never
+ * share a group (the number 1, the string "1"; null, "null"; {"a":1}, '{"a":1}').
+ * Similarity mode: greedy in row order, a turn joins the first cluster of its own JSON type whose
+ * first member has ratio >= threshold, else starts one.
  * Args:
- *   flat: batch rows. keys: (nTurns,) canonical anchor keys.
+ *   flat: batch rows.
+ *   keys: (nTurns,) exact: grouping keys (`flat.anchorKeys()`, typed) or dense integer ids
+ *     (`flat.anchorIds()`, the fast form); similarity: canonical texts (`flat.anchorTexts()`).
  */
 export function buildAnchorGroups(
   flat: FlatBatch,
-  keys: string[],
+  keys: readonly string[] | Int32Array,
   match: "exact" | "similarity" = "exact",
   threshold = 0.95,
 ): AnchorGroups {
   const groupOf = new Int32Array(flat.nTurns);
   let next = 0;
-  // exact: one Map key -> latest anchor-group id; an id created before this uid's first id is a
-  // stale entry from an earlier uid (uids are processed in order), so never shared across uids
+  if (match === "exact" && keys instanceof Int32Array) {
+    // latest anchor-group id of each anchor id; an id created before this uid's first id is a
+    // stale entry from an earlier uid (uids are processed in order), so never shared across uids
+    let max = -1;
+    for (let r = 0; r < keys.length; r++) if (keys[r] > max) max = keys[r];
+    const latest = new Int32Array(max + 1).fill(-1);
+    for (let g = 0; g < flat.nGroups; g++) {
+      const lo = flat.trajTurnStart[flat.groupTrajStart[g]];
+      const hi = flat.trajTurnStart[flat.groupTrajStart[g + 1]];
+      const firstId = next;
+      for (let r = lo; r < hi; r++) {
+        const k = keys[r];
+        let id = latest[k];
+        if (id < firstId) {
+          id = next++;
+          latest[k] = id;
+        }
+        groupOf[r] = id;
+      }
+    }
+    return { groupOf, count: next };
+  }
+  if (keys instanceof Int32Array) throw new Error("buildAnchorGroups: similarity matching needs the anchor texts");
+  const kinds = match === "exact" ? null : flat.anchorKinds();
+  // exact: one Map key -> latest anchor-group id (same stale-entry rule as above)
   const latest = new Map<string, number>();
   for (let g = 0; g < flat.nGroups; g++) {
     const lo = flat.trajTurnStart[flat.groupTrajStart[g]];
     const hi = flat.trajTurnStart[flat.groupTrajStart[g + 1]];
-    if (match === "exact") {
+    if (kinds === null) {
       const firstId = next;
       for (let r = lo; r < hi; r++) {
         const k = keys[r];
@@ -88,12 +115,14 @@ export function buildAnchorGroups(
       }
     } else {
       const reps: string[] = [];
+      const repKinds: number[] = [];
       const ids: number[] = [];
       for (let r = lo; r < hi; r++) {
         const k = keys[r];
+        const kind = kinds[r];
         let found = -1;
         for (let c = 0; c < reps.length; c++) {
-          if (similarAtLeast(k, reps[c], threshold)) {
+          if (repKinds[c] === kind && similarAtLeast(k, reps[c], threshold)) {
             found = ids[c];
             break;
           }
@@ -101,6 +130,7 @@ export function buildAnchorGroups(
         if (found < 0) {
           found = next++;
           reps.push(k);
+          repKinds.push(kind);
           ids.push(found);
         }
         groupOf[r] = found;
@@ -131,7 +161,7 @@ export function renumberGroups(ids: ReadonlyArray<ReadonlyArray<number | string 
 export function groupAnchorIds(anchors: ReadonlyArray<ReadonlyArray<string | null>>): (number | null)[][] {
   const trajectories = anchors.map((row, i) => ({ id: String(i), turns: row.map((a) => (a === null ? { reward: 0 } : { reward: 0, anchor: a })) }));
   const flat = flatten({ groups: [{ uid: "", trajectories }] }, false);
-  const { groupOf } = buildAnchorGroups(flat, flat.anchorKeys());
+  const { groupOf } = buildAnchorGroups(flat, flat.anchorIds());
   let r = 0;
   return renumberGroups(anchors.map((row) => row.map((a) => (a === null ? (r++, null) : groupOf[r++]))));
 }
@@ -194,27 +224,77 @@ export function rowWeights(flat: FlatBatch, rowCopies: GigpoParams["rowCopies"])
   return w;
 }
 
-export function gigpoCompute(flat: FlatBatch, params: GigpoParams, keys = flat.anchorKeys()): GigpoOutput {
-  const n = flat.nTurns;
-  const { reward, invalid, trajTurnStart, groupTrajStart } = flat;
+export function gigpoCompute(flat: FlatBatch, params: GigpoParams): GigpoOutput {
+  // One function per pass: a long function of sequential loops gets on-stack-replaced and
+  // deoptimised loop after loop (each later loop has no type feedback yet), recompiling it each time.
   // how many times each row counts (verl-agent adjust_batch's copies); all 1 without rowCopies
   const w = rowWeights(flat, params.rowCopies ?? []);
-  const gamma = params.gamma;
-  const coef = params.invalidPenalty;
-  const eps = params.epsilon;
-  const useStd = params.mode === "mean_std_norm";
 
   // 4. Anchor groups first, so the return pass can accumulate their sums.
+  const similarity = params.anchorMatch === "similarity";
+  const keys = similarity ? flat.anchorTexts() : flat.anchorIds();
   const anchor = buildAnchorGroups(flat, keys, params.anchorMatch, params.similarityThreshold);
+
+  // 1-2. Discounted step returns (Eq. 5), penalty after discounting; episode score per trajectory.
+  const r = stepReturns(flat, w, anchor, params);
+  // 3. Episode advantage A_E per uid.
+  const { episode, zeroed } = episodeAdvantage(flat, r, params);
+  // 5-6. Step advantage A_S within anchor groups, A = A_E + omega A_S.
+  const { stepAdv, advantage, anchorSize, absStep } = stepAdvantage(flat, w, anchor, r, episode, params);
+
+  const m = anchor.count;
+  const hist: Record<string, number> = {};
+  let singletons = 0;
+  for (let k = 0; k < m; k++) {
+    const c = r.cnt[k];
+    hist[c] = (hist[c] ?? 0) + 1;
+    if (c === 1) singletons++;
+  }
+  const n = flat.nTurns;
+  return {
+    advantage,
+    episode,
+    step: stepAdv,
+    ret: r.ret,
+    anchor,
+    anchorSize,
+    zeroed,
+    diagnostics: {
+      count: m,
+      singletonRatio: m > 0 ? singletons / m : 0,
+      sizeHistogram: hist,
+      meanAbsStep: n > 0 ? absStep / n : 0,
+    },
+  };
+}
+
+interface StepReturns {
+  /** Step return G_t after the invalid-action penalty. Shape (nTurns,). */
+  ret: Float64Array;
+  /** Undiscounted score R of each trajectory. Shape (nTraj,). */
+  score: Float64Array;
+  /** Weighted counts of each trajectory's valid and invalid rows. Shape (nTraj,). */
+  nValid: Float64Array;
+  nInvalid: Float64Array;
+  /** Per anchor group: weighted count, weighted sum of G, first G, all G equal. Shape (count,). */
+  cnt: Float64Array;
+  sum: Float64Array;
+  first: Float64Array;
+  constant: Uint8Array;
+}
+
+/** Steps 1-2: G_t = r_t + gamma G_{t+1} (Eq. 5), the penalty after discounting; anchor-group sums. */
+function stepReturns(flat: FlatBatch, w: Float64Array, anchor: AnchorGroups, params: GigpoParams): StepReturns {
+  const { reward, invalid, trajTurnStart } = flat;
+  const gamma = params.gamma;
+  const coef = params.invalidPenalty;
   const m = anchor.count;
   const gid = anchor.groupOf;
   const cnt = new Float64Array(m);
   const sum = new Float64Array(m);
   const first = new Float64Array(m);
   const constant = new Uint8Array(m).fill(1);
-
-  // 1-2. Discounted step returns (Eq. 5), penalty after discounting; episode score per trajectory.
-  const ret = new Float64Array(n);
+  const ret = new Float64Array(flat.nTurns);
   const score = new Float64Array(flat.nTraj);
   // weighted counts of each trajectory's valid and invalid rows (row counts without rowCopies)
   const nValid = new Float64Array(flat.nTraj);
@@ -245,10 +325,20 @@ export function gigpoCompute(flat: FlatBatch, params: GigpoParams, keys = flat.a
     nValid[i] = good;
     nInvalid[i] = bad;
   }
+  return { ret, score, nValid, nInvalid, cnt, sum, first, constant };
+}
 
-  // 3. Episode advantage A_E per uid. Each step row holds its copy of R, minus the penalty on an
-  //    invalid row (verl-agent penalises the row's token-level score).
-  const episode = new Float64Array(n);
+/**
+ * Step 3: episode advantage A_E per uid. Each step row holds its copy of R, minus the penalty on an
+ * invalid row (verl-agent penalises the row's token-level score).
+ */
+function episodeAdvantage(flat: FlatBatch, sr: StepReturns, params: GigpoParams): { episode: Float64Array; zeroed: number } {
+  const { invalid, trajTurnStart, groupTrajStart } = flat;
+  const { score, nValid, nInvalid } = sr;
+  const coef = params.invalidPenalty;
+  const eps = params.epsilon;
+  const useStd = params.mode === "mean_std_norm";
+  const episode = new Float64Array(flat.nTurns);
   let zeroed = 0;
   for (let g = 0; g < flat.nGroups; g++) {
     const t0 = groupTrajStart[g];
@@ -257,19 +347,28 @@ export function gigpoCompute(flat: FlatBatch, params: GigpoParams, keys = flat.a
     let total = 0;
     let lo = Infinity;
     let hi = -Infinity;
-    const note = (v: number, times: number) => {
-      count += times;
-      total += v * times;
-      if (v < lo) lo = v;
-      if (v > hi) hi = v;
-    };
     for (let i = t0; i < t1; i++) {
       const R = score[i];
       if (params.perTrajectory) {
-        note(invalid[trajTurnStart[i]] === 1 ? R - coef : R, 1); // the trajectory's first row
+        const v = invalid[trajTurnStart[i]] === 1 ? R - coef : R; // the trajectory's first row
+        count += 1;
+        total += v;
+        if (v < lo) lo = v;
+        if (v > hi) hi = v;
       } else {
-        if (nValid[i] > 0) note(R, nValid[i]);
-        if (nInvalid[i] > 0) note(R - coef, nInvalid[i]);
+        if (nValid[i] > 0) {
+          count += nValid[i];
+          total += R * nValid[i];
+          if (R < lo) lo = R;
+          if (R > hi) hi = R;
+        }
+        if (nInvalid[i] > 0) {
+          const v = R - coef;
+          count += nInvalid[i];
+          total += v * nInvalid[i];
+          if (v < lo) lo = v;
+          if (v > hi) hi = v;
+        }
       }
     }
     let mean: number;
@@ -310,8 +409,17 @@ export function gigpoCompute(flat: FlatBatch, params: GigpoParams, keys = flat.a
       }
     }
   }
+  return { episode, zeroed };
+}
 
-  // 5. Step advantage A_S within anchor groups (two passes, like torch.mean / torch.std).
+/** Steps 5-6: A_S within anchor groups (two passes, like torch.mean / torch.std); A = A_E + omega A_S. */
+function stepAdvantage(flat: FlatBatch, w: Float64Array, anchor: AnchorGroups, sr: StepReturns, episode: Float64Array, params: GigpoParams) {
+  const n = flat.nTurns;
+  const m = anchor.count;
+  const gid = anchor.groupOf;
+  const { ret, cnt, sum, first, constant } = sr;
+  const eps = params.epsilon;
+  const useStd = params.mode === "mean_std_norm";
   const mean = new Float64Array(m);
   for (let k = 0; k < m; k++) mean[k] = constant[k] ? first[k] : sum[k] / cnt[k];
   const m2 = new Float64Array(m);
@@ -340,29 +448,7 @@ export function gigpoCompute(flat: FlatBatch, params: GigpoParams, keys = flat.a
     anchorSize[r] = cnt[k];
     advantage[r] = episode[r] + omega * s; // Eq. 8: A = A_E + omega * A_S
   }
-
-  const hist: Record<string, number> = {};
-  let singletons = 0;
-  for (let k = 0; k < m; k++) {
-    const c = cnt[k];
-    hist[c] = (hist[c] ?? 0) + 1;
-    if (c === 1) singletons++;
-  }
-  return {
-    advantage,
-    episode,
-    step: stepAdv,
-    ret,
-    anchor,
-    anchorSize,
-    zeroed,
-    diagnostics: {
-      count: m,
-      singletonRatio: m > 0 ? singletons / m : 0,
-      sizeHistogram: hist,
-      meanAbsStep: n > 0 ? absStep / n : 0,
-    },
-  };
+  return { stepAdv, advantage, anchorSize, absStep };
 }
 
 export const gigpo = defineEstimator({

@@ -33,6 +33,9 @@ export type MapoParams = z.output<typeof mapoParams>;
  *   A_turn = (G - mean_{uid,t}) / (std_{uid,t} + eps)   (unbiased std; zero variance -> 0)
  *   A_batch = (G - mean_batch) / (std_batch + eps)
  *   A = w_turn A_turn + w_batch A_batch
+ * A batch of exactly one turn has no batch statistic: A_batch = 0 (not G / (1 + eps)); its
+ * (uid, turn) group has one member too, so its advantage is 0 in both singleton modes
+ * (test/credit/turn-level.test.ts).
  */
 export function mapoCompute(flat: FlatBatch, params: MapoParams) {
   const n = flat.nTurns;

@@ -167,13 +167,30 @@ export function validateRequest(request: unknown): {
     fail(`request: expected a JSON object, got ${describeValue(request)}`);
   }
   const obj = request as Record<string, unknown>;
+  const { groups } = obj;
+  const { spec, head, params } = validateHead(obj, (spec) => {
+    if (groups === undefined) fail("groups: missing (expected array)", "groups");
+    checkGroups(groups, spec);
+  });
+  return { request: { ...head, groups } as CreditRequest, spec, params };
+}
+
+/**
+ * The request's fields other than `groups` (estimator, params, output, rewardTransform), then
+ * `checkGroups` (the caller's check of the turns), then the estimator's params. `validateRequest`
+ * and the CLI's fast path (lib/credit/fast-request.ts) share it.
+ */
+export function validateHead(
+  obj: Record<string, unknown>,
+  checkGroups: (spec: EstimatorSpec) => void,
+): { spec: EstimatorSpec; head: Omit<CreditRequest, "groups">; params: Record<string, unknown> } {
   const est = obj.estimator;
   if (est === undefined) fail(`estimator: missing; known: ${ESTIMATOR_IDS.join(", ")}`, "estimator");
   if (typeof est !== "string") fail(`estimator: expected a string, got ${describeValue(est)}`, "estimator");
   if (!isEstimatorId(est)) fail(`estimator: unknown estimator "${est}"; known: ${ESTIMATOR_IDS.join(", ")}`, "estimator");
   const spec = getEstimator(est);
 
-  const { groups, ...head } = obj;
+  const { groups: _groups, ...head } = obj;
   if (head.params !== undefined) {
     checkValue(head.params, "params", false);
     if (typeof head.params === "object" && head.params !== null) {
@@ -184,10 +201,9 @@ export function validateRequest(request: unknown): {
   }
   const r = headSchema.safeParse(head, { reportInput: true });
   if (!r.success) throw formatIssue(r.error.issues[0]);
-  if (groups === undefined) fail("groups: missing (expected array)", "groups");
-  checkGroups(groups, spec);
+  checkGroups(spec);
   const params = parseParams(spec, r.data.params);
-  return { request: { ...r.data, groups } as CreditRequest, spec, params };
+  return { spec, head: r.data, params };
 }
 
 /** Bit of each turn field in the mask `checkTurn` returns. */
@@ -434,7 +450,7 @@ function badTurnField(turn: Turn, gi: number, ti: number, i: number, bit: number
  * instead of overflowing the call stack: at most MAX_VALUE_DEPTH levels of arrays / objects, and
  * (`strict`, anchors) only JSON values with finite numbers.
  */
-function checkValue(root: unknown, p: string, strict: boolean): void {
+export function checkValue(root: unknown, p: string, strict: boolean): void {
   const stack: [unknown, number][] = [[root, 0]];
   while (stack.length > 0) {
     const [v, depth] = stack.pop()!;

@@ -73,6 +73,17 @@ export interface CreditDiagnostics {
 export interface CreditResult {
   trajectories: TrajectoryCredit[];
   diagnostics: CreditDiagnostics;
+  /**
+   * Only for a columnar FlatBatch (`flat.columnar`, the CLI's fast path): the per-row columns the
+   * trajectories would be cut from, and `trajectories` is empty.
+   */
+  columns?: ResultColumns;
+}
+
+export interface ResultColumns {
+  advantages: Float64Array;
+  /** Component name -> per-row values, in the order the response lists them (empty without components). */
+  components: [string, ComponentArray][];
 }
 
 /** Estimator-specific diagnostics passed to buildResult. */
@@ -96,6 +107,13 @@ export function buildResult(
   components: Record<string, ComponentArray>,
   extra: ExtraDiagnostics = {},
 ): CreditResult {
+  if (flat.columnar) {
+    return {
+      trajectories: [],
+      diagnostics: commonDiagnostics(flat, estimator, advantages, extra),
+      columns: { advantages, components: flat.withComponents ? Object.entries(components) : [] },
+    };
+  }
   const start = flat.trajTurnStart;
   const nTraj = flat.nTraj;
   // Column by column, so each inner loop sees one source type (monomorphic, cache friendly).

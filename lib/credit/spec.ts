@@ -62,6 +62,8 @@ export interface EstimatorSpec<S extends z.ZodObject = z.ZodObject> {
    * `options.components: false` leaves every trajectory's `components` empty (faster, smaller).
    */
   compute(batch: Batch, params?: unknown, options?: ComputeOptions): CreditResult;
+  /** `compute` on rows already flattened (the CLI's fast path builds them straight from the request bytes). */
+  computeFlat(flat: FlatBatch, params?: unknown): CreditResult;
 }
 
 /** Build a spec whose `compute` parses params and flattens the batch once. */
@@ -81,6 +83,9 @@ export function defineEstimator<S extends z.ZodObject>(def: {
     compute(batch: Batch, params?: unknown, options?: ComputeOptions) {
       const parsed = def.paramsSchema.parse(params ?? {}) as z.output<S>;
       return run(flatten(batch, options?.components !== false), parsed);
+    },
+    computeFlat(flat: FlatBatch, params?: unknown) {
+      return run(flat, def.paramsSchema.parse(params ?? {}) as z.output<S>);
     },
   };
 }

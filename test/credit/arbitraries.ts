@@ -6,6 +6,8 @@ const small = fc.constantFrom(0, 0.5, 1, -1, 0.25);
 const anchor: fc.Arbitrary<AnchorValue> = fc.oneof(
   fc.constantFrom<AnchorValue>("A", "B", "C", "D"),
   fc.constantFrom<AnchorValue>({ x: 1, y: 2 }, { y: 2, x: 1.0 }, [1, "a"]),
+  // same canonical text, different JSON types: never one anchor group
+  fc.constantFrom<AnchorValue>(1, "1", null, "null", '{"x":1,"y":2}'),
 );
 
 export const turnArb: fc.Arbitrary<Turn> = fc.record({
@@ -39,7 +41,7 @@ export const batchArb: fc.Arbitrary<Batch> = fc
 export const simpleBatchArb: fc.Arbitrary<Batch> = fc
   .array(
     fc.array(
-      fc.array(fc.record({ reward: small, anchor: fc.constantFrom("A", "B", "C"), invalid: fc.boolean() }), { minLength: 1, maxLength: 8 }),
+      fc.array(fc.record({ reward: small, anchor: fc.constantFrom<AnchorValue>("A", "B", "C", 1, "1", null, "null"), invalid: fc.boolean() }), { minLength: 1, maxLength: 8 }),
       { minLength: 1, maxLength: 6 },
     ),
     { minLength: 1, maxLength: 4 },

@@ -1,4 +1,4 @@
-// GiGPO: every rule of ../shared/credit-spec.md with hand-computed numbers.
+// GiGPO (verl-agent's core_gigpo.py; the rules in lib/credit/README.md): every rule with hand-computed numbers.
 import { describe, expect, it } from "vitest";
 import { groupAnchorIds, renumberGroups } from "../../lib/credit";
 import { advOf, compOf, expectClose, mkBatch, run, std } from "./helpers";

@@ -1,5 +1,5 @@
 // GRPO, Dr.GRPO, RLOO, REINFORCE++, REINFORCE++-baseline: hand-computed cases pinning
-// ../shared/credit-spec.md (unbiased std, eps on std, singleton rules, unequal lengths).
+// the reference code's semantics (unbiased std, eps on std, singleton rules, unequal lengths).
 import { describe, expect, it } from "vitest";
 import { advOf, compOf, expectClose, mkBatch, rewards, run } from "./helpers";
 

@@ -1,7 +1,7 @@
 // Plain-loop reference implementations written after the Python sources (verl core_algos
 // `compute_grpo_outcome_advantage`, verl-agent gigpo/core_gigpo.py), dict by dict, for the
 // loop-vs-fast tests. Deliberately naive: no flattening, no typed arrays.
-import { canonicalAnchorKey } from "../../lib/credit/anchor-key";
+import { anchorGroupKey } from "../../lib/credit/anchor-key";
 import type { Batch } from "../../lib/credit/types";
 
 function torchStd(xs: number[]): number {
@@ -54,7 +54,7 @@ export function gigpoLoop(batch: Batch, p: GigpoLoopParams): Record<string, { ad
       }
       t.turns.forEach((turn, k) => {
         const pen = turn.invalid ? p.invalidPenalty : 0;
-        rows.push({ uid: g.uid, traj: t.id, score: R - pen, ret: rets[k] - pen, anchor: g.uid + "\u0001" + canonicalAnchorKey(turn.anchor) });
+        rows.push({ uid: g.uid, traj: t.id, score: R - pen, ret: rets[k] - pen, anchor: g.uid + "\u0001" + anchorGroupKey(turn.anchor) });
       });
     }
   }

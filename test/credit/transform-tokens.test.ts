@@ -1,6 +1,6 @@
 // G-RA reward transform, token broadcasting, canonical anchor keys.
 import { describe, expect, it } from "vitest";
-import { canonicalAnchorKey } from "../../lib/credit/anchor-key";
+import { anchorGroupKey, canonicalAnchorKey } from "../../lib/credit/anchor-key";
 import { runCredit } from "../../lib/credit/index";
 import { applyRewardTransform } from "../../lib/credit/reward-transform";
 import { broadcastToTokens } from "../../lib/credit/tokens";
@@ -50,8 +50,10 @@ describe("canonicalAnchorKey", () => {
     expect(canonicalAnchorKey(-0)).toBe(canonicalAnchorKey(0));
     expect(canonicalAnchorKey({ a: [1, 2] })).not.toBe(canonicalAnchorKey({ a: [2, 1] }));
     expect(canonicalAnchorKey("plain text")).toBe("plain text");
-    // by design a string is its own key, so an environment's canonical string and the same
-    // state sent as a JSON object meet in one anchor group
+    // the text forgets the type (a string is its own text); grouping keys by type too, so an
+    // environment's canonical string and the same state sent as a JSON object are different
+    // anchors (test/credit/anchor-types.test.ts)
     expect(canonicalAnchorKey('{"a":[1,{"b":null}]}')).toBe(canonicalAnchorKey({ a: [1, { b: null }] }));
+    expect(anchorGroupKey('{"a":[1,{"b":null}]}')).not.toBe(anchorGroupKey({ a: [1, { b: null }] }));
   });
 });

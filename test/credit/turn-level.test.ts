@@ -24,6 +24,26 @@ describe("MAPO", () => {
     const a = advOf(run("mapo", b(), { gamma: 0.5, singleton: "zero" }));
     expect(a.b[2]).toBeCloseTo(0.6 * zb(1), 10);
   });
+  it("a batch of exactly one turn: the batch part is 0 (no batch statistic of one member), whatever its score", () => {
+    for (const judgeScore of [0, 1, -3.5, 1e6, null]) {
+      const one = mkBatch({ g: { a: [{ judgeScore }] } });
+      const zero = run("mapo", one, { singleton: "zero" });
+      expect(compOf(zero, "batch").a).toEqual([0]); // not (G - 0) / (1 + eps), the one-member rule of GiGPO's A_E
+      expect(compOf(zero, "turn").a).toEqual([0]); // its (uid, turn 0) group has one member too
+      expect(advOf(zero).a).toEqual([0]);
+      expect(compOf(zero, "lossMask").a).toEqual([1]);
+      const masked = run("mapo", one); // default singleton "mask": dropped from the loss as well
+      expect(compOf(masked, "batch").a).toEqual([0]);
+      expect(advOf(masked).a).toEqual([0]);
+      expect(compOf(masked, "lossMask").a).toEqual([0]);
+      expect(masked.diagnostics.lossMask).toEqual({ maskedTurns: 1 });
+    }
+    // one trajectory of one turn in each of two uids is a batch of two turns: the batch part is back
+    const two = run("mapo", mkBatch({ g: { a: [{ judgeScore: 1 }] }, h: { b: [{ judgeScore: 0 }] } }), { singleton: "zero" });
+    const s = std([1, 0]);
+    expectClose(compOf(two, "batch").a as number[], [0.5 / (s + E)], 10);
+    expectClose(advOf(two).a, [0.6 * (0.5 / (s + E))], 10);
+  });
 });
 
 describe("MT-GRPO", () => {
