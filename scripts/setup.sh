@@ -1,8 +1,21 @@
 #!/usr/bin/env bash
 # Idempotent set-up shared by start.sh and test.sh: Node packages, the Python engine's packages,
 # the Prisma client and the database migrations. Safe to run again; skips what is already done.
+#   bash scripts/setup.sh               everything (what start.sh does by default, and test.sh)
+#   bash scripts/setup.sh --view-only   everything but the engine's PyTorch stack (several GB): the
+#                                       dashboard, the worker and its Node jobs; train jobs then fail
+#                                       at once saying to run `bash scripts/setup.sh`
+# Only the flag selects view-only (no environment variable), so test.sh always installs everything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+engine=install
+for arg in "$@"; do
+  case "$arg" in
+    --view-only) engine=skip ;;
+    *) echo "setup: unknown option $arg (known: --view-only)" >&2; exit 2 ;;
+  esac
+done
 
 need_node="20.19.0"
 have_node="$(node -p 'process.versions.node' 2>/dev/null || echo 0)"
@@ -24,9 +37,15 @@ fi
 if [ -f workers/engine/requirements.txt ]; then
   PY="${TURNLENS_PYTHON:-python3}"
   stamp="node_modules/.turnlens-pip-$(sha1sum workers/engine/requirements.txt | cut -c1-12)"
-  if [ ! -f "$stamp" ]; then
-    echo "setup: installing the engine's Python packages (first time: several minutes)…"
-    "$PY" -m pip install --quiet --disable-pip-version-check -r workers/engine/requirements.txt
+  if [ ! -f "$stamp" ] && [ "$engine" = skip ]; then
+    echo "setup: view-only: the engine's Python packages (PyTorch, several GB) are left out; train jobs need them: bash scripts/setup.sh"
+  elif [ ! -f "$stamp" ]; then
+    echo "setup: installing the engine's Python packages (PyTorch and its CUDA libraries, several GB; first time: a few minutes)…"
+    if ! "$PY" -m pip install --quiet --disable-pip-version-check -r workers/engine/requirements.txt; then
+      echo "setup: the engine's Python packages did not install (pip's message above). To view runs without" >&2
+      echo "setup: them (no train jobs on this machine): bash scripts/start.sh --view-only" >&2
+      exit 1
+    fi
     touch "$stamp"
   fi
 fi

@@ -42,12 +42,21 @@ export function whenIdle(fn: () => void): () => void {
 }
 
 
-/** `eager`: draw at once (also on the server) — the page prefetched this chart's points. */
+/**
+ * `eager`: draw at once (also on the server) — the page prefetched this chart's points. Otherwise
+ * the chart mounts when it comes near the viewport, or, for a finished run, in the background one
+ * per idle period after the page has loaded: a page left unscrolled (a full-page screenshot, a
+ * print) still ends with every chart drawn, never with placeholder panels. (A live run's charts
+ * poll while mounted, so those wait to be scrolled to.) Once mounted, a chart stays mounted.
+ */
 export function MetricChart({ eager = false, ...props }: { runId: string; metricKey: string; live: boolean; view?: ChartView; envKey?: string | null; eager?: boolean }) {
   const [ref, seen] = useInView<HTMLElement>();
+  const [mounted, setMounted] = useState(eager);
+  if ((eager || seen) && !mounted) setMounted(true);
+  useEffect(() => (mounted || props.live ? undefined : whenIdle(() => setMounted(true))), [mounted, props.live]);
   return (
     <figure ref={ref} className="rounded-lg border border-zinc-200 bg-white p-3 dark:border-zinc-800 dark:bg-zinc-900" data-testid={`chart-${props.metricKey}`}>
-      {eager || seen ? <ChartBody {...props} /> : <ChartSkeleton metricKey={props.metricKey} />}
+      {mounted ? <ChartBody {...props} /> : <ChartSkeleton metricKey={props.metricKey} />}
     </figure>
   );
 }
@@ -55,8 +64,11 @@ export function MetricChart({ eager = false, ...props }: { runId: string; metric
 function ChartSkeleton({ metricKey }: { metricKey: string }) {
   return (
     <>
-      <figcaption className="mb-1 truncate text-sm font-medium">{metricKey}</figcaption>
-      <div className="h-44 animate-pulse rounded bg-zinc-100 dark:bg-zinc-800/50" />
+      <figcaption className="mb-1 flex items-baseline justify-between gap-2 text-sm">
+        <span className="truncate font-medium">{metricKey}</span>
+        <span className="shrink-0 text-zinc-500">loading…</span>
+      </figcaption>
+      <div className="h-44 animate-pulse rounded bg-zinc-100 dark:bg-zinc-800/50" data-testid="chart-skeleton" />
     </>
   );
 }
@@ -66,7 +78,8 @@ function ChartBody({ runId, metricKey, live, view = { x: "step", smoothing: 0, l
   const wantEnv = view.x === "env" && !!envKey;
   const env = useLiveSeries(runId, envKey ?? "", live && wantEnv, CHART_POINTS, wantEnv);
   const prepared = useMemo(
-    () => (data ? prepareSeries(data, { x: view.x, smoothing: view.smoothing, log: view.log, envSteps: wantEnv ? env.data : undefined }) : null),
+    // (against env steps, nothing until the env-step series is here: not "no points" while it loads)
+    () => (data && (!wantEnv || env.data) ? prepareSeries(data, { x: view.x, smoothing: view.smoothing, log: view.log, envSteps: wantEnv ? env.data : undefined }) : null),
     [data, env.data, view.x, view.smoothing, view.log, wantEnv],
   );
   const points = prepared?.points ?? [];
@@ -85,20 +98,27 @@ function ChartBody({ runId, metricKey, live, view = { x: "step", smoothing: 0, l
       <figcaption className="mb-1 flex items-baseline justify-between gap-2 text-sm">
         <span className="truncate font-medium" title={metricKey}>{metricKey}</span>
         <span className="shrink-0 tabular-nums text-zinc-500">
-          {last ? <>last {fmt(last.value)} @ {last.step}</> : data ? "no points yet" : "loading…"}
+          {last ? <>last {fmt(last.value)} @ {last.step}</> : data ? (live ? "no points yet" : "no points") : "loading…"}
           {data && data.stride > 1 ? <span title="min/max buckets of this many steps"> · stride {data.stride}</span> : null}
         </span>
       </figcaption>
       {error ? <p className="text-sm text-red-600">{String(error)}</p> : null}
-      <div className="h-44" onPointerEnter={() => setInteractive(true)} onFocus={() => setInteractive(true)}>
-        {!scales ? null : interactive ? (
-          <Suspense fallback={staticChart}>
-            <InteractiveChart points={points} scales={scales} lines={lines} view={view} />
-          </Suspense>
-        ) : (
-          staticChart
-        )}
-      </div>
+      {prepared && !scales ? (
+        // nothing to draw (no finite point, or none left in this view): say so, no empty plot area
+        <p className="text-xs text-zinc-500" data-testid="no-points">
+          no points to draw{data?.steps.length ? " in this view" : data?.nonFinite.length ? " (no finite value)" : ""}
+        </p>
+      ) : (
+        <div className="h-44" onPointerEnter={() => setInteractive(true)} onFocus={() => setInteractive(true)}>
+          {!scales ? null : interactive ? (
+            <Suspense fallback={staticChart}>
+              <InteractiveChart points={points} scales={scales} lines={lines} view={view} />
+            </Suspense>
+          ) : (
+            staticChart
+          )}
+        </div>
+      )}
       {data && data.nonFinite.length ? (
         <p className="mt-1 text-xs text-red-700 dark:text-red-400" data-testid="non-finite">
           {data.nonFinite.length} non-finite value{data.nonFinite.length === 1 ? "" : "s"} not drawn:{" "}

@@ -2,12 +2,13 @@
 // The run page: status, progress, actions, live log, config and every metric as a live chart,
 // with smoothing, x-axis choice and log scale (in the URL), grouped by metric namespace.
 import Link from "next/link";
-import { useEffect, useMemo, useRef } from "react";
+import { Fragment, useEffect, useMemo, useRef } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { callApi } from "@/lib/client/api";
 import { metricKeysQuery, runQuery } from "@/lib/queries";
-import { envStepKey, PREFETCH_CHARTS } from "@/lib/charts/prepare-series";
+import { envStepKey } from "@/lib/charts/prepare-series";
 import { byNamespace } from "@/lib/charts/namespaces";
+import { nothingToDraw, prefetchedKeys } from "@/components/charts/run-chart-plan";
 import { StatusBadge } from "@/components/ui/status-badge";
 import { ProgressBar } from "@/components/ui/progress-bar";
 import { MetricChart } from "@/components/charts/metric-chart";
@@ -25,6 +26,19 @@ export function RunView({ runId }: { runId: string }) {
   const keyNames = useMemo(() => keys?.keys.map((k) => k.key) ?? [], [keys]);
   const envKey = envStepKey(keyNames);
   const groups = useMemo(() => byNamespace(keyNames), [keyNames]);
+  // the charts whose points came with the page (app/runs/[id]/page.tsx picks the same ones)
+  const prefetched = useMemo(() => new Set(prefetchedKeys(keys?.keys ?? [])), [keys]);
+  // keys with nothing to draw in this view (log scale, env-step axis): one compact line, not an empty panel
+  const empty = useMemo(() => {
+    const byKey = new Map((keys?.keys ?? []).map((k) => [k.key, k]));
+    const env = envKey ? (byKey.get(envKey) ?? null) : null;
+    const out = new Map<string, string>();
+    for (const k of byKey.values()) {
+      const why = nothingToDraw(k, { x: view.x, log: view.log }, env);
+      if (why) out.set(k.key, why);
+    }
+    return out;
+  }, [keys, envKey, view.x, view.log]);
   // When the run finishes, fetch once more what stopped polling (metric keys, last points, steps).
   const wasLive = useRef(live);
   useEffect(() => {
@@ -82,14 +96,33 @@ export function RunView({ runId }: { runId: string }) {
         </div>
         {keys && keys.keys.length ? <ChartControls envKey={envKey} /> : null}
         {keys && keys.keys.length === 0 ? <p className="text-sm text-zinc-500">No metrics stored yet.</p> : null}
-        {groups.map(([ns, ks]) => (
-          <div key={ns}>
-            {groups.length > 1 ? <h3 className="mb-1.5 text-xs font-medium uppercase tracking-wide text-zinc-500">{ns}</h3> : null}
-            <div className="grid gap-3 sm:grid-cols-2 xl:grid-cols-3">
-              {ks.map((k) => <MetricChart key={k} runId={runId} metricKey={k} live={live} view={view} envKey={envKey} eager={keyNames.indexOf(k) < PREFETCH_CHARTS && view.x !== "env"} />)}
+        {groups.map(([ns, ks]) => {
+          const drawn = ks.filter((k) => !empty.has(k));
+          const none = ks.filter((k) => empty.has(k));
+          return (
+            <div key={ns}>
+              {groups.length > 1 ? <h3 className="mb-1.5 text-xs font-medium uppercase tracking-wide text-zinc-500">{ns}</h3> : null}
+              {drawn.length ? (
+                <div className="grid gap-3 sm:grid-cols-2 xl:grid-cols-3">
+                  {drawn.map((k) => <MetricChart key={k} runId={runId} metricKey={k} live={live} view={view} envKey={envKey} eager={prefetched.has(k) && view.x !== "env"} />)}
+                </div>
+              ) : null}
+              {none.length ? (
+                <p className={`text-xs text-zinc-500 ${drawn.length ? "mt-1.5" : ""}`} data-testid={`no-points-${ns}`}>
+                  No points to draw here:{" "}
+                  {none.map((k, i) => (
+                    <Fragment key={k}>
+                      {i ? "; " : ""}
+                      <span data-testid={`no-points-key-${k}`}>
+                        <span className="font-mono">{k}</span> ({empty.get(k)})
+                      </span>
+                    </Fragment>
+                  ))}
+                </p>
+              ) : null}
             </div>
-          </div>
-        ))}
+          );
+        })}
       </section>
 
       <div className="grid gap-4 lg:grid-cols-2">

@@ -6,6 +6,7 @@
 //          -> lib/credit advantages per turn -> engine.update (PPO-clip) -> metrics + rollouts stored
 // Resuming: a re-run (worker lost) or an engine restart (engine died) loads the last checkpoint and
 // forgets whatever was stored after it, so no step is ever stored twice.
+import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { trainConfigSchema, type TrainConfig } from "../../lib/schemas/train";
@@ -55,10 +56,100 @@ interface TrainerState {
   lrDecayed: boolean;
 }
 
+/** The one command that installs the engine's Python packages (README "Quick start"). */
+export const ENGINE_INSTALL_COMMAND = "bash scripts/setup.sh";
+
+/**
+ * A train job on a machine whose Python lacks the engine's packages (a view-only install:
+ * `bash scripts/start.sh --view-only`). Its message is the whole story (what is missing, the
+ * command that installs it), so its stack is that message too: the job log and the run page
+ * show one readable line, not a trace. Not retryable: another attempt here would fail the same way.
+ */
+export class EngineNotInstalledError extends Error {
+  readonly retryable = false;
+  constructor(message: string) {
+    super(message);
+    this.name = "EngineNotInstalledError";
+    this.stack = `${this.name}: ${message}`;
+  }
+}
+
+/** The distributions of workers/engine/requirements.txt the engine runs on (pytest is for its tests only). */
+export function engineRequirements(text: string): string[] {
+  return text
+    .split("\n")
+    .map((l) => l.replace(/#.*/, "").trim())
+    .filter(Boolean)
+    .map((l) => l.split(/[<>=!~;\[\s]/)[0])
+    .filter((name) => name && name.toLowerCase() !== "pytest");
+}
+
+/**
+ * Checks, in well under a second and without importing torch, that `python` has every engine
+ * package installed (by distribution metadata, so import names do not matter). Throws
+ * EngineNotInstalledError naming what is missing and how to install it. An interpreter that does
+ * not answer within `timeoutMs` is not judged here (the engine's own start reports on it); `signal`
+ * (the job's cancel) stops the check.
+ */
+export async function assertEngineInstalled(opts: { python?: string; signal?: AbortSignal; timeoutMs?: number; onSlow?: (msg: string) => void } = {}): Promise<void> {
+  const python = opts.python ?? (process.env.TURNLENS_PYTHON || "python3");
+  const reqFile = path.join(projectRoot(), "workers", "engine", "requirements.txt");
+  const names = engineRequirements(fs.readFileSync(reqFile, "utf8"));
+  const probe = [
+    "import sys, importlib.metadata as m",
+    "def has(n):",
+    "    try:",
+    "        m.distribution(n)",
+    "        return True",
+    "    except m.PackageNotFoundError:",
+    "        return False",
+    "print(' '.join(n for n in sys.argv[1:] if not has(n)))",
+  ].join("\n");
+  const r = await new Promise<{ code: number | null; stdout: string; stderr: string; error?: NodeJS.ErrnoException; timedOut?: boolean }>((resolve) => {
+    const child = spawn(python, ["-c", probe, ...names], { stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (b: Buffer) => (stdout += b.toString()));
+    child.stderr.on("data", (b: Buffer) => (stderr += b.toString()));
+    const stop = () => child.kill("SIGKILL");
+    const timer = setTimeout(() => {
+      stop();
+      resolve({ code: null, stdout, stderr, timedOut: true });
+    }, opts.timeoutMs ?? 30_000);
+    opts.signal?.addEventListener("abort", stop, { once: true });
+    const done = (v: { code: number | null; error?: NodeJS.ErrnoException }) => {
+      clearTimeout(timer);
+      opts.signal?.removeEventListener("abort", stop);
+      resolve({ ...v, stdout, stderr });
+    };
+    child.on("error", (error: NodeJS.ErrnoException) => done({ code: null, error }));
+    child.on("close", (code) => done({ code }));
+  });
+  if (opts.signal?.aborted) return;
+  if (r.timedOut) {
+    opts.onSlow?.(`"${python}" did not answer the engine package check within ${Math.round((opts.timeoutMs ?? 30_000) / 1000)} s; starting the engine anyway`);
+    return;
+  }
+  const how = `Install them with \`${ENGINE_INSTALL_COMMAND}\` (or \`${python} -m pip install -r workers/engine/requirements.txt\`), then retry the run.`;
+  if (r.error)
+    throw new EngineNotInstalledError(
+      `train jobs need the PyTorch engine, but its Python interpreter "${python}" ${r.error.code === "ENOENT" ? "was not found" : `could not start (${r.error.message})`} (TURNLENS_PYTHON picks another). Install Python 3.11 and the engine's packages: \`${ENGINE_INSTALL_COMMAND}\`.`,
+    );
+  if (r.code !== 0) throw new EngineNotInstalledError(`train jobs need the PyTorch engine, but "${python}" failed to check its packages (${r.stderr.trim().split("\n").pop() || `exit code ${r.code}`}). ${how}`);
+  const missing = r.stdout.trim().split(/\s+/).filter((n) => names.includes(n));
+  if (missing.length)
+    throw new EngineNotInstalledError(
+      `train jobs need the PyTorch engine's Python packages, and ${python} is missing ${missing.join(", ")} (a view-only install, \`bash scripts/start.sh --view-only\`, leaves them out). ${how}`,
+    );
+}
+
 export const train: JobRunner = async (ctx) => {
   const cfg = parseTrainConfig(ctx.job.payload);
   const runId = ctx.job.runId;
   if (!runId) throw new Error("a train job needs a runId");
+  // Before anything is spawned or stored: a machine without the engine fails in a second, saying how to install it.
+  await assertEngineInstalled({ signal: ctx.signal, onSlow: (msg) => ctx.log(msg, "warn") });
+  if (ctx.signal.aborted) return { stoppedAt: 0 };
   for (let restarts = 0; ; restarts++) {
     try {
       return await trainAttempt(ctx, runId, cfg);
