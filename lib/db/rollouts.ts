@@ -118,8 +118,6 @@ export function listGroups(runId: string, step: number, db: RawDb = getRawDb()):
 
 export type TrajectoryRow = Omit<TrajectoryOut, "turns">;
 
-const TRAJ_SELECT = `SELECT t."id", t."groupId", g."uid", s."step", t."index", t."reward", t."success", t."length", t."truncated"
-  FROM "Trajectory" t JOIN "RolloutGroup" g ON g."id" = t."groupId" JOIN "RolloutStep" s ON s."id" = g."stepId"`;
 
 function toTrajectory(r: Record<string, unknown>): TrajectoryRow {
   return { ...(r as unknown as TrajectoryRow), success: r.success === 1, truncated: r.truncated === 1 };
@@ -172,10 +170,18 @@ const TURN_SOURCE = `"id","firstSeq","length","turnData","turnTexts","turnTokens
 type TurnSource = Parameters<typeof unpackTurns>;
 
 export function getTrajectory(id: string, db: RawDb = getRawDb()): (TrajectoryRow & { runId: string; turns: TurnRow[] }) | null {
-  const row = db.prepare(`${TRAJ_SELECT.replace('SELECT t."id"', 'SELECT t."runId", t."id"')} WHERE t."id" = ?`).get(id) as Record<string, unknown> | undefined;
+  // the trajectory and its packed turns in one read of its row
+  const row = db
+    .prepare(
+      `SELECT t."runId", t."id", t."groupId", g."uid", s."step", t."index", t."reward", t."success", t."length", t."truncated",
+              t."firstSeq", t."turnData", t."turnTexts", t."turnTokens"
+       FROM "Trajectory" t JOIN "RolloutGroup" g ON g."id" = t."groupId" JOIN "RolloutStep" s ON s."id" = g."stepId" WHERE t."id" = ?`,
+    )
+    .get(id) as Record<string, unknown> | undefined;
   if (!row) return null;
-  const src = db.prepare(`SELECT ${TURN_SOURCE} FROM "Trajectory" WHERE "id" = ?`).raw().get(id) as TurnSource;
-  return { ...toTrajectory(row), runId: row.runId as string, turns: unpackTurns(...src) };
+  const { runId, firstSeq, turnData, turnTexts, turnTokens, ...traj } = row;
+  const turns = unpackTurns(id, firstSeq as number, traj.length as number, turnData as Uint8Array, turnTexts as Uint8Array, turnTokens as Uint8Array | null);
+  return { ...toTrajectory(traj), runId: runId as string, turns };
 }
 
 /** One page of all turns of a run, in write order, after the turn numbered `after` (index range scan over its trajectories). */
