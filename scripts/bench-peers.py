@@ -47,9 +47,11 @@ def ensure_venv() -> None:
         raise SystemExit("bench:peers: trackio/mlflow still not importable in the venv")
     if not py.exists():
         subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(VENV)], check=True)
-    t0 = time.time()
-    subprocess.run([str(VENV / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", "trackio==0.43.*", "mlflow==3.17.*"], check=True)
-    print(f"bench:peers: installed trackio and mlflow in {time.time() - t0:.0f} s", flush=True)
+    has = "import importlib.util as u, sys; sys.exit(0 if u.find_spec('trackio') and u.find_spec('mlflow') else 1)"
+    if subprocess.run([str(py), "-c", has]).returncode != 0:  # a venv made by an earlier run is used as it is
+        t0 = time.time()
+        subprocess.run([str(VENV / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", "trackio==0.43.*", "mlflow==3.17.*"], check=True)
+        print(f"bench:peers: installed trackio and mlflow in {time.time() - t0:.0f} s", flush=True)
     os.execve(str(py), [str(py), __file__, *sys.argv[1:]], {**os.environ, "TURNLENS_PEERS_VENV": "1"})
 
 

@@ -29,6 +29,7 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { G, GIGPO_PARAMS, T, TASKS, realisticStep } from "./realistic-workload";
 import { freeLoopbackPort } from "../test/helpers/postgres";
+import { percentile, sqliteBytesInUse, zstd3 } from "./bench-store";
 
 const args = process.argv.slice(2);
 const opt = (k: string) => {
@@ -53,16 +54,7 @@ interface Meta {
 }
 
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-
-/** zstd -3's size of `buf` (null without the zstd command: apt-get install zstd). */
-function zstd3(buf: Buffer): number | null {
-  try {
-    return execFileSync("zstd", ["-3", "-c", "-q"], { input: buf, maxBuffer: 1 << 30 }).length;
-  } catch {
-    return null;
-  }
-}
+const median = (xs: number[]) => percentile(xs, 50);
 
 /** The run's steps through the Python client against the server, Trackio beside it; returns the run id. */
 async function ingest(): Promise<{ runId: string; json: number; zstd: number | null }> {
@@ -91,7 +83,7 @@ async function ingest(): Promise<{ runId: string; json: number; zstd: number | n
     console.log("|---:|---:|---:|---:|---:|---:|---:|");
     // the database's size as a reader sees it (WAL included): pages in use x page size
     const reader = new Database(DB, { readonly: true });
-    const size = () => ((reader.pragma("page_count", { simple: true }) as number) - (reader.pragma("freelist_count", { simple: true }) as number)) * (reader.pragma("page_size", { simple: true }) as number);
+    const size = () => sqliteBytesInUse(reader);
     let last = size();
     let buf = "";
     py.stdout.on("data", (d: Buffer) => {

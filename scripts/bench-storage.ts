@@ -11,11 +11,11 @@
 //                    credit inputs (loadStep), a group's text excerpts (groupTexts), 1,000 turns
 //                    of the run (turnsPage)
 // Each store runs in a child process of its own (lib/db holds one store a process).
-import { execFileSync, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import Database from "better-sqlite3";
-import { openStore, parseArgs, parseStore, loadAverage, type StoreKind } from "./bench-store";
+import { openStore, parseArgs, parseStore, loadAverage, percentile, sqliteBytesInUse, zstd3, type StoreKind } from "./bench-store";
 import { realisticStep } from "./realistic-workload";
 
 const opts = parseArgs(process.argv.slice(2), { steps: "3", tokens: "256", stores: "sqlite,postgresql", child: "", url: "", "with-tokens": "0" });
@@ -31,15 +31,7 @@ interface Figures {
   reads: Record<string, number>;
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-
-function zstd3(buf: Buffer): number | null {
-  try {
-    return execFileSync("zstd", ["-3", "-c", "-q"], { input: buf, maxBuffer: 1 << 30 }).length;
-  } catch {
-    return null; // no zstd here (apt-get install zstd)
-  }
-}
+const median = (xs: number[]) => percentile(xs, 50);
 
 /** The child: writes and reads through lib/db on DATABASE_URL, prints its figures as one JSON line. */
 async function child(kind: StoreKind, url: string, tokens: number): Promise<Figures> {
@@ -53,7 +45,7 @@ async function child(kind: StoreKind, url: string, tokens: number): Promise<Figu
     if (kind === "postgresql") return Number(db.prepare(`SELECT pg_database_size(current_database())`).pluck().get());
     const f = new Database(url.slice("file:".length));
     f.pragma("wal_checkpoint(TRUNCATE)");
-    const n = ((f.pragma("page_count", { simple: true }) as number) - (f.pragma("freelist_count", { simple: true }) as number)) * (f.pragma("page_size", { simple: true }) as number);
+    const n = sqliteBytesInUse(f);
     f.close();
     return n;
   };

@@ -1,6 +1,7 @@
 // What the store benchmarks share (scripts/bench-load.ts, scripts/gen-scale-data.ts): a fresh
 // database of either store, migrated, and the production server started on it.
 import { execFileSync, spawn } from "node:child_process";
+import type Database from "better-sqlite3";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -124,6 +125,21 @@ export const percentile = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
 };
+
+/** zstd -3's size of `buf`: the yardstick a compact store is held to (null without the zstd command: apt-get install zstd). */
+export function zstd3(buf: Buffer): number | null {
+  try {
+    return execFileSync("zstd", ["-3", "-c", "-q"], { input: buf, maxBuffer: 1 << 30 }).length;
+  } catch {
+    return null;
+  }
+}
+
+/** A SQLite database's bytes in use as a reader sees them (pages committed to the WAL included, free pages not). */
+export function sqliteBytesInUse(db: Database.Database): number {
+  const n = (k: string) => db.pragma(k, { simple: true }) as number;
+  return (n("page_count") - n("freelist_count")) * n("page_size");
+}
 
 /** JSON over fetch; a non-2xx answer throws with its body. */
 export async function call<T = unknown>(url: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<T> {
