@@ -2,22 +2,12 @@
 // id. A database written before it must keep every point and bucket under the right series: the
 // migration's SQL is run on a database at the previous migration that holds two runs' metrics,
 // on SQLite and (where installed) on PostgreSQL.
-import fs from "node:fs";
-import path from "node:path";
 import Database from "better-sqlite3";
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { postgresUnavailable, startPostgres, type TempPostgres } from "../helpers/postgres";
-import { ROOT } from "../helpers/temp-db";
+import { describe, expect, it } from "vitest";
+import { postgresUnavailable } from "../helpers/postgres";
+import { migrationSql, migrationsBefore, usePostgresClient } from "../helpers/migrations";
 
 const MIGRATION = "20261123174108_metric_series_ids";
-const sqlOf = (dir: string, name: string) => fs.readFileSync(path.join(ROOT, dir, name, "migration.sql"), "utf8");
-const before = (dir: string) =>
-  fs
-    .readdirSync(path.join(ROOT, dir), { withFileTypes: true })
-    .filter((d) => d.isDirectory() && d.name < MIGRATION)
-    .map((d) => d.name)
-    .sort();
 
 // Two runs with the same keys (the old key's text is all that told their points apart), and a
 // point of a run that has no series row (a run deleted before deleteRunMetrics existed).
@@ -50,9 +40,9 @@ const WANT_BUCKETS = [
 describe("metric series ids migration", () => {
   it("on SQLite keeps every point and bucket under its run's series, and drops points of no series", () => {
     const db = new Database(":memory:");
-    for (const m of before("prisma/migrations")) db.exec(sqlOf("prisma/migrations", m));
+    for (const sql of migrationsBefore("sqlite", MIGRATION)) db.exec(sql);
     db.exec(OLD_ROWS);
-    db.exec(sqlOf("prisma/migrations", MIGRATION));
+    db.exec(migrationSql("sqlite", MIGRATION));
     expect(db.prepare(POINTS).raw().all()).toEqual(WANT_POINTS);
     expect(db.prepare(BUCKETS).raw().all()).toEqual(WANT_BUCKETS);
     expect(db.prepare(`SELECT COUNT(*) FROM "Metric"`).pluck().get()).toBe(5);
@@ -68,22 +58,13 @@ describe("metric series ids migration", () => {
 
   const skip = postgresUnavailable();
   describe.skipIf(skip)("on PostgreSQL", () => {
-    let server: TempPostgres;
-    let client: pg.Client;
-    beforeAll(async () => {
-      server = await startPostgres();
-      client = new pg.Client({ connectionString: await server.createDatabase("series_migration") });
-      await client.connect();
-    }, 120_000);
-    afterAll(async () => {
-      await client?.end();
-      await server?.stop();
-    }, 60_000);
+    const pgClient = usePostgresClient("series_migration");
 
     it("keeps every point and bucket under its run's series, and drops points of no series", async () => {
-      for (const m of before("prisma/migrations-postgresql")) await client.query(sqlOf("prisma/migrations-postgresql", m));
+      const client = pgClient();
+      for (const sql of migrationsBefore("postgresql", MIGRATION)) await client.query(sql);
       await client.query(OLD_ROWS);
-      await client.query(sqlOf("prisma/migrations-postgresql", MIGRATION));
+      await client.query(migrationSql("postgresql", MIGRATION));
       expect((await client.query({ text: POINTS, rowMode: "array" })).rows).toEqual(WANT_POINTS);
       expect((await client.query({ text: BUCKETS, rowMode: "array" })).rows).toEqual(WANT_BUCKETS);
       const ids = (await client.query(`SELECT "id" FROM "MetricSeries"`)).rows.map((r) => r.id as number);

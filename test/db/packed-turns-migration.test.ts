@@ -4,24 +4,14 @@
 // (texts with quotes and newlines, info with and without credit inputs, anchors, nulls, token
 // BLOBs on some turns), on SQLite and (where installed) on PostgreSQL, and the packed columns are
 // read back through the app's own decoder.
-import fs from "node:fs";
-import path from "node:path";
 import Database from "better-sqlite3";
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { postgresUnavailable, startPostgres, type TempPostgres } from "../helpers/postgres";
-import { ROOT } from "../helpers/temp-db";
+import { describe, expect, it } from "vitest";
+import { postgresUnavailable } from "../helpers/postgres";
+import { migrationSql, migrationsBefore, usePostgresClient } from "../helpers/migrations";
 import { encodeTokenData, decodeTokenData } from "@/lib/db/token-data";
 import { unpackTurnColumns, unpackTurns } from "@/lib/db/trajectory-pack";
 
 const MIGRATION = "20261125220822_trajectory_packed_turns";
-const sqlOf = (dir: string, name: string) => fs.readFileSync(path.join(ROOT, dir, name, "migration.sql"), "utf8");
-const before = (dir: string) =>
-  fs
-    .readdirSync(path.join(ROOT, dir), { withFileTypes: true })
-    .filter((d) => d.isDirectory() && d.name < MIGRATION)
-    .map((d) => d.name)
-    .sort();
 
 const T = "2026-11-25T00:00:00.000Z";
 const tokens = encodeTokenData({ ids: [5, -1, 70000], texts: ["go", " ", "wé"], logprobs: [-0.5, -0.25, -1], advantages: null, entropies: [1.5, 0.5, 1] });
@@ -65,12 +55,12 @@ const READ = `SELECT "id","firstSeq","length","turnData","turnTexts","turnTokens
 describe("packed turns migration", () => {
   it("on SQLite carries every turn into its trajectory's row, exactly", async () => {
     const db = new Database(":memory:");
-    for (const m of before("prisma/migrations")) db.exec(sqlOf("prisma/migrations", m));
+    for (const sql of migrationsBefore("sqlite", MIGRATION)) db.exec(sql);
     await seed(
       async (sql, params = []) => db.prepare(sql).run(params.map((v) => (typeof v === "boolean" ? (v ? 1 : 0) : v))),
       () => "?",
     );
-    db.exec(sqlOf("prisma/migrations", MIGRATION));
+    db.exec(migrationSql("sqlite", MIGRATION));
     check(db.prepare(READ).raw().all() as Row[]);
     expect(db.prepare(`SELECT name FROM sqlite_master WHERE name = 'Turn'`).get()).toBeUndefined();
     db.close();
@@ -78,25 +68,16 @@ describe("packed turns migration", () => {
 
   const skip = postgresUnavailable();
   describe.skipIf(skip)("on PostgreSQL", () => {
-    let server: TempPostgres;
-    let client: pg.Client;
-    beforeAll(async () => {
-      server = await startPostgres();
-      client = new pg.Client({ connectionString: await server.createDatabase("packed_turns_migration") });
-      await client.connect();
-    }, 120_000);
-    afterAll(async () => {
-      await client?.end();
-      await server?.stop();
-    }, 60_000);
+    const pgClient = usePostgresClient("packed_turns_migration");
 
     it("carries every turn into its trajectory's row, exactly", async () => {
-      for (const m of before("prisma/migrations-postgresql")) await client.query(sqlOf("prisma/migrations-postgresql", m));
+      const client = pgClient();
+      for (const sql of migrationsBefore("postgresql", MIGRATION)) await client.query(sql);
       await seed(
         (sql, params) => client.query(sql, params),
         (i) => `$${i}`,
       );
-      await client.query(sqlOf("prisma/migrations-postgresql", MIGRATION));
+      await client.query(migrationSql("postgresql", MIGRATION));
       check((await client.query({ text: READ, rowMode: "array" })).rows as Row[]);
     });
   });
