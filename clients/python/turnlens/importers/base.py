@@ -320,6 +320,11 @@ def finish_body(src: Source) -> Dict[str, Any]:
     return {"status": src.status, **({"finishedAt": iso(src.finished_at)} if src.finished_at is not None else {})}
 
 
+def finish_record(src: Source) -> Dict[str, Any]:
+    """The spool record that finishes the run, after everything else."""
+    return {"kind": "finish", "batchId": None, "body": finish_body(src)}
+
+
 def _spool_source(root: Path, i: int, kind: str, src: Source, project: str, name: Optional[str], env_id: str) -> ImportReport:
     """One run's client spool (spool.py's layout): run.json, records.jsonl ending with the finish
     record, rejected.jsonl ({where, reason} per row the reader could not use) and replaced.jsonl
@@ -330,7 +335,7 @@ def _spool_source(root: Path, i: int, kind: str, src: Source, project: str, name
     d = root / f"{i:04d}-{body['config']['turnlensImport']['id']}"
     d.mkdir(parents=True, exist_ok=False)
     spool.write_json_atomic(d / "run.json", {"url": None, "create": body, "runId": None, "writeKey": None})
-    spool.append_lines(d / "records.jsonl", src.records + [{"kind": "finish", "batchId": None, "body": finish_body(src)}])
+    spool.append_lines(d / "records.jsonl", src.records + [finish_record(src)])
     spool.append_lines(d / "rejected.jsonl", [{"where": w, "reason": r} for w, r in src.rejected])
     spool.append_lines(d / "replaced.jsonl", [{"where": w, "reason": r} for w, r in src.replaced])
     return ImportReport(kind, src.key, rejected=list(src.rejected), replaced=list(src.replaced), spool=str(d), spooled=src.rows())
@@ -343,7 +348,7 @@ def _keep_refused(t: Transport, create: Dict[str, Any], run_id: Optional[str], k
     d = spool.home() / "spool" / f"import-{create['config']['turnlensImport']['id'][:16]}-{int(time.time())}"
     d.mkdir(parents=True, exist_ok=True)
     spool.write_json_atomic(d / "run.json", {"url": t.url, "create": create, "runId": run_id, "writeKey": key})
-    spool.append_lines(d / "refused.jsonl", refused + [{"kind": "finish", "batchId": None, "body": finish_body(src)}])
+    spool.append_lines(d / "refused.jsonl", refused + [finish_record(src)])
     return str(d)
 
 
@@ -388,15 +393,15 @@ def _post_tolerant(t: Transport, path: str, body: Dict[str, Any], key: Optional[
 
 def _import_source(t: Transport, kind: str, src: Source, project: str, name: Optional[str], env_id: str,
                    write_key: Optional[str] = None) -> ImportReport:
-    body = create_body(kind, src, project, name, env_id)
-    import_id = body["config"]["turnlensImport"]["id"]
+    create = create_body(kind, src, project, name, env_id)
+    import_id = create["config"]["turnlensImport"]["id"]
     rep = ImportReport(kind, src.key, rejected=list(src.rejected), replaced=list(src.replaced))
     if not src.records:
         rep.note = NOTHING
         return rep
     run = _find_run(t, project, import_id)
     if run is None:
-        _, run = _post_tolerant(t, "/api/v1/runs/import", body, None)
+        _, run = _post_tolerant(t, "/api/v1/runs/import", create, None)
         rep.created = True
         key = run.get("writeKey")
         if key:
@@ -439,7 +444,7 @@ def _import_source(t: Transport, kind: str, src: Source, project: str, name: Opt
     if refused:
         # Nothing the source gave is dropped: the refused requests wait in a spool, with the run's
         # finish behind them (the run stays open), until `turnlens sync` delivers them.
-        rep.kept = _keep_refused(t, create_body(kind, src, project, name, env_id), None if empty else rep.run_id, key, refused, src)
+        rep.kept = _keep_refused(t, create, None if empty else rep.run_id, key, refused, src)
     if empty:
         src.status = "failed"
     if not refused or empty:
