@@ -1,9 +1,9 @@
 "use client";
 // A metric series that follows a live run: each poll fetches only buckets after the cursor.
 import { useQuery, useQueryClient } from "@tanstack/react-query";
-import { callApi } from "@/lib/client/api";
+import { callRoute } from "@/lib/client/api";
+import { routes } from "@/lib/queries";
 import { mergeSeries, seriesCursor, type SeriesState } from "@/lib/charts/series-merge";
-import type { Series } from "@/lib/schemas/metrics";
 
 export function useLiveSeries(runId: string, key: string, live: boolean, maxPoints = 1500, enabled = true) {
   const qc = useQueryClient();
@@ -12,7 +12,7 @@ export function useLiveSeries(runId: string, key: string, live: boolean, maxPoin
     queryKey,
     queryFn: async () => {
       const prev = qc.getQueryData<SeriesState>(queryKey);
-      const res = await callApi<Series>(`/runs/${runId}/metrics/series`, { query: { key, maxPoints, ...seriesCursor(prev) } });
+      const res = await callRoute(routes.metricsSeries, { params: { id: runId }, query: { key, maxPoints, ...seriesCursor(prev) } });
       return mergeSeries(prev, res);
     },
     enabled: enabled && key !== "",

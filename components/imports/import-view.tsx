@@ -6,9 +6,9 @@ import Link from "next/link";
 import { useRouter, useSearchParams } from "next/navigation";
 import { useEffect, useRef, useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { callApi, uploadApi, type ApiClientError } from "@/lib/client/api";
-import { importQuery, recentImportsQuery } from "@/lib/queries";
-import { IMPORT_FORMATS, type ImportFormat, type ImportOut } from "@/lib/schemas/imports";
+import { callRoute, uploadRoute, type ApiClientError } from "@/lib/client/api";
+import { importQuery, recentImportsQuery, routes } from "@/lib/queries";
+import { IMPORT_FORMATS, type ImportFormat } from "@/lib/schemas/imports";
 import { StatusBadge } from "@/components/ui/status-badge";
 import { ProgressBar } from "@/components/ui/progress-bar";
 import { btnCls, cardCls, inputCls, labelCls, primaryBtnCls } from "@/components/ui/controls";
@@ -51,7 +51,7 @@ function UploadForm({ maxUploadBytes, onQueued }: { maxUploadBytes: number; onQu
     setError(null);
     setSent(0);
     try {
-      const imp = await uploadApi<ImportOut>("/imports", file, { format, project: project.trim() || "default", name: name.trim() || undefined, filename: safeName(file.name) }, setSent);
+      const imp = await uploadRoute(routes.importUpload, file, { query: { format, project: project.trim() || "default", name: name.trim() || undefined, filename: safeName(file.name) } }, setSent);
       qc.invalidateQueries({ queryKey: ["imports"] });
       onQueued(imp.id);
     } catch (err) {
@@ -120,7 +120,7 @@ function ImportStatus({ id }: { id: string }) {
     wasLive.current = live;
   }, [live, qc]);
   const cancel = useMutation({
-    mutationFn: () => callApi<ImportOut>(`/imports/${id}/cancel`, { method: "POST" }),
+    mutationFn: () => callRoute(routes.importCancel, { params: { id }, body: {} }),
     onSettled: () => qc.invalidateQueries({ queryKey: ["import", id] }),
   });
   if (error) return <p className="text-sm text-red-600">Could not load import {id}: {error.message}</p>;

@@ -1,7 +1,8 @@
 "use client";
 // Live job log: polls only the lines after the last one it has (cursor), follows the tail.
 import { useEffect, useRef, useState } from "react";
-import { callApi } from "@/lib/client/api";
+import { callRoute } from "@/lib/client/api";
+import { routes } from "@/lib/queries";
 import type { LogLines } from "@/lib/schemas/jobs";
 
 export function JobLog({ jobId, live }: { jobId: string; live: boolean }) {
@@ -15,7 +16,7 @@ export function JobLog({ jobId, live }: { jobId: string; live: boolean }) {
     let timer: ReturnType<typeof setTimeout>;
     const poll = async () => {
       try {
-        const res = await callApi<LogLines>(`/jobs/${jobId}/log`, { query: { after: cursor.current } });
+        const res = await callRoute(routes.jobLog, { params: { id: jobId }, query: { after: cursor.current } });
         if (stop) return;
         if (res.lines.length) {
           cursor.current = res.next;

@@ -9,11 +9,12 @@
 import { useMemo, useState } from "react";
 import { useRouter } from "next/navigation";
 import { useMutation } from "@tanstack/react-query";
-import { ApiClientError, callApi } from "@/lib/client/api";
+import { ApiClientError, callRoute, type RouteBody } from "@/lib/client/api";
+import { routes } from "@/lib/queries";
 import { defaultsOf, schemaFields, type Field, type JsonSchema } from "@/lib/forms/schema-fields";
 import { addError, invalidJsonPaths, issuePathKey, plainIssue, plainMessage, zodFromJsonSchema, type FieldErrors } from "@/lib/forms/validate";
 import { layOut } from "@/lib/forms/launch-layout";
-import { launchRunSchema, type RunOut } from "@/lib/schemas/runs";
+import { launchRunSchema } from "@/lib/schemas/runs";
 import { SchemaFields } from "@/components/forms/schema-form";
 import type { EstimatorInfo } from "@/lib/schemas/credit";
 import { ESTIMATOR_KEYS, estimatorParamFields, estimatorParamValues, estimatorSection } from "./launch-estimators";
@@ -125,7 +126,8 @@ function LaunchFormFor({ catalog, estimators, job, prefill, pickJob }: {
   }, [jobValues, envValues, estValues, name, tags, envId, estId, job, envZod, estZod]);
 
   const launch = useMutation({
-    mutationFn: () => callApi<RunOut>("/runs", { method: "POST", body }),
+    // sent as built, checked or not: the server's issues land on the same fields as the checks above
+    mutationFn: () => callRoute(routes.runsLaunch, { body: body as RouteBody<typeof routes.runsLaunch> }),
     onSuccess: (run) => router.push(`/runs/${run.id}`),
     onError: (err) => {
       if (!(err instanceof ApiClientError)) return;

@@ -4,8 +4,8 @@
 import Link from "next/link";
 import { Fragment, useEffect, useMemo, useRef } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { callApi } from "@/lib/client/api";
-import { metricKeysQuery, runQuery } from "@/lib/queries";
+import { callRoute, routeHref } from "@/lib/client/api";
+import { metricKeysQuery, routes, runQuery } from "@/lib/queries";
 import { envStepKey } from "@/lib/charts/prepare-series";
 import { byNamespace } from "@/lib/charts/namespaces";
 import { nothingToDraw, prefetchedKeys } from "@/components/charts/run-chart-plan";
@@ -46,7 +46,7 @@ export function RunView({ runId }: { runId: string }) {
     wasLive.current = live;
   }, [live, qc, runId]);
   const action = useMutation({
-    mutationFn: (what: "cancel" | "retry") => callApi(`/runs/${runId}/${what}`, { method: "POST" }),
+    mutationFn: (what: "cancel" | "retry") => callRoute(what === "cancel" ? routes.runCancel : routes.runRetry, { params: { id: runId }, body: {} }),
     onSettled: () => qc.invalidateQueries({ queryKey: ["run", runId] }),
   });
   if (error) return <p className="text-red-600">Could not load run {runId}: {error.message}</p>;
@@ -89,8 +89,8 @@ export function RunView({ runId }: { runId: string }) {
           <h2 id="metrics-heading" className="font-medium">Metrics {keys ? <span className="text-sm font-normal text-zinc-500">({keys.keys.length})</span> : null}</h2>
           {keys && keys.keys.length ? (
             <p className="text-xs text-zinc-500">
-              Full resolution, no sampling: <a className="text-indigo-600 hover:underline dark:text-indigo-400" href={`/api/v1/runs/${runId}/metrics/export?format=csv`}>CSV</a> ·{" "}
-              <a className="text-indigo-600 hover:underline dark:text-indigo-400" href={`/api/v1/runs/${runId}/metrics/export?format=json`}>JSON</a>
+              Full resolution, no sampling: <a className="text-indigo-600 hover:underline dark:text-indigo-400" href={routeHref(routes.metricsExport, { params: { id: runId }, query: { format: "csv" } })}>CSV</a> ·{" "}
+              <a className="text-indigo-600 hover:underline dark:text-indigo-400" href={routeHref(routes.metricsExport, { params: { id: runId }, query: { format: "json" } })}>JSON</a>
             </p>
           ) : null}
         </div>

@@ -9,12 +9,12 @@ export type Method = "GET" | "POST" | "DELETE";
 /** Statuses a route may answer besides its success: each is documented in OpenAPI. */
 export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429 | 507;
 
-export interface RouteContract<Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType, R extends z.ZodType = z.ZodType> {
+export interface RouteContract<Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType, R extends z.ZodType = z.ZodType, P extends string = string> {
   /** operationId */
   id: string;
   method: Method;
   /** under /api/v1, with `{name}` parameters */
-  path: string;
+  path: P;
   summary: string;
   tag: string;
   query?: Q;
@@ -65,6 +65,6 @@ export function statusesOf(c: RouteContract): number[] {
   return [...s].sort();
 }
 
-export function defineRoute<Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType, R extends z.ZodType = z.ZodType>(c: RouteContract<Q, B, R>): RouteContract<Q, B, R> {
+export function defineRoute<Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType, R extends z.ZodType = z.ZodType, const P extends string = string>(c: RouteContract<Q, B, R, P>): RouteContract<Q, B, R, P> {
   return c;
 }

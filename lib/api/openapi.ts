@@ -5,6 +5,7 @@ import { z } from "zod";
 import { pathParamNames, pathParamSchema, statusesOf, type RouteContract } from "./contract";
 import { ROUTES } from "./routes";
 import { documentedAs, errorSchema } from "../schemas/common";
+import type { OpenApiDocument } from "../schemas/openapi";
 
 type Json = Record<string, unknown>;
 
@@ -119,10 +120,11 @@ function operation(c: RouteContract, set: SchemaSet, errorRef: Json): Json {
   };
 }
 
-export function openApiDocument() {
+/** The document GET /openapi.json serves; its outer shape is the route's response schema (lib/schemas/openapi.ts). */
+export function openApiDocument(): OpenApiDocument {
   const set = new SchemaSet();
   const errorRef = set.of(errorSchema, "output");
-  const paths: Record<string, Json> = {};
+  const paths: Record<string, Record<string, Json>> = {};
   for (const c of ROUTES) {
     paths[c.path] ??= {};
     paths[c.path][c.method.toLowerCase()] = operation(c, set, errorRef);

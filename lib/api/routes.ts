@@ -2,23 +2,24 @@
 // (`route(routes.runsList, …)`), and /api/v1/openapi.json is generated from this list.
 import { z } from "zod";
 import { defineRoute } from "./contract";
-import { creditOverviewQuerySchema, creditSourceQuerySchema } from "../schemas/credit";
-import { finishRunSchema } from "../runs/actions";
+import { creditOverviewQuerySchema, creditOverviewSchema, creditSourceQuerySchema, groupCreditSchema } from "../schemas/credit";
 import { emptyBodySchema, queryInt } from "../schemas/common";
-import { importSchema, importUploadQuerySchema } from "../schemas/imports";
-import { maxUploadBytes } from "../runs/imports";
+import { importSchema, importUploadQuerySchema, maxUploadBytes } from "../schemas/imports";
 import { jobListQuerySchema, jobListSchema, jobSchema, logLinesSchema, logQuerySchema } from "../schemas/jobs";
 import { logMetricsSchema, metricKeyInfoSchema, metricKeySchema, seriesQuerySchema, seriesSchema } from "../schemas/metrics";
 import { groupSchema, pageQuerySchema, rolloutStepInputSchema, rolloutStepPartSchema, rolloutStepSchema, rolloutStepsBatchSchema, trajectoryDetailSchema, trajectoryListQuerySchema, trajectorySchema, turnSchema } from "../schemas/rollouts";
-import { compareQuerySchema, importedRunSchema, runFiltersSchema, importRunSchema, launchRunSchema, runListQuerySchema, runListSchema, runSchema } from "../schemas/runs";
+import { compareQuerySchema, envCatalogSchema, finishRunSchema, importedRunSchema, runFiltersSchema, importRunSchema, launchRunSchema, projectListSchema, runComparisonSchema, runListQuerySchema, runListSchema, runSchema } from "../schemas/runs";
+import { openApiDocumentSchema } from "../schemas/openapi";
 import { taskCompareQuerySchema, taskCompareSchema } from "../schemas/task-compare";
 
-const page = <T extends z.ZodType>(key: string, item: T) => z.object({ [key]: z.array(item), total: z.number(), page: z.number(), pageSize: z.number() });
+// the item key keeps its literal type, so a page's answer types as `{ steps: Step[], total, … }`
+const page = <K extends string, T extends z.ZodType>(key: K, item: T) =>
+  z.object({ ...({ [key]: z.array(item) } as { [P in K]: z.ZodArray<T> }), total: z.number(), page: z.number(), pageSize: z.number() });
 const none = z.object({}).strict();
 
 export const routes = {
-  projects: defineRoute({ id: "listProjects", method: "GET", path: "/projects", summary: "List projects", tag: "runs", query: none }),
-  envs: defineRoute({ id: "listEnvs", method: "GET", path: "/envs", summary: "Environments with their config JSON Schemas", tag: "launch", query: none }),
+  projects: defineRoute({ id: "listProjects", method: "GET", path: "/projects", summary: "List projects", tag: "runs", query: none, response: projectListSchema }),
+  envs: defineRoute({ id: "listEnvs", method: "GET", path: "/envs", summary: "Environments with their config JSON Schemas", tag: "launch", query: none, response: envCatalogSchema }),
   runsList: defineRoute({ id: "listRuns", method: "GET", path: "/runs", summary: "List runs (filter, sort, paginate)", tag: "runs", query: runListQuerySchema, response: runListSchema }),
   runsLaunch: defineRoute({
     id: "launchRun",
@@ -220,7 +221,7 @@ export const routes = {
     response: taskCompareSchema,
     errors: [404],
   }),
-  compare: defineRoute({ id: "compareRuns", method: "GET", path: "/compare", summary: "Runs to compare and the union of their metric keys", tag: "runs", query: compareQuerySchema, errors: [404] }),
+  compare: defineRoute({ id: "compareRuns", method: "GET", path: "/compare", summary: "Runs to compare and the union of their metric keys", tag: "runs", query: compareQuerySchema, response: runComparisonSchema, errors: [404] }),
   creditOverview: defineRoute({
     id: "creditOverview",
     method: "GET",
@@ -228,6 +229,7 @@ export const routes = {
     summary: "Credit over training: step x turn-index advantage and per-step batch diagnostics",
     tag: "credit",
     query: creditOverviewQuerySchema,
+    response: creditOverviewSchema,
   }),
   groupCredit: defineRoute({
     id: "groupCredit",
@@ -236,6 +238,7 @@ export const routes = {
     summary: "A task group's per-turn advantages (heatmap): as stored, or recomputed with any estimator over the step's batch",
     tag: "credit",
     query: creditSourceQuerySchema,
+    response: groupCreditSchema,
   }),
   importUpload: defineRoute({
     id: "uploadImport",
@@ -280,7 +283,7 @@ export const routes = {
   jobsList: defineRoute({ id: "listJobs", method: "GET", path: "/jobs", summary: "The job queue: jobs by status, kind or run, paginated", tag: "jobs", query: jobListQuerySchema, response: jobListSchema }),
   jobGet: defineRoute({ id: "getJob", method: "GET", path: "/jobs/{id}", summary: "Job status and progress", tag: "jobs", query: none, response: jobSchema }),
   jobLog: defineRoute({ id: "jobLog", method: "GET", path: "/jobs/{id}/log", summary: "Tail a job's log", tag: "jobs", query: logQuerySchema, response: logLinesSchema }),
-  openapi: defineRoute({ id: "openapi", method: "GET", path: "/openapi.json", summary: "This document", tag: "meta", query: none }),
+  openapi: defineRoute({ id: "openapi", method: "GET", path: "/openapi.json", summary: "This document", tag: "meta", query: none, response: openApiDocumentSchema }),
 } as const;
 
 export const ROUTES = Object.values(routes);

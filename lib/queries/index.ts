@@ -1,14 +1,15 @@
 // queryOptions factories per entity (TanStack Query): one place for keys, fetchers and polling.
+// Every fetch goes through callRoute with a route declaration: paths and answer types come from
+// lib/api/routes.ts, never restated here.
 import { queryOptions } from "@tanstack/react-query";
-import { callApi } from "../client/api";
-import type { RunFilters, RunList, RunOut } from "../schemas/runs";
-import type { MetricKeyInfo, Series } from "../schemas/metrics";
-import { creditSourceQuery, type CreditOverview, type CreditSource, type GroupCredit } from "../schemas/credit";
-import type { JobOut, LogLines } from "../schemas/jobs";
-import type { ImportOut } from "../schemas/imports";
-import type { GroupOut, RolloutStepOut, TrajectoryOut, TurnOut } from "../schemas/rollouts";
-import type { TaskCompare } from "../schemas/task-compare";
+import { callRoute } from "../client/api";
+import { routes } from "../api/routes";
+import { creditSourceQuery, type CreditSource } from "../schemas/credit";
+import type { LogLines } from "../schemas/jobs";
 import { ACTIVE_STATUSES } from "../schemas/common";
+
+/** The route declarations, for components' calls (`callRoute(routes.runCancel, …)`) and links (`routeHref`). */
+export { routes };
 
 const ACTIVE = new Set<string>(ACTIVE_STATUSES);
 /** Poll while the run is live, stop when it is finished. */
@@ -19,7 +20,7 @@ export type RunListParams = Record<string, string | number | undefined>;
 export const runsQuery = (params: RunListParams) =>
   queryOptions({
     queryKey: ["runs", params],
-    queryFn: () => callApi<RunList>("/runs", { query: params }),
+    queryFn: () => callRoute(routes.runsList, { query: params }),
     refetchInterval: (q) => (q.state.data?.runs.some((r) => ACTIVE.has(r.status)) ? 2000 : false),
     placeholderData: (prev) => prev,
   });
@@ -27,47 +28,47 @@ export const runsQuery = (params: RunListParams) =>
 export const runQuery = (id: string) =>
   queryOptions({
     queryKey: ["run", id],
-    queryFn: () => callApi<RunOut>(`/runs/${id}`),
+    queryFn: () => callRoute(routes.runGet, { params: { id } }),
     refetchInterval: (q) => livePoll(q.state.data?.status),
   });
 
 export const metricKeysQuery = (id: string, status?: string) =>
   queryOptions({
     queryKey: ["run", id, "metric-keys"],
-    queryFn: () => callApi<{ keys: MetricKeyInfo[] }>(`/runs/${id}/metrics`),
+    queryFn: () => callRoute(routes.metricsKeys, { params: { id } }),
     refetchInterval: livePoll(status, 2000),
   });
 
 export const jobQuery = (id: string, status?: string) =>
   queryOptions({
     queryKey: ["job", id],
-    queryFn: () => callApi<JobOut>(`/jobs/${id}`),
+    queryFn: () => callRoute(routes.jobGet, { params: { id } }),
     refetchInterval: livePoll(status),
   });
 
 export const stepsQuery = (runId: string, status?: string) =>
   queryOptions({
     queryKey: ["run", runId, "steps"],
-    queryFn: () => callApi<{ steps: RolloutStepOut[]; total: number }>(`/runs/${runId}/steps`, { query: { pageSize: 1000 } }),
+    queryFn: () => callRoute(routes.stepsList, { params: { id: runId }, query: { pageSize: 1000 } }),
     refetchInterval: livePoll(status, 3000),
   });
 
 export const groupsQuery = (runId: string, step: number) =>
   queryOptions({
     queryKey: ["run", runId, "groups", step],
-    queryFn: () => callApi<{ groups: GroupOut[] }>(`/runs/${runId}/steps/${step}/groups`),
+    queryFn: () => callRoute(routes.groupsList, { params: { id: runId, step } }),
   });
 
-export const trajectoriesQuery = (runId: string, params: { step?: number; groupId?: string; success?: string; page?: number }) =>
+export const trajectoriesQuery = (runId: string, params: { step?: number; groupId?: string; success?: "true" | "false"; page?: number }) =>
   queryOptions({
     queryKey: ["run", runId, "trajectories", params],
-    queryFn: () => callApi<{ trajectories: TrajectoryOut[]; total: number }>(`/runs/${runId}/trajectories`, { query: { ...params, pageSize: 200 } }),
+    queryFn: () => callRoute(routes.trajectoriesList, { params: { id: runId }, query: { ...params, pageSize: 200 } }),
   });
 
 export const trajectoryQuery = (id: string) =>
   queryOptions({
     queryKey: ["trajectory", id],
-    queryFn: () => callApi<TrajectoryOut & { turns: TurnOut[] }>(`/trajectories/${id}`),
+    queryFn: () => callRoute(routes.trajectoryGet, { params: { id } }),
   });
 
 export type { LogLines };
@@ -93,36 +94,36 @@ export const RUNS_PAGE_SIZE = 100;
 export const runsPageQuery = (params: Record<string, string>, page: number) =>
   queryOptions({
     queryKey: ["runs", "page", params, page],
-    queryFn: () => callApi<RunList>("/runs", { query: { ...params, page, pageSize: RUNS_PAGE_SIZE } }),
+    queryFn: () => callRoute(routes.runsList, { query: { ...params, page, pageSize: RUNS_PAGE_SIZE } }),
     refetchInterval: (q) => (q.state.data?.runs.some((r) => ACTIVE.has(r.status)) ? 3000 : false),
     staleTime: 5000,
   });
 
 export const runFiltersQuery = () =>
-  queryOptions({ queryKey: ["runs", "filters"], queryFn: () => callApi<RunFilters>("/runs/filters"), staleTime: 30_000 });
+  queryOptions({ queryKey: ["runs", "filters"], queryFn: () => callRoute(routes.runsFilters), staleTime: 30_000 });
 
 export const compareQuery = (ids: string[]) =>
   queryOptions({
     queryKey: ["compare", ids],
-    queryFn: () => callApi<{ runs: RunOut[]; keys: { key: string; runs: number }[] }>("/compare", { query: { runs: ids.join(",") } }),
+    queryFn: () => callRoute(routes.compare, { query: { runs: ids.join(",") } }),
     enabled: ids.length > 0,
   });
 
 export const taskCompareQuery = (a: string, b: string) =>
-  queryOptions({ queryKey: ["compare-tasks", a, b], queryFn: () => callApi<TaskCompare>("/compare/tasks", { query: { a, b } }), enabled: !!a && !!b });
+  queryOptions({ queryKey: ["compare-tasks", a, b], queryFn: () => callRoute(routes.compareTasks, { query: { a, b } }), enabled: !!a && !!b });
 
 /** A finished (non-live) downsampled series, e.g. for comparing runs. */
 export const seriesQuery = (runId: string, key: string, maxPoints = 1000) =>
   queryOptions({
     queryKey: ["run", runId, "series-static", key, maxPoints],
-    queryFn: () => callApi<Series>(`/runs/${runId}/metrics/series`, { query: { key, maxPoints } }),
+    queryFn: () => callRoute(routes.metricsSeries, { params: { id: runId }, query: { key, maxPoints } }),
     staleTime: 10_000,
   });
 
 export const groupCreditQuery = (runId: string, step: number, groupId: string, source: CreditSource) =>
   queryOptions({
     queryKey: ["run", runId, "group-credit", step, groupId, source.estimator ?? "stored", source.params ?? null],
-    queryFn: () => callApi<GroupCredit>(`/runs/${runId}/steps/${step}/groups/${groupId}/credit`, { query: creditSourceQuery(source) }),
+    queryFn: () => callRoute(routes.groupCredit, { params: { id: runId, step, groupId }, query: creditSourceQuery(source) }),
     staleTime: Infinity, // a stored step never changes
     retry: false,
     placeholderData: (prev) => prev,
@@ -131,7 +132,7 @@ export const groupCreditQuery = (runId: string, step: number, groupId: string, s
 export const creditOverviewQuery = (runId: string, source: CreditSource, maxSteps = 50) =>
   queryOptions({
     queryKey: ["run", runId, "credit-overview", source.estimator ?? "stored", source.params ?? null, maxSteps],
-    queryFn: () => callApi<CreditOverview>(`/runs/${runId}/credit`, { query: { ...creditSourceQuery(source), maxSteps } }),
+    queryFn: () => callRoute(routes.creditOverview, { params: { id: runId }, query: { ...creditSourceQuery(source), maxSteps } }),
     retry: false,
     placeholderData: (prev) => prev,
   });
@@ -140,7 +141,7 @@ export const creditOverviewQuery = (runId: string, source: CreditSource, maxStep
 export const importQuery = (id: string) =>
   queryOptions({
     queryKey: ["import", id],
-    queryFn: () => callApi<ImportOut>(`/imports/${id}`),
+    queryFn: () => callRoute(routes.importGet, { params: { id } }),
     refetchInterval: (q) => livePoll(q.state.data?.job.status),
   });
 
@@ -148,6 +149,6 @@ export const importQuery = (id: string) =>
 export const recentImportsQuery = () =>
   queryOptions({
     queryKey: ["imports"],
-    queryFn: () => callApi<{ imports: ImportOut[]; total: number }>("/imports", { query: { pageSize: 10 } }),
+    queryFn: () => callRoute(routes.importsList, { query: { pageSize: 10 } }),
     refetchInterval: (q) => (q.state.data?.imports.some((i) => ACTIVE.has(i.job.status)) ? 2000 : false),
   });

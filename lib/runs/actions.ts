@@ -1,11 +1,10 @@
 // Run actions the UI and API offer: cancel, retry (through the run's job), finish an imported run.
-import { z } from "zod";
+import type { z } from "zod";
 import { getDb } from "../db/client";
 import { getRun } from "../db/runs";
 import { ConflictError } from "../schemas/errors";
 import { requestCancel, retry } from "../jobs";
-import { sourceTime, type RunOut } from "../schemas/runs";
-import { TERMINAL_STATUSES } from "../schemas/common";
+import { finishRunSchema, type RunOut } from "../schemas/runs";
 
 function jobOf(run: RunOut): string {
   if (!run.jobId) throw new ConflictError(`run ${run.id} is an imported run: it has no job to ${"cancel or retry"}; use POST /runs/${run.id}/finish`);
@@ -22,13 +21,6 @@ export async function retryRun(runId: string): Promise<RunOut> {
   return getRun(runId);
 }
 
-export const finishRunSchema = z
-  .object({
-    status: z.enum(TERMINAL_STATUSES).default("succeeded"),
-    error: z.string().max(8000).optional(),
-    finishedAt: sourceTime.optional().describe("When the source run ended (an importer sends the training's own time). Default: now."),
-  })
-  .strict();
 
 /** External trainers mark their imported run finished. */
 export async function finishImportedRun(runId: string, body: z.infer<typeof finishRunSchema>): Promise<RunOut> {

@@ -12,10 +12,7 @@ import { InsufficientStorageError, InvalidInputError, NotFoundError, isDiskFull 
 import { importPayloadSchema, importReportSchema, type ImportOut, type ImportPayload, type ImportUploadQuery } from "../schemas/imports";
 
 /** Largest upload (TURNLENS_MAX_UPLOAD_MB, default 512 MB). */
-export function maxUploadBytes(): number {
-  const mb = Number(process.env.TURNLENS_MAX_UPLOAD_MB ?? 512);
-  return Number.isFinite(mb) && mb > 0 ? Math.floor(mb * 1024 * 1024) : 512 * 1024 * 1024;
-}
+export { maxUploadBytes } from "../schemas/imports";
 
 const emptyUpload = () => new InvalidInputError("body: the upload is empty; send the file's bytes as the request body", [{ path: "body", message: "empty" }]);
 

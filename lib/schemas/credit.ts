@@ -2,7 +2,7 @@
 // step and turn caps), the one "estimator with its params" type, and the response types the
 // components draw. The SQL is in lib/db/credit.ts, the recompute and caching in lib/runs/credit-views.ts.
 import { z } from "zod";
-import type { CreditDiagnostics, Turn } from "../credit";
+import type { Turn } from "../credit";
 import { ESTIMATOR_IDS } from "../credit/registry";
 import { queryInt } from "./common";
 import type { JsonSchema } from "./json-schema";
@@ -69,7 +69,11 @@ export function creditSourceFromUrl(estimator: string | null | undefined, params
 }
 
 /** The HTTP query of a source (the inverse of `creditSourceQuerySchema`). */
-export const creditSourceQuery = (s: CreditSource) => ({ estimator: s.estimator, params: s.params ? JSON.stringify(s.params) : undefined });
+export const creditSourceQuery = (s: CreditSource): z.input<typeof creditSourceQuerySchema> => ({
+  // an id the registry does not know is the server's to refuse (400 naming query.estimator)
+  estimator: s.estimator as z.input<typeof creditSourceQuerySchema>["estimator"],
+  params: s.params ? JSON.stringify(s.params) : undefined,
+});
 
 /** An estimator as the UI offers it (made by lib/runs/catalog.ts from the lib/credit registry). */
 export interface EstimatorInfo {
@@ -114,98 +118,107 @@ export function creditTurn(u: StoredCreditTurn): Turn {
 }
 
 // ---------------------------------------------------------------- responses
+// The credit views' answers (lib/runs/credit-views.ts builds them): zod schemas, so the routes
+// declare them and the OpenAPI document and the browser client take their types from here.
 
-export interface TurnText {
-  /** the observation's first 120 characters (the whole text comes with the trajectory) */
-  observation: string;
-  /** the action's first 160 characters */
-  action: string;
-  /** full lengths, to say when an excerpt is cut */
-  observationLength: number;
-  actionLength: number;
-}
+const maybe = z.number().nullable();
+/** A table: rows x columns of `cell`. */
+const grid = <T extends z.ZodType>(cell: T) => z.array(z.array(cell));
+const paramsObject = z.record(z.string(), z.unknown());
 
-export interface StepDiagnostics {
-  step: number;
-  turns: number;
-  trajectories: number;
-  /** advantages over all turns of the batch (turns without a stored advantage are left out) */
-  advMean: number | null;
-  advStd: number | null;
-  advMeanAbs: number | null;
-  nonZeroShare: number | null;
-  /** among task groups with 2+ trajectories, the share whose scores are all equal ("advantage collapse") */
-  zeroVarianceShare: number | null;
-  /** GiGPO anchor groups: share with one member (null when turns carry no anchors) */
-  singletonRatio: number | null;
-  meanAnchorGroupSize: number | null;
-  /** mean over task groups (2+ trajectories) of the variance of their trajectories' scores */
-  rewardVariance: number | null;
-  /** among task groups with 2+ trajectories: every one succeeded / every one failed / mixed (null without outcomes) */
-  allSuccessShare: number | null;
-  allFailShare: number | null;
-  mixedShare: number | null;
-  /** template-collapse probe: share of trajectories whose actions retrieve their own task's input (TF-IDF), and chance (1 / tasks) */
-  collapseAccuracy: number | null;
-  collapseChance: number | null;
-}
+export const turnTextSchema = z.object({
+  observation: z.string().describe("The observation's first 120 characters (the whole text comes with the trajectory)."),
+  action: z.string().describe("The action's first 160 characters."),
+  observationLength: z.number().describe("Full length, to say when the excerpt is cut."),
+  actionLength: z.number(),
+});
+export type TurnText = z.infer<typeof turnTextSchema>;
+
+/** A step's batch statistics of the shown advantages (stored or recomputed). */
+export const stepDiagnosticsSchema = z
+  .object({
+    step: z.number(),
+    turns: z.number(),
+    trajectories: z.number(),
+    advMean: maybe.describe("Over all turns of the batch (turns without a stored advantage are left out)."),
+    advStd: maybe,
+    advMeanAbs: maybe,
+    nonZeroShare: maybe,
+    zeroVarianceShare: maybe.describe('Among task groups with 2+ trajectories, the share whose scores are all equal ("advantage collapse").'),
+    singletonRatio: maybe.describe("GiGPO anchor groups: share with one member (null when turns carry no anchors)."),
+    meanAnchorGroupSize: maybe,
+    rewardVariance: maybe.describe("Mean over task groups (2+ trajectories) of the variance of their trajectories' scores."),
+    allSuccessShare: maybe.describe("Among task groups with 2+ trajectories: every one succeeded (null without outcomes)."),
+    allFailShare: maybe,
+    mixedShare: maybe,
+    collapseAccuracy: maybe.describe("Template-collapse probe: share of trajectories whose actions retrieve their own task's input (TF-IDF)."),
+    collapseChance: maybe.describe("The probe's chance level (1 / tasks)."),
+  })
+  .meta({ id: "StepCreditDiagnostics" });
+export type StepDiagnostics = z.infer<typeof stepDiagnosticsSchema>;
+
+/** lib/credit's batch diagnostics of a recomputation (its CreditDiagnostics). */
+export const creditDiagnosticsSchema = z
+  .object({
+    estimator: z.string(),
+    counts: z.object({ groups: z.number(), trajectories: z.number(), turns: z.number() }),
+    advantage: z.object({ mean: z.number(), std: z.number(), min: z.number(), max: z.number(), nonZeroShare: z.number() }),
+    groups: z.object({ count: z.number(), singletonCount: z.number(), zeroVarianceShare: z.number() }),
+    anchorGroups: z
+      .object({ count: z.number(), singletonRatio: z.number(), sizeHistogram: z.record(z.string(), z.number()).describe("Anchor-group size -> groups of that size."), meanAbsStep: z.number() })
+      .optional(),
+    lossMask: z.object({ maskedTurns: z.number() }).optional(),
+    zeroVariance: z.object({ turns: z.number() }).optional(),
+    masked: z.object({ turns: z.number() }).optional(),
+    rewardTransform: z.object({ kind: z.literal("gated"), tau: z.number(), gateOpenShare: z.number() }).optional(),
+  })
+  .meta({ id: "CreditDiagnostics" });
 
 /** GET /runs/{id}/steps/{step}/groups/{groupId}/credit: one task group's heatmap slice. */
-export interface GroupCredit {
-  runId: string;
-  step: number;
-  stepId: string;
-  group: { id: string; uid: string; envId: string; taskSeed: number };
-  /** the estimator and params stored with the step (used in training) */
-  trained: { estimator: string | null; params: Record<string, unknown> | null };
-  source: "stored" | "recomputed";
-  /** the estimator whose values are shown (the trained one for stored values) */
-  estimator: string | null;
-  /** parsed params with defaults (recomputed), or the stored training params */
-  params: Record<string, unknown> | null;
-  paramsFrom: "training" | "request" | "defaults" | "stored";
-  trajectories: { id: string; index: number; reward: number; success: boolean; length: number; truncated: boolean }[];
-  /** trajectory x turn */
-  advantages: (number | null)[][];
-  rewards: number[][];
-  valid: boolean[][];
-  /** anchor-group id of each turn within this task group (null = no anchor); from the estimator when it groups anchors itself */
-  anchorGroup: (number | null)[][];
-  /** anchor text of each anchor-group id (first 160 characters) */
-  anchorKeys: string[];
-  /** the estimator's per-turn components (recomputed only), trajectory x turn */
-  components: Record<string, (number | string | null)[][]>;
-  texts: TurnText[][];
-  /** lib/credit's batch diagnostics of the recomputation (whole step), or null for stored values */
-  diagnostics: CreditDiagnostics | null;
-  /** the step's batch statistics of the shown advantages (stored or recomputed), as in credit over training */
-  stepDiagnostics: StepDiagnostics;
-  /** what the trainer logged with the step */
-  trainedDiagnostics: unknown;
-  /** credit turn fields present on every turn / on some turn of the step (which estimators can run) */
-  fieldsAll: string[];
-  fieldsAny: string[];
-}
+export const groupCreditSchema = z
+  .object({
+    runId: z.string(),
+    step: z.number(),
+    stepId: z.string(),
+    group: z.object({ id: z.string(), uid: z.string(), envId: z.string(), taskSeed: z.number() }),
+    trained: z.object({ estimator: z.string().nullable(), params: paramsObject.nullable() }).describe("The estimator and params stored with the step (used in training)."),
+    source: z.enum(["stored", "recomputed"]),
+    estimator: z.string().nullable().describe("The estimator whose values are shown (the trained one for stored values)."),
+    params: paramsObject.nullable().describe("Parsed params with defaults (recomputed), or the stored training params."),
+    paramsFrom: z.enum(["training", "request", "defaults", "stored"]),
+    trajectories: z.array(z.object({ id: z.string(), index: z.number(), reward: z.number(), success: z.boolean(), length: z.number(), truncated: z.boolean() })),
+    advantages: grid(maybe).describe("Trajectory x turn."),
+    rewards: grid(z.number()),
+    valid: grid(z.boolean()),
+    anchorGroup: grid(maybe).describe("Anchor-group id of each turn within this task group (null = no anchor); from the estimator when it groups anchors itself."),
+    anchorKeys: z.array(z.string()).describe("Anchor text of each anchor-group id (first 160 characters)."),
+    components: z.record(z.string(), grid(z.union([z.number(), z.string(), z.null()]))).describe("The estimator's per-turn components (recomputed only), trajectory x turn."),
+    texts: grid(turnTextSchema),
+    diagnostics: creditDiagnosticsSchema.nullable().describe("lib/credit's batch diagnostics of the recomputation (whole step); null for stored values."),
+    stepDiagnostics: stepDiagnosticsSchema.describe("The step's batch statistics of the shown advantages, as in credit over training."),
+    trainedDiagnostics: z.unknown().describe("What the trainer logged with the step."),
+    fieldsAll: z.array(z.string()).describe("Credit turn fields present on every turn of the step (which estimators can run)."),
+    fieldsAny: z.array(z.string()).describe("Credit turn fields present on some turn of the step."),
+  })
+  .meta({ id: "GroupCredit" });
+export type GroupCredit = z.infer<typeof groupCreditSchema>;
 
 /** GET /runs/{id}/credit: credit over training. */
-export interface CreditOverview {
-  runId: string;
-  source: "stored" | "recomputed";
-  estimator: string | null;
-  /** training estimator per shown step is in `trainedEstimators` (usually one) */
-  trainedEstimators: string[];
-  totalSteps: number;
-  /** the steps shown (all, or evenly sampled down to maxSteps), ascending */
-  steps: number[];
-  /** turn-index columns */
-  turns: number;
-  /** step x turn index: mean and mean absolute advantage, count of turns at that index */
-  mean: (number | null)[][];
-  meanAbs: (number | null)[][];
-  count: number[][];
-  /** step x turn index: mean token entropy of the policy (stored with the turns); null when no turn has one */
-  entropy: (number | null)[][] | null;
-  /** mean advantage by episode length: the lengths present (columns), and step x length means */
-  byLength: { lengths: number[]; mean: (number | null)[][] };
-  diagnostics: StepDiagnostics[];
-}
+export const creditOverviewSchema = z
+  .object({
+    runId: z.string(),
+    source: z.enum(["stored", "recomputed"]),
+    estimator: z.string().nullable(),
+    trainedEstimators: z.array(z.string()).describe("Training estimators of the shown steps (usually one)."),
+    totalSteps: z.number(),
+    steps: z.array(z.number()).describe("The steps shown (all, or evenly sampled down to maxSteps), ascending."),
+    turns: z.number().describe("Turn-index columns."),
+    mean: grid(maybe).describe("Step x turn index: mean advantage."),
+    meanAbs: grid(maybe).describe("Step x turn index: mean absolute advantage."),
+    count: grid(z.number()).describe("Step x turn index: turns at that index."),
+    entropy: grid(maybe).nullable().describe("Step x turn index: mean token entropy of the policy (stored with the turns); null when no turn has one."),
+    byLength: z.object({ lengths: z.array(z.number()), mean: grid(maybe) }).describe("Mean advantage by episode length: the lengths present (columns), and step x length means."),
+    diagnostics: z.array(stepDiagnosticsSchema),
+  })
+  .meta({ id: "CreditOverview" });
+export type CreditOverview = z.infer<typeof creditOverviewSchema>;

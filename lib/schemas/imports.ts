@@ -39,6 +39,12 @@ export const importUploadQuerySchema = z
   .strict();
 export type ImportUploadQuery = z.infer<typeof importUploadQuerySchema>;
 
+/** Largest upload (TURNLENS_MAX_UPLOAD_MB, default 512 MB). */
+export function maxUploadBytes(): number {
+  const mb = Number(process.env.TURNLENS_MAX_UPLOAD_MB ?? 512);
+  return Number.isFinite(mb) && mb > 0 ? Math.floor(mb * 1024 * 1024) : 512 * 1024 * 1024;
+}
+
 /** The `import` job's payload: the stored upload and what to make of it. */
 export const importPayloadSchema = z
   .object({

@@ -1,6 +1,6 @@
 // Run launch, listing and output schemas.
 import { z } from "zod";
-import { idSchema, queryInt, runKindSchema, runStatusSchema, tagsSchema } from "./common";
+import { idSchema, queryInt, runKindSchema, runStatusSchema, tagsSchema, TERMINAL_STATUSES } from "./common";
 import { trainConfigSchema } from "./train";
 
 /** The baseline evaluation job: a uniformly random admissible-action policy plays K episodes. */
@@ -83,6 +83,16 @@ export const importRunSchema = z
   .refine((b) => !b.startedAt || !b.finishedAt || Date.parse(b.startedAt) <= Date.parse(b.finishedAt), { path: ["finishedAt"], message: "is before startedAt" })
   .meta({ id: "ImportRun" });
 export type ImportRun = z.infer<typeof importRunSchema>;
+
+/** POST /runs/{id}/finish: an external trainer marks its imported run finished. */
+export const finishRunSchema = z
+  .object({
+    status: z.enum(TERMINAL_STATUSES).default("succeeded"),
+    error: z.string().max(8000).optional(),
+    finishedAt: sourceTime.optional().describe("When the source run ended (an importer sends the training's own time). Default: now."),
+  })
+  .strict();
+export type FinishRun = z.infer<typeof finishRunSchema>;
 
 export const runSortSchema = z.enum(["createdAt", "name", "status", "envId", "estimator"]);
 
@@ -222,3 +232,33 @@ export const compareQuerySchema = z
       .describe("Comma-separated run ids."),
   })
   .strict();
+
+/** GET /compare: the runs to compare and the union of their metric keys. */
+export const runComparisonSchema = z
+  .object({
+    runs: z.array(runSchema),
+    keys: z.array(z.object({ key: z.string(), runs: z.number().describe("How many of the runs log this key.") })).describe("Most common first, then by key."),
+  })
+  .meta({ id: "RunComparison" });
+export type RunComparison = z.infer<typeof runComparisonSchema>;
+
+/** GET /projects. */
+export const projectListSchema = z
+  .object({ projects: z.array(z.object({ id: z.string(), name: z.string(), description: z.string(), runs: z.number().describe("Runs in the project.") })) })
+  .meta({ id: "ProjectList" });
+export type ProjectList = z.infer<typeof projectListSchema>;
+
+/** GET /envs: the environments a run can be launched on, each config as JSON Schema (for generated forms). */
+export const envCatalogSchema = z
+  .object({
+    envs: z.array(
+      z.object({
+        id: z.string(),
+        title: z.string(),
+        description: z.string(),
+        configSchema: z.record(z.string(), z.unknown()).describe("The environment config's JSON Schema (input side: fields with defaults are optional)."),
+      }),
+    ),
+  })
+  .meta({ id: "EnvCatalog" });
+export type EnvCatalog = z.infer<typeof envCatalogSchema>;
