@@ -26,7 +26,11 @@ const provider = providerOf(url);
 const migrationsDir = historyDir(provider);
 if (provider === "sqlite") fs.mkdirSync(path.dirname(path.resolve(url.slice(5))), { recursive: true });
 const schema = { files: [{ path: SCHEMA_PATH, content: schemaFor(provider) }] };
-const filters = { externalTables: [], externalEnums: [] };
+// The trajectory search's word index is a table Prisma cannot model (an FTS5 virtual table and its
+// shadow tables on SQLite, tsvector columns on PostgreSQL): the migrations create it, the schema
+// comparison leaves it out.
+const SEARCH_TABLES = ["TrajectoryText", ...["data", "idx", "docsize", "config"].map((s) => `TrajectoryText_${s}`)];
+const filters = { externalTables: provider === "sqlite" ? SEARCH_TABLES : SEARCH_TABLES.map((t) => `public.${t}`), externalEnums: [] };
 
 function migrationsList() {
   fs.mkdirSync(migrationsDir, { recursive: true });

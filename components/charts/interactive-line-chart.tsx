@@ -8,9 +8,19 @@ import { CHART_LAYOUT, type StaticLine } from "./static-line-chart";
 import { X_LABEL, xTick } from "./axis-format";
 import type { ChartView } from "./chart-controls";
 
-export default function InteractiveChart({ points, scales, lines, view }: { points: ChartPoint[]; scales: { x: AxisScale; y: AxisScale }; lines: StaticLine[]; view: ChartView }) {
+/** `onStep`: a click on the chart opens that point's step (the run page opens its trajectories). */
+export default function InteractiveChart({ points, scales, lines, view, onStep }: { points: ChartPoint[]; scales: { x: AxisScale; y: AxisScale }; lines: StaticLine[]; view: ChartView; onStep?: (step: number) => void }) {
   return (
-    <LineChart responsive style={{ width: "100%", height: "100%" }} data={points} margin={CHART_LAYOUT.margin}>
+    <LineChart
+      responsive
+      style={{ width: "100%", height: "100%", cursor: onStep ? "pointer" : undefined }}
+      data={points}
+      margin={CHART_LAYOUT.margin}
+      onClick={(e) => {
+        const step = (points[Number(e.activeTooltipIndex)] as { step?: number } | undefined)?.step;
+        if (onStep && step !== undefined) onStep(step);
+      }}
+    >
       <CartesianGrid strokeDasharray="3 3" stroke="currentColor" strokeOpacity={0.12} />
       <XAxis dataKey="x" type="number" domain={scales.x.domain} ticks={scales.x.ticks} interval={0} tick={{ fontSize: 11 }} tickFormatter={xTick(view.x)} stroke="currentColor" strokeOpacity={0.5} height={CHART_LAYOUT.xAxisHeight} />
       <YAxis interval={0} tick={{ fontSize: 11 }} width={CHART_LAYOUT.yAxisWidth} tickFormatter={view.log ? fmt : tickFormat(scales.y.ticks)} stroke="currentColor" strokeOpacity={0.5}
@@ -19,7 +29,8 @@ export default function InteractiveChart({ points, scales, lines, view }: { poin
         formatter={(v, name) => [fmt(v === null || v === undefined ? null : Number(v)), name === "ySmooth" ? "smoothed" : "value"]}
         labelFormatter={(x, payload) => {
           const step = (payload?.[0]?.payload as { step?: number } | undefined)?.step;
-          return view.x === "step" ? `step ${x}` : `${X_LABEL[view.x]} ${xTick(view.x)(Number(x))} · step ${step ?? "?"}`;
+          const at = view.x === "step" ? `step ${x}` : `${X_LABEL[view.x]} ${xTick(view.x)(Number(x))} · step ${step ?? "?"}`;
+          return onStep ? `${at} · click: its trajectories` : at;
         }}
         contentStyle={{ fontSize: 12 }}
       />

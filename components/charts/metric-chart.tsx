@@ -3,6 +3,7 @@
 // Smoothing, x-axis and log scale come from the page's chart view; the raw line stays visible
 // (faint) under the smoothed one, so smoothing never hides what was measured.
 import { lazy, Suspense, useEffect, useMemo, useState } from "react";
+import { useRouter } from "next/navigation";
 import { CHART_POINTS, chartScales, prepareSeries } from "@/lib/charts/prepare-series";
 import { fmt, tickFormat } from "@/lib/charts/format";
 import { useInView } from "@/components/ui/use-in-view";
@@ -74,6 +75,7 @@ function ChartSkeleton({ metricKey }: { metricKey: string }) {
 }
 
 function ChartBody({ runId, metricKey, live, view = { x: "step", smoothing: 0, log: false }, envKey = null }: { runId: string; metricKey: string; live: boolean; view?: ChartView; envKey?: string | null }) {
+  const router = useRouter();
   const { data, error } = useLiveSeries(runId, metricKey, live, CHART_POINTS);
   const wantEnv = view.x === "env" && !!envKey;
   const env = useLiveSeries(runId, envKey ?? "", live && wantEnv, CHART_POINTS, wantEnv);
@@ -112,7 +114,7 @@ function ChartBody({ runId, metricKey, live, view = { x: "step", smoothing: 0, l
         <div className="h-44" onPointerEnter={() => setInteractive(true)} onFocus={() => setInteractive(true)}>
           {!scales ? null : interactive ? (
             <Suspense fallback={staticChart}>
-              <InteractiveChart points={points} scales={scales} lines={lines} view={view} />
+              <InteractiveChart points={points} scales={scales} lines={lines} view={view} onStep={(step) => router.push(`/search?runs=${runId}&step=${step}`)} />
             </Suspense>
           ) : (
             staticChart

@@ -16,6 +16,9 @@ export function RunTabs({ runId, active }: { runId: string; active: (typeof TABS
           {label}
         </Link>
       ))}
+      <Link href={`/search?runs=${runId}`} className="-mb-px ml-auto border-b-2 border-transparent px-3 py-1.5 text-sm text-zinc-600 hover:text-zinc-900 dark:text-zinc-400 dark:hover:text-white">
+        Search trajectories
+      </Link>
     </nav>
   );
 }

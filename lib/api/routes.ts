@@ -11,6 +11,7 @@ import { groupSchema, pageQuerySchema, rolloutStepInputSchema, rolloutStepPartSc
 import { compareQuerySchema, envCatalogSchema, finishRunSchema, importedRunSchema, runFiltersSchema, importRunSchema, launchRunSchema, projectListSchema, runComparisonSchema, runListQuerySchema, runListSchema, runSchema } from "../schemas/runs";
 import { openApiDocumentSchema } from "../schemas/openapi";
 import { taskCompareQuerySchema, taskCompareSchema } from "../schemas/task-compare";
+import { trajectorySearchQuerySchema, trajectorySearchResultSchema } from "../schemas/search";
 
 // the item key keeps its literal type, so a page's answer types as `{ steps: Step[], total, … }`
 const page = <K extends string, T extends z.ZodType>(key: K, item: T) =>
@@ -220,6 +221,15 @@ export const routes = {
     query: taskCompareQuerySchema,
     response: taskCompareSchema,
     errors: [404],
+  }),
+  searchTrajectories: defineRoute({
+    id: "searchTrajectories",
+    method: "GET",
+    path: "/search/trajectories",
+    summary: "Trajectories of runs or a project by words in their turns, outcome, length, return, step, task, and conditions one turn meets",
+    tag: "rollouts",
+    query: trajectorySearchQuerySchema,
+    response: trajectorySearchResultSchema,
   }),
   compare: defineRoute({ id: "compareRuns", method: "GET", path: "/compare", summary: "Runs to compare and the union of their metric keys", tag: "runs", query: compareQuerySchema, response: runComparisonSchema, errors: [404] }),
   creditOverview: defineRoute({

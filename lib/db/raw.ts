@@ -57,10 +57,11 @@ export function cachedStatement(db: RawDb, sql: string): RawStatement {
  * prepared. One statement per chunk instead of per row: on PostgreSQL each statement is a network
  * round trip, on SQLite it still saves 10-20% of CPU per row. `head` is `INSERT INTO "T" (cols)`,
  * `tail` what follows VALUES (an ON CONFLICT clause); rows of one call must not conflict with each other.
+ * `tuple` is a row's VALUES entry, `width` placeholders (by default plain ones; a store may wrap one
+ * in a function call).
  */
-export function insertRows(db: RawDb, head: string, width: number, values: unknown[], tail = "", maxRows = 200): void {
+export function insertRows(db: RawDb, head: string, width: number, values: unknown[], tail = "", maxRows = 200, tuple = `(${Array(width).fill("?").join(",")})`): void {
   const n = values.length / width;
-  const tuple = `(${Array(width).fill("?").join(",")})`;
   for (let i = 0; i < n; ) {
     let rows = Math.min(maxRows, n - i);
     if (rows < maxRows) rows = 2 ** Math.floor(Math.log2(rows));

@@ -7,6 +7,7 @@ import type { GroupOut, RolloutStepInput, RolloutStepOut, TrajectoryOut, TurnOut
 import { getRawDb, dbDateTime, insertRows, isPostgresDb, writeTransaction, type Fence, type RawDb } from "./raw";
 import { packTurns, unpackTurns } from "./trajectory-pack";
 import { summarizeStepInput, writeStepSummary } from "./credit-summary";
+import { indexTrajectories, type IndexEntry } from "./trajectory-search";
 
 export class StepExistsError extends ConflictError {
   constructor(runId: string, step: number) {
@@ -52,6 +53,18 @@ function nextTurnSeq(runId: string, db: RawDb): number {
   return (db.prepare(`SELECT "firstSeq" + "length" FROM "Trajectory" WHERE "runId" = ? ORDER BY "firstSeq" DESC LIMIT 1`).pluck().get(runId) as number | undefined) ?? 0;
 }
 
+/** The step's trajectories as the search index takes them (`trajectories`: rolloutRows' rows, in input order). */
+function searchEntries(runId: string, input: RolloutStepInput, trajectories: unknown[][]): IndexEntry[] {
+  const at = (name: string) => TRAJECTORY_COLS.indexOf(name);
+  const out: IndexEntry[] = [];
+  for (const g of input.groups)
+    for (const t of g.trajectories) {
+      const row = trajectories[out.length];
+      out.push({ id: row[at("id")] as string, runId, step: input.step, success: t.success, reward: row[at("reward")] as number, length: t.turns.length, observations: t.turns.map((u) => u.observation), actions: t.turns.map((u) => u.action) });
+    }
+  return out;
+}
+
 /** Writes one step's rollouts. Throws StepExistsError if the step is already stored (nothing written twice). */
 export function writeRolloutStep(runId: string, input: RolloutStepInput, fence: Fence | null = null, db: RawDb = getRawDb()): { stepId: string; turns: number } {
   return writeTransaction(
@@ -65,6 +78,7 @@ export function writeRolloutStep(runId: string, input: RolloutStepInput, fence: 
       // a trajectory row carries its turns' packed texts (~2-100 KB): 16 rows a statement keeps a
       // statement's parameters small while still one round trip per 16 trajectories on PostgreSQL
       insertRows(db, `INSERT INTO "Trajectory" (${cols(TRAJECTORY_COLS)})`, TRAJECTORY_COLS.length, rows.trajectories.flat(), "", 16);
+      indexTrajectories(db, searchEntries(runId, input, rows.trajectories));
       // credit over training's summary of the step, kept with it (a few ms at 6,400 turns); should it
       // fail, the step is still stored and its summary is made on its first read instead
       let summary = null;

@@ -1,5 +1,5 @@
 // The screenshots in docs/screenshots/ (what a new user can look at before installing): the run,
-// compare, credit and launch pages, light and dark, taken from the built app on imported runs.
+// compare, credit, search and launch pages, light and dark, taken from the built app on imported runs.
 import { expect, test, type APIRequestContext, type Page } from "@playwright/test";
 import fs from "node:fs";
 import { curve, gigpoStep } from "../dashboard/fixtures";
@@ -74,6 +74,13 @@ test("credit page", async ({ page }) => {
   await both(page, "credit", async () => {
     await page.goto(`/runs/${runs["gigpo-frozenlake-s0"]}/credit/group`);
     await expect(page.locator('[data-testid="heatmap-cell"]').first()).toBeVisible();
+  });
+});
+
+test("search page", async ({ page }) => {
+  await both(page, "search", async () => {
+    await page.goto(`/search?runs=${runs["gigpo-frozenlake-s0"]}&text=down&in=action&advantage=negative&sort=return`);
+    await expect(page.getByTestId("search-hit").first()).toBeVisible();
   });
 });
 

@@ -263,6 +263,34 @@ def test_steps_and_trajectories(runs, server, tables):
     assert "task-9" in str(e.value) and "task-0" in str(e.value)
 
 
+def test_search_is_the_search_endpoints_pages_and_the_logged_turns(runs, server, tables):
+    """api.search / run.search give every trajectory the endpoint pages through, each once, and those
+    are exactly the logged trajectories that match (text in an action, a later turn's advantage < 0)."""
+    api = turnlens.Api(url=runs["url"])
+    query = {"runs": runs["main"], "text": "right", "in": "action", "minTurn": 1, "advantage": "negative", "sort": "return"}
+    raw, cursor = [], None
+    while True:
+        page = server.get("/api/v1/search/trajectories?" + urllib.parse.urlencode({**query, "pageSize": 3, **({"cursor": cursor} if cursor else {})}))
+        raw += page["trajectories"]
+        cursor = page["next"]
+        if not cursor:
+            break
+    want = set()
+    for step in range(STEPS):
+        for g, (uid, trajs) in enumerate(logged_groups(step).items()):
+            for t, traj in enumerate(trajs):
+                turns = traj["turns"]
+                if any(u["action"] == "right" for u in turns) and any(k >= 1 and u["advantage"] < 0 for k, u in enumerate(turns)):
+                    want.add((step, uid, t))
+    assert want and {(h["step"], h["task"], h["index"]) for h in raw} == want
+    got = records(api.search(runs=[runs["main"]], text="right", in_="action", min_turn=1, advantage="negative", sort="return"), tables)
+    assert [h["id"] for h in got] == [h["id"] for h in raw]
+    assert [h["reward"] for h in got] == sorted((h["reward"] for h in got), reverse=True)
+    run = api.run(runs["main"])
+    assert [h["id"] for h in records(run.search(text="right", in_="action", min_turn=1, advantage="negative", sort="return", limit=2), tables)] == [h["id"] for h in raw[:2]]
+    assert records(api.search(project=runs["project"], text="nosuchword"), tables) == []
+
+
 def test_turns_of_the_whole_run_are_the_cursor_endpoints(runs, server, tables, monkeypatch):
     monkeypatch.setattr(api_module, "TURNS_PAGE", 7)  # many pages
     monkeypatch.setattr(api_module, "TRAJECTORIES_PAGE", 5)

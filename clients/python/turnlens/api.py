@@ -28,6 +28,11 @@ RUNS_PAGE, STEPS_PAGE, TRAJECTORIES_PAGE, TURNS_PAGE = 500, 1000, 200, 1000
 RUN_COLUMNS = {"created_at": "createdAt", "createdat": "createdAt", "env_id": "envId", "envid": "envId",
                "name": "name", "status": "status", "estimator": "estimator"}
 FILTER_ALIASES = {"env_id": "envId", "env": "envId", "search": "q", "name": "q", "tags": "tag"}
+# Trajectory search parameters, snake_case as a Python caller writes them -> the server's names.
+SEARCH_PARAMS = {"in_": "in", "where": "in", "min_length": "minLength", "max_length": "maxLength", "min_return": "minReturn",
+                 "max_return": "maxReturn", "min_step": "minStep", "max_step": "maxStep", "env_id": "envId", "env": "envId",
+                 "min_turn": "minTurn", "max_turn": "maxTurn", "min_advantage": "minAdvantage",
+                 "max_advantage": "maxAdvantage", "min_reward": "minReward", "max_reward": "maxReward"}
 
 
 class NotFound(ApiError):
@@ -165,6 +170,42 @@ class Api:
             query += [("sort", sort), ("order", direction)]
         what = f"runs(project={project!r}, filters={dict(filters or {})!r}, order={order!r})"
         return [ApiRun(self, r) for r in self._pages("/runs", "runs", RUNS_PAGE, query, what)]
+
+
+    def search(self, runs: Optional[Sequence[Union[str, "ApiRun"]]] = None, project: Optional[str] = None,
+               limit: Optional[int] = None, pandas: Optional[bool] = None, **query: Any):
+        """Trajectories of some runs or a whole project that match every condition, across steps,
+        in sort order, all pages (or the first `limit`), e.g.
+        api.search(project="alfworld", text='"go to desk"', in_="action", outcome="failure",
+                   min_turn=2, max_turn=2, advantage="negative", sort="return").
+
+        The server's search parameters (GET /api/v1/search/trajectories), in snake_case or as it
+        spells them: text (words and "quoted phrases"), in_ ("any", "observation", "action"),
+        outcome ("success"/"failure"), min_length, max_length, min_return, max_return, step,
+        min_step, max_step, env_id, task (group uid); one turn meets all of: min_turn, max_turn
+        (0-based), advantage ("positive", "negative", "zero"), min_advantage, max_advantage,
+        min_reward, max_reward, valid (bool), anchor; sort ("step", "return", "length"), order.
+        Each row: id, runId, runName, step, groupId, task, envId, index, reward, success, length,
+        matchedTurns (the turns that met the per-turn conditions, else those holding the text).
+        """
+        params: List[Tuple[str, Any]] = []
+        if runs is not None:
+            params.append(("runs", ",".join(r.id if isinstance(r, ApiRun) else str(r) for r in runs)))
+        if project is not None:
+            params.append(("project", project))
+        for k, v in query.items():
+            params.append((SEARCH_PARAMS.get(k, k), v))
+        what = f"search(runs={runs!r}, project={project!r}, {query!r})"
+        rows: List[Dict[str, Any]] = []
+        cursor = None
+        while limit is None or len(rows) < limit:
+            page = self._get("/search/trajectories", [*params, ("pageSize", 200), ("cursor", cursor)], what)
+            rows += page["trajectories"]
+            cursor = page["next"]
+            if not cursor:
+                break
+        return _table(rows[:limit] if limit is not None else rows, pandas,
+                      ["id", "runId", "runName", "step", "groupId", "task", "envId", "index", "reward", "success", "length", "matchedTurns"])
 
 
 def _clause(path: str, v: Any) -> str:
@@ -319,6 +360,11 @@ class ApiRun:
         """
         rows = self._trajectory_rows(step, success, group, filters)
         return _table(rows, pandas, ["id", "step", "uid", "groupId", "index", "reward", "success", "length", "truncated"])
+
+    def search(self, limit: Optional[int] = None, pandas: Optional[bool] = None, **query: Any):
+        """This run's trajectories by text, outcome, length, return, step, task and per-turn
+        conditions (see Api.search), e.g. run.search(text="laptop", in_="action", advantage="negative")."""
+        return self._api.search(runs=[self.id], limit=limit, pandas=pandas, **query)
 
     def turns(self, step: Optional[int] = None, success: Optional[bool] = None, group: Optional[str] = None,
               pandas: Optional[bool] = None, **filters: Any):

@@ -1,0 +1,361 @@
+// Trajectory search over a run, several runs or a project: words and phrases in observations or
+// actions, outcome, length, return, step, environment, task, and conditions one turn must meet
+// (index, advantage, reward, validity, anchor).
+//
+// The index. Each stored trajectory has a row in "TrajectorySearch" (its integer key, and the
+// columns searches filter and sort by) and one in the word index "TrajectoryText": the distinct
+// words of its observations and of its actions, written with the trajectory (writeRolloutStep) or,
+// for trajectories stored before the index existed, on the first search of their run. The word
+// index keeps no positions and no text: on SQLite an FTS5 table (contentless, detail=column), on
+// PostgreSQL two tsvector columns made with array_to_tsvector (no text parser: the words are ours)
+// under GIN indexes. Both stores therefore hold exactly the words `searchWords` makes, and a word
+// matches on either store exactly when it is one of a trajectory's words.
+//
+// A search. SQL narrows by the index and the copied columns, in sort order, by cursor; what an
+// index cannot answer is checked on the candidates' packed turns: a phrase (its words in a row,
+// within one turn's text) on their texts, the per-turn conditions on their credit columns. Such a
+// page scans at most SCAN_LIMIT candidates and says where it stopped (`next`).
+import { InvalidInputError } from "../schemas/errors";
+import type { TrajectoryHit, TrajectorySearchQuery, TrajectorySearchResult } from "../schemas/search";
+import { getRawDb, insertRows, isPostgresDb, writeTransaction, type RawDb } from "./raw";
+import { unpackTurnColumns, unpackTurnTexts, type TurnColumns, type TurnTexts } from "./trajectory-pack";
+
+/** Longer runs of letters and digits are not words (a token blob, a hash): not indexed, not searchable. */
+export const MAX_WORD = 64;
+/** Candidates one page checks against phrases and per-turn conditions before it answers with a cursor. */
+export const SCAN_LIMIT = 20_000;
+/** Turn indices a hit lists. */
+const MAX_MATCHED_TURNS = 100;
+
+/** A text's words as the index holds them: lowercase runs of Unicode letters and digits, at most MAX_WORD long. */
+export function searchWords(text: string): string[] {
+  // split is ~1.4x faster than matching the words (70 ms for a 6,400-turn ALFWorld step's 5 MB)
+  return text
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter((w) => w && w.length <= MAX_WORD);
+}
+
+/** A search text's terms: each bare word one term, each "quoted phrase" one term of its words in order. */
+export function searchTerms(text: string): string[][] {
+  const terms: string[][] = [];
+  for (const m of text.matchAll(/"([^"]*)"?|[^\s"]+/g)) {
+    const part = m[1] ?? m[0];
+    const long = part.toLowerCase().match(/[\p{L}\p{N}]+/gu)?.find((w) => w.length > MAX_WORD);
+    if (long) throw new InvalidInputError(`a word of at most ${MAX_WORD} letters and digits is searchable; "${long.slice(0, 20)}…" is longer`, [{ path: "query.text", message: `words are at most ${MAX_WORD} characters` }]);
+    const words = searchWords(part);
+    if (m[1] !== undefined) {
+      if (words.length) terms.push(words);
+    } else for (const w of words) terms.push([w]);
+  }
+  return terms;
+}
+
+/**
+ * A term as a pattern on lowercased text: its words in order, whole, separated by anything that is
+ * not a letter or digit (so on a turn's text exactly when its words are consecutive among the
+ * turn's words). Searching the text this way is ~10x faster than splitting it into words.
+ */
+function termPattern(term: readonly string[]): RegExp {
+  return new RegExp(`(?<![\\p{L}\\p{N}])${term.join("[^\\p{L}\\p{N}]+")}(?![\\p{L}\\p{N}])`, "u");
+}
+
+// ---- the word index, each store's statements side by side ----
+
+const WORD_INDEX = {
+  sqlite: {
+    insert: `INSERT INTO "TrajectoryText" ("rowid", "obs", "act")`,
+    tuple: "(?,?,?)",
+    /** keys of trajectories holding every term in the given fields (FTS5 column filter) */
+    match: (terms: string[][], fields: string[]) => ({
+      sql: `SELECT "rowid" FROM "TrajectoryText" WHERE "TrajectoryText" MATCH ?`,
+      args: [`{${fields.join(" ")}} : (${terms.flat().map((w) => `"${w}"`).join(" AND ")})`],
+    }),
+  },
+  postgresql: {
+    insert: `INSERT INTO "TrajectoryText" ("key", "obs", "act")`,
+    tuple: "(?, array_to_tsvector(string_to_array(?, ' ')), array_to_tsvector(string_to_array(?, ' ')))",
+    match: (terms: string[][], fields: string[]) => ({
+      // each word in one of the fields: GIN bitmap scans ANDed and ORed
+      sql: `SELECT "key" FROM "TrajectoryText" WHERE ${terms
+        .flat()
+        .map(() => `(${fields.map((f) => `"${f}" @@ ?::tsquery`).join(" OR ")})`)
+        .join(" AND ")}`,
+      args: terms.flat().flatMap((w) => fields.map(() => `'${w}'`)),
+    }),
+  },
+};
+const dialect = (db: RawDb) => (isPostgresDb(db) ? WORD_INDEX.postgresql : WORD_INDEX.sqlite);
+
+/** A trajectory as the index takes it. */
+export interface IndexEntry {
+  id: string;
+  runId: string;
+  step: number;
+  success: boolean;
+  reward: number;
+  length: number;
+  observations: readonly string[];
+  actions: readonly string[];
+}
+
+const distinctWords = (texts: readonly string[]) => {
+  const set = new Set<string>();
+  for (const t of texts) for (const w of searchWords(t)) set.add(w);
+  return [...set].join(" ");
+};
+
+/** Adds trajectories to the index; inside the caller's write transaction (they must not be indexed yet). */
+export function indexTrajectories(db: RawDb, entries: readonly IndexEntry[]): void {
+  if (!entries.length) return;
+  insertRows(
+    db,
+    `INSERT INTO "TrajectorySearch" ("trajectoryId", "runId", "step", "success", "reward", "length")`,
+    6,
+    entries.flatMap((e) => [e.id, e.runId, e.step, e.success ? 1 : 0, e.reward, e.length]),
+  );
+  const keys = new Map<string, number>();
+  for (let i = 0; i < entries.length; i += 500) {
+    const chunk = entries.slice(i, i + 500);
+    const rows = db.prepare(`SELECT "key", "trajectoryId" FROM "TrajectorySearch" WHERE "trajectoryId" IN (${chunk.map(() => "?").join(",")})`).all(...chunk.map((e) => e.id)) as { key: number; trajectoryId: string }[];
+    for (const r of rows) keys.set(r.trajectoryId, r.key);
+  }
+  const d = dialect(db);
+  insertRows(db, d.insert, 3, entries.flatMap((e) => [keys.get(e.id), distinctWords(e.observations), distinctWords(e.actions)]), "", 64, d.tuple);
+}
+
+/** Runs known to have every trajectory indexed (new ones are indexed as they are written). */
+const indexedRuns = new Set<string>();
+
+/** Indexes the trajectories of `runIds` stored before the index existed (or bulk-loaded without it). Returns how many. */
+export function indexMissing(runIds: readonly string[], db: RawDb = getRawDb()): number {
+  let done = 0;
+  for (const runId of runIds) {
+    if (indexedRuns.has(runId)) continue;
+    for (;;) {
+      const n = writeTransaction(null, (db) => {
+        const rows = db
+          .prepare(
+            `SELECT t."id", t."runId", s."step", t."success", t."reward", t."length", t."turnTexts"
+             FROM "Trajectory" t JOIN "RolloutGroup" g ON g."id" = t."groupId" JOIN "RolloutStep" s ON s."id" = g."stepId"
+             WHERE t."runId" = ? AND NOT EXISTS (SELECT 1 FROM "TrajectorySearch" x WHERE x."trajectoryId" = t."id")
+             LIMIT 1000`,
+          )
+          .all(runId) as { id: string; runId: string; step: number; success: number; reward: number; length: number; turnTexts: Uint8Array }[];
+        indexTrajectories(
+          db,
+          rows.map((r) => {
+            const texts = unpackTurnTexts(r.turnTexts);
+            return { ...r, success: r.success === 1, observations: texts.observation, actions: texts.action };
+          }),
+        );
+        return rows.length;
+      }, db);
+      done += n;
+      if (n < 1000) break;
+    }
+    indexedRuns.add(runId);
+  }
+  return done;
+}
+
+// ---- searching ----
+
+/** The per-turn conditions of a query, or null when it has none. */
+function turnTest(q: TrajectorySearchQuery): ((c: TurnColumns, i: number) => boolean) | null {
+  const has = [q.minTurn, q.maxTurn, q.advantage, q.minAdvantage, q.maxAdvantage, q.minReward, q.maxReward, q.valid, q.anchor].some((v) => v !== undefined);
+  if (!has) return null;
+  const valid = q.valid === undefined ? undefined : q.valid === "true" ? 1 : 0;
+  return (c, i) => {
+    if (q.minTurn !== undefined && i < q.minTurn) return false;
+    if (q.maxTurn !== undefined && i > q.maxTurn) return false;
+    const a = c.advantage[i];
+    if (q.advantage !== undefined || q.minAdvantage !== undefined || q.maxAdvantage !== undefined) {
+      // a turn without a stored advantage meets no advantage condition
+      if (a === null || a === undefined) return false;
+      if (q.advantage === "positive" && !(a > 0)) return false;
+      if (q.advantage === "negative" && !(a < 0)) return false;
+      if (q.advantage === "zero" && a !== 0) return false;
+      if (q.minAdvantage !== undefined && a < q.minAdvantage) return false;
+      if (q.maxAdvantage !== undefined && a > q.maxAdvantage) return false;
+    }
+    if (q.minReward !== undefined && c.reward[i] < q.minReward) return false;
+    if (q.maxReward !== undefined && c.reward[i] > q.maxReward) return false;
+    if (valid !== undefined && (c.valid[i] ? 1 : 0) !== valid) return false;
+    if (q.anchor !== undefined && c.anchor[i] !== q.anchor) return false;
+    return true;
+  };
+}
+
+/** The turns whose chosen fields hold every one of `terms`' words... per term: which turns hold it. */
+function turnsHolding(texts: TurnTexts, terms: string[][], field: TrajectorySearchQuery["in"]): { all: boolean; turns: number[] } {
+  const n = texts.action.length;
+  const patterns = terms.map(termPattern);
+  const found = terms.map(() => false);
+  const turns: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const fields: string[] = [];
+    if (field !== "action") fields.push((texts.observation[i] ?? "").toLowerCase());
+    if (field !== "observation") fields.push((texts.action[i] ?? "").toLowerCase());
+    let any = false;
+    patterns.forEach((p, k) => {
+      if (fields.some((f) => p.test(f))) (found[k] = true), (any = true);
+    });
+    if (any) turns.push(i);
+  }
+  return { all: found.every(Boolean), turns };
+}
+
+const SORT_COLUMN = { step: `ts."step"`, return: `ts."reward"`, length: `ts."length"` } as const;
+
+const encodeCursor = (v: number, key: number) => Buffer.from(JSON.stringify([v, key])).toString("base64url");
+function decodeCursor(c: string): [number, number] {
+  try {
+    const v = JSON.parse(Buffer.from(c, "base64url").toString());
+    if (Array.isArray(v) && v.length === 2 && v.every((x) => typeof x === "number" && Number.isFinite(x))) return v as [number, number];
+  } catch {
+    /* answered below */
+  }
+  throw new InvalidInputError("cursor is not one this endpoint returned", [{ path: "query.cursor", message: "must be the `next` of a previous page" }]);
+}
+
+interface Candidate {
+  key: number;
+  trajectoryId: string;
+  runId: string;
+  step: number;
+  success: number;
+  reward: number;
+  length: number;
+  turnData?: Uint8Array;
+  turnTexts?: Uint8Array;
+}
+
+/** The run ids a query covers (unknown ones cover nothing). */
+function scopeRuns(q: TrajectorySearchQuery, db: RawDb): string[] {
+  if (q.runs) return (db.prepare(`SELECT "id" FROM "Run" WHERE "id" IN (${q.runs.map(() => "?").join(",")})`).pluck().all(...q.runs) as string[]);
+  return db.prepare(`SELECT r."id" FROM "Run" r JOIN "Project" p ON p."id" = r."projectId" WHERE p."name" = ?`).pluck().all(q.project) as string[];
+}
+
+export function searchTrajectories(q: TrajectorySearchQuery, db: RawDb = getRawDb()): TrajectorySearchResult {
+  const terms = q.text ? searchTerms(q.text) : [];
+  const runIds = scopeRuns(q, db);
+  if (!runIds.length) return { trajectories: [], next: null, scanned: 0 };
+  indexMissing(runIds, db);
+
+  const where = [`ts."runId" IN (${runIds.map(() => "?").join(",")})`];
+  const args: unknown[] = [...runIds];
+  const cond = (sql: string, ...v: unknown[]) => (where.push(sql), args.push(...v));
+  if (q.outcome) cond(`ts."success" = ?`, q.outcome === "success" ? 1 : 0);
+  if (q.minLength !== undefined) cond(`ts."length" >= ?`, q.minLength);
+  if (q.maxLength !== undefined) cond(`ts."length" <= ?`, q.maxLength);
+  if (q.minReturn !== undefined) cond(`ts."reward" >= ?`, q.minReturn);
+  if (q.maxReturn !== undefined) cond(`ts."reward" <= ?`, q.maxReturn);
+  if (q.step !== undefined) cond(`ts."step" = ?`, q.step);
+  if (q.minStep !== undefined) cond(`ts."step" >= ?`, q.minStep);
+  if (q.maxStep !== undefined) cond(`ts."step" <= ?`, q.maxStep);
+  if (q.envId !== undefined || q.task !== undefined) {
+    const g: string[] = [];
+    const gArgs: unknown[] = [];
+    if (q.envId !== undefined) g.push(`g."envId" = ?`), gArgs.push(q.envId);
+    if (q.task !== undefined) g.push(`g."uid" = ?`), gArgs.push(q.task);
+    cond(`EXISTS (SELECT 1 FROM "Trajectory" t JOIN "RolloutGroup" g ON g."id" = t."groupId" WHERE t."id" = ts."trajectoryId" AND ${g.join(" AND ")})`, ...gArgs);
+  }
+  if (terms.length) {
+    const fields = q.in === "observation" ? ["obs"] : q.in === "action" ? ["act"] : ["obs", "act"];
+    const m = dialect(db).match(terms, fields);
+    cond(`ts."key" IN (${m.sql})`, ...m.args);
+  }
+
+  const perTurn = turnTest(q);
+  const phrases = terms.some((t) => t.length > 1);
+  const col = SORT_COLUMN[q.sort];
+  const desc = q.order === "desc";
+  const select = [`ts."key"`, `ts."trajectoryId"`, `ts."runId"`, `ts."step"`, `ts."success"`, `ts."reward"`, `ts."length"`];
+  if (perTurn) select.push(`t."turnData"`);
+  if (phrases) select.push(`t."turnTexts"`);
+  const from = perTurn || phrases ? `"TrajectorySearch" ts JOIN "Trajectory" t ON t."id" = ts."trajectoryId"` : `"TrajectorySearch" ts`;
+  const sortValue = (c: Candidate) => (q.sort === "step" ? c.step : q.sort === "return" ? c.reward : c.length);
+
+  const hits: { c: Candidate; turns: number[] | null }[] = [];
+  let after = q.cursor ? decodeCursor(q.cursor) : null;
+  let scanned = 0;
+  let exhausted = false;
+  // Without checks outside SQL a chunk is the page (plus one row: is there more?); with them, chunks
+  // of candidates until the page is full or SCAN_LIMIT candidates were looked at.
+  const chunk = perTurn || phrases ? 500 : q.pageSize + 1;
+  while (hits.length < q.pageSize + (perTurn || phrases ? 0 : 1) && scanned < SCAN_LIMIT) {
+    const w = [...where];
+    const a = [...args];
+    if (after) w.push(`(${col}, ts."key") ${desc ? "<" : ">"} (?, ?)`), a.push(after[0], after[1]);
+    const rows = db
+      .prepare(`SELECT ${select.join(", ")} FROM ${from} WHERE ${w.join(" AND ")} ORDER BY ${col} ${desc ? "DESC" : "ASC"}, ts."key" ${desc ? "DESC" : "ASC"} LIMIT ${chunk}`)
+      .all(...a) as Candidate[];
+    for (const c of rows) {
+      scanned++;
+      after = [sortValue(c), c.key];
+      let turns: number[] | null = null;
+      if (phrases) {
+        const held = turnsHolding(unpackTurnTexts(c.turnTexts!), terms, q.in);
+        if (!held.all) continue;
+      }
+      if (perTurn) {
+        const cols = unpackTurnColumns(c.turnData!);
+        turns = [];
+        for (let i = 0; i < c.length; i++) if (perTurn(cols, i)) turns.push(i);
+        if (!turns.length) continue;
+      }
+      hits.push({ c, turns });
+      if (hits.length === q.pageSize + (perTurn || phrases ? 0 : 1)) break;
+    }
+    if (rows.length < chunk) {
+      exhausted = true;
+      break;
+    }
+  }
+  let next: string | null = null;
+  if (!(perTurn || phrases)) {
+    // the extra row says there is more; the page ends at the one before it
+    if (hits.length > q.pageSize) {
+      hits.length = q.pageSize;
+      const last = hits[hits.length - 1].c;
+      next = encodeCursor(sortValue(last), last.key);
+    }
+  } else if (hits.length === q.pageSize) {
+    const last = hits[hits.length - 1].c;
+    next = encodeCursor(sortValue(last), last.key);
+  } else if (!exhausted && after) next = encodeCursor(after[0], after[1]);
+  return { trajectories: describeHits(hits, terms, q.in, db), next, scanned };
+}
+
+/** The page's hits with their run, group and matched turns. */
+function describeHits(hits: { c: Candidate; turns: number[] | null }[], terms: string[][], field: TrajectorySearchQuery["in"], db: RawDb): TrajectoryHit[] {
+  if (!hits.length) return [];
+  const ids = hits.map((h) => h.c.trajectoryId);
+  const rows = db
+    .prepare(
+      `SELECT t."id", t."groupId", t."index", g."uid", g."envId", r."name" AS "runName"${terms.length ? `, t."turnTexts"` : ""}
+       FROM "Trajectory" t JOIN "RolloutGroup" g ON g."id" = t."groupId" JOIN "Run" r ON r."id" = t."runId"
+       WHERE t."id" IN (${ids.map(() => "?").join(",")})`,
+    )
+    .all(...ids) as { id: string; groupId: string; index: number; uid: string; envId: string; runName: string; turnTexts?: Uint8Array }[];
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  return hits.map(({ c, turns }) => {
+    const r = byId.get(c.trajectoryId)!;
+    const matched = turns ?? (terms.length && r.turnTexts ? turnsHolding(unpackTurnTexts(r.turnTexts), terms, field).turns : []);
+    return {
+      id: c.trajectoryId,
+      runId: c.runId,
+      runName: r.runName,
+      step: c.step,
+      groupId: r.groupId,
+      task: r.uid,
+      envId: r.envId,
+      index: r.index,
+      reward: c.reward,
+      success: c.success === 1,
+      length: c.length,
+      matchedTurns: matched.slice(0, MAX_MATCHED_TURNS),
+    };
+  });
+}
