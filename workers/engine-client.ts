@@ -20,6 +20,7 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
+import { klEstimatorSchema } from "../lib/schemas/train";
 
 export const ENGINE_PROTOCOL_VERSION = 1;
 
@@ -75,7 +76,9 @@ export class EngineExitedError extends Error {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Result schemas (non-finite numbers arrive as null)
+// Result schemas (non-finite numbers arrive as null). Every answer is checked against them here;
+// scripts/gen-engine-protocol.ts turns them into the TypedDicts the engine builds its answers
+// with (workers/engine/protocol_types.py).
 // ---------------------------------------------------------------------------------------------
 
 const int = z.number().int();
@@ -180,7 +183,8 @@ export const exportOnnxResultSchema = z.object({
 
 export const shutdownResultSchema = z.object({ shutting_down: z.literal(true) });
 
-const resultSchemas = {
+/** Every command's result: with requestParamsSchemas, the input of scripts/gen-engine-protocol.ts. */
+export const resultSchemas = {
   ping: pingResultSchema,
   info: infoResultSchema,
   init: infoResultSchema,
@@ -209,30 +213,31 @@ const envelopeSchema = z.object({
 });
 
 // ---------------------------------------------------------------------------------------------
-// Request params: the protocol's one definition. scripts/gen-engine-protocol.ts turns these into
-// workers/engine/protocol.schema.json, which the Python engine validates every request against
-// and PROTOCOL.md's parameter tables are generated from. A `.default()` here is THE default:
-// the engine reads it from the schema (update's PPO defaults in PPOConfig, workers/engine/ppo.py, and
-// those of generate, logprobs, export_onnx and LoRA), and the client sends only what its caller
-// set. init's dataclasses (InitConfig, TinyConfig) keep theirs, checked equal to these by
-// test/engine/test_engine_protocol.py.
+// Request params: the protocol's one definition. scripts/gen-engine-protocol.ts turns these (and
+// the result schemas above) into workers/engine/protocol.schema.json, which the Python engine
+// validates every request against, into workers/engine/protocol_types.py (a dataclass per
+// command's params, a TypedDict per result) and into PROTOCOL.md's parameter tables. A
+// `.default()` here is THE default: the engine reads it from the generated dataclasses (the
+// commands, PPOConfig, InitConfig and TinyConfig), and the client sends only what its caller set.
+// A range or choice written here is checked by the engine's schema validation, not again by hand.
 // ---------------------------------------------------------------------------------------------
 
 const count = int.min(1);
 const tokenIds = z.array(int.nonnegative());
 const device = z.enum(["auto", "cpu", "cuda"]);
+export { klEstimatorSchema };
 
 export const chatMessageSchema = z.looseObject({ role: z.string(), content: z.string() });
 export const promptSchema = z.union([z.string(), z.array(chatMessageSchema)]);
 /** Allowed completions: strings (tokenized without specials), single token ids, or token-id arrays. */
 export const allowedSetSchema = z
-  .array(z.union([z.string(), int.nonnegative(), tokenIds]))
+  .array(z.union([z.string(), int.nonnegative(), tokenIds.min(1)]))
   .min(1)
   .describe("allowed completions: strings (encoded without special tokens), token ids, or token-id arrays");
 
 const promptFields = {
   prompts: z.array(promptSchema).optional().describe("strings or chat-message arrays `[{role, content}]`; exactly one of `prompts` / `prompt_ids`"),
-  prompt_ids: z.array(tokenIds).optional().describe("token-id arrays, used as is; exactly one of `prompts` / `prompt_ids`"),
+  prompt_ids: z.array(tokenIds.min(1)).optional().describe("token-id arrays, used as is; exactly one of `prompts` / `prompt_ids`"),
 };
 const temperature = z.number().min(0).default(1).describe("`0` = greedy (log-probs reported at T = 1)");
 const allowedFields = {
@@ -325,7 +330,7 @@ export const updateParamsSchema = z.strictObject({
   clip_ratio_low: z.number().min(0).max(1).optional().describe("default: `clip_ratio`"),
   clip_ratio_high: z.number().min(0).optional().describe("default: `clip_ratio`"),
   kl_coef: z.number().min(0).optional().describe("beta (default: init's `kl_coef`); > 0 needs the reference kept at init"),
-  kl_estimator: z.enum(["k1", "k2", "k3"]).default("k3").describe("`k1` = log pi − log pi_ref; `k2` = ½(log pi − log pi_ref)²; `k3` = r − 1 − log r with r = pi_ref / pi (Schulman 2020)"),
+  kl_estimator: klEstimatorSchema.default("k3").describe("`k1` = log pi − log pi_ref; `k2` = ½(log pi − log pi_ref)²; `k3` = r − 1 − log r with r = pi_ref / pi (Schulman 2020)"),
   entropy_coef: z.number().default(0).describe("entropy bonus"),
   loss_agg_mode: z.enum(["token-mean", "seq-mean-token-mean"]).default("token-mean").describe("see below"),
   epochs: count.default(1).describe("passes over the samples (reshuffled each time)"),

@@ -23,6 +23,9 @@ export const hfModelSchema = z
   })
   .strict();
 
+/** The KL estimators the engine's `update` implements (workers/engine/ppo.py); the engine protocol's `kl_estimator` is this schema. */
+export const klEstimatorSchema = z.enum(["k1", "k2", "k3"]);
+
 export const trainConfigSchema = z
   .object({
     envId: z.string().min(1).default("frozenlake").describe("Environment id from the environment registry."),
@@ -51,7 +54,7 @@ export const trainConfigSchema = z
     minibatchSize: z.number().int().min(1).max(65_536).default(512).describe("Samples per optimiser step."),
     clipRatio: z.number().min(0).max(1).default(0.2).describe("PPO clip range."),
     klCoef: z.number().min(0).default(0).describe("KL penalty to the frozen initial policy (0 disables)."),
-    klEstimator: z.enum(["k1", "k3"]).default("k3"),
+    klEstimator: klEstimatorSchema.default("k3"),
     entropyCoef: z.number().min(0).default(0).describe("Entropy bonus coefficient."),
     lossAggregation: z.enum(["token-mean", "seq-mean-token-mean"]).default("token-mean"),
     dropZeroAdvantage: z.boolean().default(true).describe("Skip samples whose advantage is exactly 0 (they carry no gradient signal)."),

@@ -197,42 +197,167 @@ def test_requests_are_checked_against_the_generated_schema(engine_proc):
     validate_params("generate", {"prompts": ["S F"], "seed": None, "allowed_per_prompt": [None]})  # null = absent
 
 
-def test_defaults_written_once_in_the_schema():
-    """update's defaults live in the schema (PPOConfig reads them); init's dataclasses must agree
-    with the defaults the schema documents."""
+def test_defaults_come_from_the_generated_types():
+    """protocol_types.py is generated from the same zod schemas as protocol.schema.json: its
+    dataclasses carry the schema's defaults, and the engine's own configs (PPOConfig, InitConfig,
+    TinyConfig, a checkpoint's config missing fields) take theirs from them."""
+    import dataclasses
+
     from workers.engine.config import InitConfig
     from workers.engine.model import TinyConfig
     from workers.engine.ppo import PPOConfig
-    from workers.engine.schema import param_defaults, protocol_schema
+    from workers.engine.protocol_types import PARAMS, InitOptimizer, InitParams, InitTiny, UpdateParams
+    from workers.engine.schema import protocol_schema
 
-    d = param_defaults("update")
+    def schema_defaults(s: dict) -> dict:
+        return {k: p["default"] for k, p in s.get("properties", {}).items() if "default" in p}
+
+    def class_defaults(cls) -> dict:
+        out = {}
+        for f in dataclasses.fields(cls):
+            if f.default is not dataclasses.MISSING and f.default is not None:
+                out[f.name] = list(f.default) if isinstance(f.default, tuple) else f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                out[f.name] = f.default_factory()
+        return out
+
+    params = protocol_schema()["params"]
+    assert set(PARAMS) == set(params)
+    for cmd, cls in PARAMS.items():
+        assert class_defaults(cls) == schema_defaults(params[cmd]), cmd
+    init = params["init"]["properties"]
+    assert class_defaults(InitTiny) == schema_defaults(init["tiny"])
+    assert class_defaults(InitOptimizer) == schema_defaults(init["optimizer"])
+
     u = PPOConfig()
     assert (u.clip_ratio_low, u.clip_ratio_high, u.kl_estimator, u.entropy_coef, u.loss_agg_mode) == (
-        d["clip_ratio"],
-        d["clip_ratio"],
-        d["kl_estimator"],
-        d["entropy_coef"],
-        d["loss_agg_mode"],
+        UpdateParams.clip_ratio,
+        UpdateParams.clip_ratio,
+        UpdateParams.kl_estimator,
+        UpdateParams.entropy_coef,
+        UpdateParams.loss_agg_mode,
     )
-    assert (u.epochs, u.max_grad_norm, u.temperature) == (d["epochs"], d["max_grad_norm"], d["temperature"])
+    assert (u.epochs, u.max_grad_norm, u.temperature) == (
+        UpdateParams.epochs,
+        UpdateParams.max_grad_norm,
+        UpdateParams.temperature,
+    )
     assert u.clip_ratio_low == 0.2
-    init = protocol_schema()["params"]["init"]["properties"]
-    cfg = InitConfig()
-    assert (cfg.model, cfg.kl_coef, cfg.seed, cfg.device) == (
-        init["model"]["default"],
-        init["kl_coef"]["default"],
-        init["seed"]["default"],
-        init["device"]["default"],
+    for cfg in (InitConfig(), InitConfig.from_json({})):  # a checkpoint without the fields: the defaults
+        assert (cfg.model, cfg.kl_coef, cfg.seed, cfg.device) == ("tiny", 0.0, 0, "auto")
+        assert (cfg.lr, cfg.betas, cfg.weight_decay, cfg.eps) == (3e-4, (0.9, 0.99), 0.0, 1e-8)
+        assert (cfg.model, cfg.kl_coef, cfg.seed, cfg.device) == (
+            InitParams.model,
+            InitParams.kl_coef,
+            InitParams.seed,
+            InitParams.device,
+        )
+    assert {k: getattr(TinyConfig(), k) for k in schema_defaults(init["tiny"])} == schema_defaults(init["tiny"])
+
+
+def test_params_arrive_as_the_generated_dataclass_with_defaults():
+    """A null or absent field takes its default; numbers become floats where the schema says
+    number; nested objects and arrays of objects become their classes."""
+    from workers.engine.protocol_types import InitParams, UpdateParams, UpdateSample
+
+    q = UpdateParams.from_json(
+        {"samples": [{"prompt_ids": [1], "response_ids": [2], "advantages": 1}], "clip_ratio": 1, "kl_coef": None}
     )
-    opt = {k: v["default"] for k, v in init["optimizer"]["properties"].items()}
-    assert (cfg.lr, list(cfg.betas), cfg.weight_decay, cfg.eps) == (
-        opt["lr"],
-        opt["betas"],
-        opt["weight_decay"],
-        opt["eps"],
-    )
-    tiny = {k: v["default"] for k, v in init["tiny"]["properties"].items()}
-    assert {k: getattr(TinyConfig(), k) for k in tiny} == tiny
+    assert q.samples == [UpdateSample(prompt_ids=[1], response_ids=[2], advantages=1)]
+    assert q.clip_ratio == 1.0 and isinstance(q.clip_ratio, float)
+    assert (q.kl_coef, q.kl_estimator, q.epochs) == (None, "k3", 1)
+    i = InitParams.from_json({"optimizer": {"betas": [0, 0.5]}, "tiny": {"n_layer": 3}})
+    assert i.optimizer.betas == (0.0, 0.5) and i.optimizer.lr == 3e-4
+    assert (i.tiny.n_layer, i.tiny.d_model) == (3, 64) and i.lora is None
+
+
+def test_one_list_of_choices_on_both_sides():
+    """The KL estimators ppo.py registers are exactly the protocol's kl_estimator choices (one
+    list, in workers/engine-client.ts); so are the loss aggregation modes and generate's finish
+    reasons."""
+    from typing import get_args
+
+    from workers.engine.commands.generate import _REASONS
+    from workers.engine.ppo import AGG_MODES, KL_ESTIMATORS
+    from workers.engine.protocol_types import GeneratedResponseFinishReason, UpdateKlEstimator, UpdateLossAggMode
+
+    assert sorted(KL_ESTIMATORS) == sorted(get_args(UpdateKlEstimator)) == ["k1", "k2", "k3"]
+    assert AGG_MODES == get_args(UpdateLossAggMode)
+    assert sorted(_REASONS) == sorted(get_args(GeneratedResponseFinishReason))
+
+
+def test_checks_the_schema_makes_are_made_once_and_name_the_field(engine_proc):
+    """Ranges and choices that commands used to re-check by hand are now the schema's alone: a
+    request that breaks one is still an InvalidRequest naming the field, before the command runs.
+    The checks across fields that a schema cannot state stay in the commands."""
+    e = engine_proc
+    cases = [
+        ("init", tiny_init_params(tiny={"n_layer": 0}), "params.tiny.n_layer: expected an integer >= 1, got 0"),
+        ("init", tiny_init_params(device="gpu"), 'params.device: expected one of "auto", "cpu", "cuda", got "gpu"'),
+        ("init", tiny_init_params(optimizer={"eps": 0}), "params.optimizer.eps: expected a number > 0, got 0"),
+        ("init", tiny_init_params(tokenizer={"kind": "word", "corpus": ["a", 1]}), "params.tokenizer.corpus[1]:"),
+        ("load", {"path": "x", "threads": 0}, "params.threads: expected an integer >= 1, got 0"),
+    ]
+    for cmd, params, message in cases:
+        r = e.call(cmd, params, ok=False)
+        assert r["error"]["type"] == "InvalidRequest", (cmd, r)
+        assert r["error"]["message"].startswith(message), (cmd, r["error"]["message"])
+    e.call("init", tiny_init_params())
+    one = [{"prompt_ids": [1], "response_ids": [2], "advantages": 1}]
+    cases = [
+        ("generate", {"prompts": ["S F"], "stop": [""]}, "params.stop[0]: expected a non-empty string"),
+        ("generate", {"prompt_ids": [[]]}, "params.prompt_ids[0]: expected at least 1 item(s), got 0"),
+        ("generate", {"prompts": ["S F"], "allowed": [[]]}, "params.allowed[0]: expected a string or an integer"),
+        ("logprobs", {"prompts": ["S F"], "responses": ["up"], "model": "ref"}, "params.model: expected one of"),
+        ("update", {"samples": one, "loss_agg_mode": "sum"}, "params.loss_agg_mode: expected one of"),
+        ("update", {"samples": [dict(one[0], mask=[2])]}, "params.samples[0].mask[0]: expected 0 or 1, got 2"),
+        ("update", {"samples": one, "clip_ratio_low": 1.5}, "params.clip_ratio_low: expected a number >= 0 <= 1"),
+        # across fields: still the commands'
+        ("init", tiny_init_params(tokenizer={"kind": "hf"}), "params.tokenizer.kind: expected one of"),
+        ("init", tiny_init_params(lora={"r": 4}), "params.lora: LoRA applies to Hugging Face models only"),
+        ("generate", {"prompts": ["S F"], "prompt_ids": [[1]]}, "params: give exactly one of prompts"),
+        ("update", {"samples": [dict(one[0], advantages=[1, 2])]}, "params.samples[0].advantages: expected 1"),
+    ]
+    for cmd, params, message in cases:
+        r = e.call(cmd, params, ok=False)
+        assert r["error"]["type"] == "InvalidRequest", (cmd, r)
+        assert r["error"]["message"].startswith(message), (cmd, r["error"]["message"])
+    # NaN and Infinity are no JSON: refused as the line is read (no range check could catch NaN)
+    r = e.send_raw(b'{"id": 20, "cmd": "generate", "params": {"prompts": ["S F"], "temperature": NaN}}\n')
+    assert r["error"]["type"] == "ParseError" and "NaN is not a JSON number" in r["error"]["message"], r
+    assert e.call("ping")["initialized"] is True
+
+
+def test_results_match_the_generated_result_schemas(engine_proc, tmp_path):
+    """Every command's answer, as the engine builds it through its generated TypedDict, fits the
+    result schema generated from the zod schemas the TypeScript client checks it with (extra
+    fields included: the client would drop them silently)."""
+    from jsonschema import Draft202012Validator
+
+    from workers.engine.schema import protocol_schema
+
+    results = protocol_schema()["results"]
+    e = engine_proc
+
+    def check(cmd: str, params: dict | None = None) -> dict:
+        out = e.call(cmd, params)
+        errors = [f"{list(x.absolute_path)}: {x.message}" for x in Draft202012Validator(results[cmd]).iter_errors(out)]
+        assert not errors, (cmd, errors)
+        return out
+
+    check("ping")
+    check("info")
+    check("init", tiny_init_params(kl_coef=0.1))
+    gen = check("generate", {"prompts": GRIDS[:2], "n": 2, "allowed": ACTIONS})
+    check("logprobs", {"prompts": GRIDS[:2], "responses": ["left", "up"], "model": "reference"})
+    samples = [
+        {"prompt_ids": r["prompt_ids"], "response_ids": r["response_ids"], "advantages": 1.0} for r in gen["responses"]
+    ]
+    check("update", {"samples": samples, "allowed": ACTIONS})
+    check("save", {"path": str(tmp_path / "ck")})
+    check("load", {"path": str(tmp_path / "ck"), "device": "cpu"})
+    check("export_onnx", {"path": str(tmp_path / "p.onnx"), "verify": False})
+    check("info")
 
 
 def test_the_fast_first_pass_gives_the_item_by_item_verdict():

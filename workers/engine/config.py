@@ -9,6 +9,7 @@ import torch
 
 from .errors import InvalidRequest
 from .model import TinyConfig
+from .protocol_types import InitOptimizer, InitParams
 
 # engine.json of a checkpoint directory (save writes it, load checks it)
 CHECKPOINT_FORMAT = "turnlens-engine-checkpoint"
@@ -17,12 +18,15 @@ CHECKPOINT_VERSION = 1
 
 @dataclass
 class InitConfig:
-    model: str = "tiny"
+    """init's params as the engine keeps them; every default is the protocol's (protocol_types)."""
+
+    model: str = InitParams.model
     """ "tiny" (trained from scratch) or the path of a local Hugging Face causal-LM directory."""
     tiny: TinyConfig = field(default_factory=TinyConfig)
     """Shape of the tiny transformer (ignored for Hugging Face models)."""
     tokenizer_kind: str = "word"
-    """tiny: "word" or "char" (vocabulary built from the init corpus); HF: "hf"."""
+    """tiny: "word" or "char" (vocabulary built from the init corpus); HF: "hf". The protocol's
+    default depends on the model (init picks it), so none is written there."""
     tokenizer_path: str | None = None
     """HF only: tokenizer directory (default: the model directory)."""
     chat_template: bool | None = None
@@ -31,19 +35,19 @@ class InitConfig:
     lora: dict | None = None
     """HF only: {"r", "alpha", "target_modules"} to train a LoRA adapter (peft). No LoRA dropout:
     the engine runs the model in eval mode (PPO ratios need deterministic forwards)."""
-    lr: float = 3e-4
+    lr: float = InitOptimizer.lr
     """AdamW learning rate (the calibration prototype used 3e-4)."""
-    betas: tuple[float, float] = (0.9, 0.99)
+    betas: tuple[float, float] = InitOptimizer.betas
     """AdamW betas (beta2 0.99 as in the calibration prototype)."""
-    weight_decay: float = 0.0
+    weight_decay: float = InitOptimizer.weight_decay
     """AdamW decoupled weight decay."""
-    eps: float = 1e-8
+    eps: float = InitOptimizer.eps
     """AdamW epsilon."""
-    kl_coef: float = 0.0
+    kl_coef: float = InitParams.kl_coef
     """Default KL(pi || pi_ref) coefficient of update; > 0 keeps a frozen reference copy."""
-    seed: int = 0
+    seed: int = InitParams.seed
     """Seeds weights init, sampling and minibatch shuffling."""
-    device: str = "auto"
+    device: str = InitParams.device
     """auto: CUDA (bf16 autocast) when torch.cuda.is_available(), else CPU; or cpu / cuda."""
     threads: int | None = None
     """torch.set_num_threads (None: leave torch's default). 1-2 on the 2-core CPU machines."""
@@ -55,9 +59,12 @@ class InitConfig:
 
     @classmethod
     def from_json(cls, d: dict) -> "InitConfig":
+        """A checkpoint's config (engine.json "init"); a field it lacks takes the default above."""
         d = dict(d)
-        d["tiny"] = TinyConfig(**d.get("tiny", {}))
-        d["betas"] = tuple(d.get("betas", (0.9, 0.99)))
+        if "tiny" in d:
+            d["tiny"] = TinyConfig(**d["tiny"])
+        if "betas" in d:
+            d["betas"] = tuple(d["betas"])
         return cls(**d)
 
 

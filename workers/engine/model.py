@@ -20,24 +20,26 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .protocol_types import InitTiny
+
 # ---------------------------------------------------------------------------------------------
-# Config
+# Config: init's `tiny` params (their defaults are the protocol's, InitTiny) and the vocab size
 # ---------------------------------------------------------------------------------------------
 
 
 @dataclass
 class TinyConfig:
-    n_layer: int = 2
+    n_layer: int = InitTiny.n_layer
     """Transformer blocks. The calibration prototype learned a 4x4 FrozenLake with 2."""
-    n_head: int = 4
+    n_head: int = InitTiny.n_head
     """Attention heads per block; must divide d_model."""
-    d_model: int = 64
+    d_model: int = InitTiny.d_model
     """Residual stream width (2 layers x 64 wide ~ 110k parameters with a 13-token vocab)."""
-    context_length: int = 256
+    context_length: int = InitTiny.context_length
     """Longest prompt + response in tokens (size of the learned position table and KV cache)."""
     vocab_size: int = 0
     """Set from the tokenizer at init; never from the request."""
-    mlp_ratio: int = 4
+    mlp_ratio: int = InitTiny.mlp_ratio
     """MLP hidden width = mlp_ratio * d_model (nanoGPT uses 4)."""
 
     def validate(self) -> None:

@@ -17,12 +17,12 @@ References:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, get_args
 
 import torch
 
 from .backends import Backend, ScoreBatch
-from .schema import param_defaults
+from .protocol_types import InitParams, UpdateLossAggMode, UpdateParams
 from .scoring import score
 
 # ---------------------------------------------------------------------------------------------
@@ -72,7 +72,7 @@ def kl_k3(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
 # Aggregation: how much each token counts in its minibatch's loss
 # ---------------------------------------------------------------------------------------------
 
-AGG_MODES = ("token-mean", "seq-mean-token-mean")
+AGG_MODES = get_args(UpdateLossAggMode)  # the protocol's loss_agg_mode choices
 
 
 def token_weights(
@@ -98,34 +98,32 @@ def token_weights(
 
 
 # ---------------------------------------------------------------------------------------------
-# Configuration: update's arguments, with the defaults written once in the protocol schema
+# Configuration: update's arguments, with the protocol's defaults (the generated UpdateParams)
 # ---------------------------------------------------------------------------------------------
-
-_D = param_defaults("update")
 
 
 @dataclass
 class PPOConfig:
-    clip_ratio_low: float = float(_D["clip_ratio"])
+    clip_ratio_low: float = UpdateParams.clip_ratio
     """epsilon below 1: the ratio is clipped at 1 - clip_ratio_low."""
-    clip_ratio_high: float = float(_D["clip_ratio"])
+    clip_ratio_high: float = UpdateParams.clip_ratio
     """epsilon above 1: the ratio is clipped at 1 + clip_ratio_high (clip-higher if larger)."""
-    kl_coef: float = 0.0
+    kl_coef: float = InitParams.kl_coef
     """beta: weight of the KL(pi || pi_ref) penalty added to the loss."""
-    kl_estimator: str = _D["kl_estimator"]
+    kl_estimator: str = UpdateParams.kl_estimator
     """Per-token KL estimator: k1, k2 or k3 (see KL_ESTIMATORS)."""
-    entropy_coef: float = float(_D["entropy_coef"])
+    entropy_coef: float = UpdateParams.entropy_coef
     """c_H: weight of the entropy bonus (subtracted from the loss)."""
-    loss_agg_mode: str = _D["loss_agg_mode"]
+    loss_agg_mode: str = UpdateParams.loss_agg_mode
     """token-mean or seq-mean-token-mean (see token_weights)."""
-    epochs: int = _D["epochs"]
+    epochs: int = UpdateParams.epochs
     minibatch_size: int | None = None
     """Samples per optimizer step; None: every sample in one step."""
     micro_batch_size: int | None = None
     """Samples per forward/backward; None: the whole minibatch."""
-    max_grad_norm: float = float(_D["max_grad_norm"])
+    max_grad_norm: float = UpdateParams.max_grad_norm
     """Clip ||g|| to this before each step; 0 = no clipping."""
-    temperature: float = float(_D["temperature"])
+    temperature: float = UpdateParams.temperature
     """T of pi = softmax(logits / T); greedy (0) is already mapped to 1."""
 
     def batch_sizes(self, num_samples: int) -> tuple[int, int]:

@@ -1,8 +1,9 @@
-"""Reading a request's params: the protocol version, typed access to params (``Params``) and
-checks of token-id and number lists.
+"""A request's params as received (``Params``), the protocol version, and checks of token-id and
+number lists that a schema cannot make (ids inside the vocabulary, one number per token).
 
-The framing and the server loop are in server.py, the schema check in schema.py, the errors in
-errors.py; PROTOCOL.md documents the whole protocol.
+The framing and the server loop are in server.py, the schema check in schema.py, the params'
+and results' types in protocol_types.py (generated), the errors in errors.py; PROTOCOL.md
+documents the whole protocol.
 """
 
 from __future__ import annotations
@@ -12,10 +13,9 @@ import math
 from typing import Any
 
 from .errors import InvalidRequest
+from .protocol_types import PROTOCOL_VERSION
 
-PROTOCOL_VERSION = 1
-
-_MISSING = object()
+__all__ = ["PROTOCOL_VERSION", "Params", "check_float_list", "check_int_list", "shown", "type_name"]
 
 
 def type_name(v: Any) -> str:
@@ -44,7 +44,8 @@ def shown(v: Any) -> str:
 
 
 class Params:
-    """Typed access to a request's params; ``finish()`` rejects unknown keys (typos)."""
+    """A request's params as they arrived: an object (null or absent: ``{}``). ``Engine.dispatch``
+    checks them against the generated schema, then hands the command its generated dataclass."""
 
     def __init__(self, data: Any, where: str = "params"):
         if data is None:
@@ -52,93 +53,6 @@ class Params:
         if not isinstance(data, dict):
             raise InvalidRequest(f"{where}: expected an object, got {type_name(data)}")
         self.data = data
-        self.where = where
-        self.used: set[str] = set()
-
-    def has(self, name: str) -> bool:
-        return name in self.data and self.data[name] is not None
-
-    def _fail(self, name: str, expected: str, value: Any) -> InvalidRequest:
-        return InvalidRequest(f"{self.where}.{name}: expected {expected}, got {shown(value)}")
-
-    def raw(self, name: str, default: Any = _MISSING) -> Any:
-        self.used.add(name)
-        if name not in self.data or self.data[name] is None:
-            if default is _MISSING:
-                raise InvalidRequest(f"{self.where}.{name}: required")
-            return default
-        return self.data[name]
-
-    def int(self, name: str, default: Any = _MISSING, *, min: int | None = None, max: int | None = None):
-        v = self.raw(name, default)
-        if v is default and default is not _MISSING:
-            return v
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not v.is_integer()):
-            raise self._fail(name, "an integer", v)
-        v = int(v)
-        if min is not None and v < min:
-            raise self._fail(name, f"an integer >= {min}", v)
-        if max is not None and v > max:
-            raise self._fail(name, f"an integer <= {max}", v)
-        return v
-
-    def float(
-        self,
-        name: str,
-        default: Any = _MISSING,
-        *,
-        min: float | None = None,
-        max: float | None = None,
-        min_exclusive: bool = False,
-    ):
-        v = self.raw(name, default)
-        if v is default and default is not _MISSING:
-            return v
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise self._fail(name, "a finite number", v)
-        v = float(v)
-        if min is not None and (v < min or (min_exclusive and v == min)):
-            raise self._fail(name, f"a number {'>' if min_exclusive else '>='} {min}", v)
-        if max is not None and v > max:
-            raise self._fail(name, f"a number <= {max}", v)
-        return v
-
-    def bool(self, name: str, default: Any = _MISSING):
-        v = self.raw(name, default)
-        if v is default and default is not _MISSING:
-            return v
-        if not isinstance(v, bool):
-            raise self._fail(name, "a boolean", v)
-        return v
-
-    def str(self, name: str, default: Any = _MISSING, *, choices: tuple[str, ...] | None = None):
-        v = self.raw(name, default)
-        if v is default and default is not _MISSING:
-            return v
-        if not isinstance(v, str):
-            raise self._fail(name, "a string", v)
-        if choices is not None and v not in choices:
-            raise self._fail(name, "one of " + ", ".join(repr(c) for c in choices), v)
-        return v
-
-    def list(self, name: str, default: Any = _MISSING):
-        v = self.raw(name, default)
-        if v is default and default is not _MISSING:
-            return v
-        if not isinstance(v, list):
-            raise self._fail(name, "an array", v)
-        return v
-
-    def obj(self, name: str, required: bool = False) -> Params:
-        """A nested object (an empty one when absent and not required)."""
-        v = self.raw(name, _MISSING if required else {})
-        return Params(v, f"{self.where}.{name}")
-
-    def finish(self) -> None:
-        unknown = sorted(set(self.data) - self.used)
-        if unknown:
-            known = ", ".join(sorted(self.used))
-            raise InvalidRequest(f"{self.where}: unknown field(s) {', '.join(unknown)} (known: {known})")
 
 
 def check_int_list(value: Any, where: str, *, lo: int = 0, hi: int | None = None) -> list[int]:
@@ -156,6 +70,7 @@ def check_int_list(value: Any, where: str, *, lo: int = 0, hi: int | None = None
 
 
 def check_float_list(value: Any, where: str, length: int | None = None) -> list[float]:
+    """Finite numbers, ``length`` of them (one per response token): neither is a schema's to say."""
     if not isinstance(value, list):
         raise InvalidRequest(f"{where}: expected an array of numbers, got {type_name(value)}")
     if length is not None and len(value) != length:

@@ -1,6 +1,7 @@
 """Schema validation: protocol.schema.json, generated from the TypeScript client's zod schemas
-(scripts/gen-engine-protocol.ts), checks every request's params before a command reads them, and
-holds the params' defaults (written once there, read by the commands).
+(scripts/gen-engine-protocol.ts), checks every request's params before a command reads them:
+types, ranges, choices, required and unknown fields. The defaults live in the generated
+dataclasses (protocol_types.py), which the commands receive.
 
 The commands still check what a schema cannot say (token ids inside the vocabulary, one advantage
 per token, exactly one of prompts / prompt_ids).
@@ -28,14 +29,8 @@ def protocol_schema() -> dict:
     return _schema_cache
 
 
-def param_defaults(cmd: str) -> dict[str, Any]:
-    """The defaults the schema declares for a command's top-level params (the one place they are written)."""
-    props = protocol_schema()["params"][cmd].get("properties", {})
-    return {name: s["default"] for name, s in props.items() if "default" in s}
-
-
 def _drop_nulls(v: Any) -> Any:
-    """A null field means "absent" in this protocol (Params reads it as the default)."""
+    """A null field means "absent" in this protocol (its dataclass gives it the default)."""
     if isinstance(v, dict):
         return {k: _drop_nulls(x) for k, x in v.items() if x is not None}
     if isinstance(v, list):

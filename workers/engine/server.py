@@ -50,6 +50,16 @@ def error_response(req_id: Any, err_type: str, message: str) -> dict:
     return {"id": req_id, "ok": False, "error": {"type": err_type, "message": message}}
 
 
+class _NonFinite(ValueError):
+    pass
+
+
+def _reject_constant(name: str) -> Any:
+    # Python's parser reads NaN and Infinity, which JSON lacks and the schema's number ranges let
+    # through (NaN compares false with every bound): refused here, no command sees one
+    raise _NonFinite(name)
+
+
 def handle_line(line: bytes, dispatch: Dispatch) -> dict | None:
     """One request line -> one response object (None for a blank line)."""
     try:
@@ -59,9 +69,11 @@ def handle_line(line: bytes, dispatch: Dispatch) -> dict | None:
     if not text.strip():
         return None
     try:
-        req = json.loads(text)
+        req = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as e:
         return error_response(None, ParseError.type, f"request line is not valid JSON: {e.msg} at column {e.colno}")
+    except _NonFinite as e:
+        return error_response(None, ParseError.type, f"request line is not valid JSON: {e} is not a JSON number")
     except (RecursionError, ValueError) as e:  # e.g. nesting deeper than the parser's stack
         return error_response(None, ParseError.type, f"request line is not valid JSON: {type(e).__name__}")
     if not isinstance(req, dict):

@@ -9,14 +9,13 @@ import logging
 import os
 import platform
 from pathlib import Path
-from typing import Any
 
 import torch
 
 from .backends import Backend, HFBackend, TinyBackend
 from .config import InitConfig, resolve_device
 from .errors import InvalidRequest, NotInitialized
-from .protocol import PROTOCOL_VERSION
+from .protocol_types import PROTOCOL_VERSION, InfoResult
 
 log = logging.getLogger("turnlens.engine")
 
@@ -79,40 +78,38 @@ class EngineState:
             backend.vocab_size,
         )
 
-    def info(self) -> dict:
+    def info(self) -> InfoResult:
         """The ``info`` result (also what init and load answer)."""
-        out: dict[str, Any] = {
-            "protocol_version": PROTOCOL_VERSION,
-            "initialized": self.backend is not None,
-            "torch_version": torch.__version__,
-            "python_version": platform.python_version(),
-            "cuda_available": torch.cuda.is_available(),
-            "threads": torch.get_num_threads(),
-            "pid": os.getpid(),
-        }
+        out = InfoResult(
+            protocol_version=PROTOCOL_VERSION,
+            initialized=self.backend is not None,
+            torch_version=torch.__version__,
+            python_version=platform.python_version(),
+            cuda_available=torch.cuda.is_available(),
+            threads=torch.get_num_threads(),
+            pid=os.getpid(),
+        )
         b = self.backend
         if b is None:
             return out
         total, trainable = b.num_params()
         out.update(
-            {
-                "model": self.cfg.model,
-                "model_kind": b.kind,
-                "device": str(b.device),
-                "precision": b.precision,
-                "num_params": total,
-                "trainable_params": trainable,
-                "vocab_size": b.vocab_size,
-                "context_length": b.context_length,
-                "tokenizer_kind": self.cfg.tokenizer_kind,
-                "eos_id": b.tokenizer.eos_id,
-                "pad_id": b.tokenizer.pad_id,
-                "has_reference": b.has_reference,
-                "lora": self.cfg.lora is not None,
-                "lr": self.optimizer.param_groups[0]["lr"],
-                "update_steps": self.update_steps,
-                "seed": self.cfg.seed,
-            }
+            model=self.cfg.model,
+            model_kind=b.kind,
+            device=str(b.device),
+            precision=b.precision,
+            num_params=total,
+            trainable_params=trainable,
+            vocab_size=b.vocab_size,
+            context_length=b.context_length,
+            tokenizer_kind=self.cfg.tokenizer_kind,
+            eos_id=b.tokenizer.eos_id,
+            pad_id=b.tokenizer.pad_id,
+            has_reference=b.has_reference,
+            lora=self.cfg.lora is not None,
+            lr=self.optimizer.param_groups[0]["lr"],
+            update_steps=self.update_steps,
+            seed=self.cfg.seed,
         )
         if b.kind == "tiny":
             out["tiny"] = self.cfg.tiny.to_dict()

@@ -1,8 +1,10 @@
-"""One module per protocol command, each with ``run(state, params) -> result``.
+"""One module per protocol command, each with ``run(state, params) -> result``: ``params`` is the
+command's generated dataclass (``<Cmd>Params`` in protocol_types.py, already checked against the
+schema, defaults filled in) and the result is built as its generated TypedDict (``<Cmd>Result``).
 
 COMMANDS maps a request's ``cmd`` to its ``run``, in the order PROTOCOL.md documents them.
-Commands import the rooms below them (state, inputs, scoring, ppo, protocol, schema, errors),
-never engine.py or each other.
+Commands import the rooms below them (state, inputs, scoring, ppo, protocol, protocol_types,
+schema, errors), never engine.py or each other.
 """
 
 from __future__ import annotations

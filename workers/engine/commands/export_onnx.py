@@ -11,9 +11,7 @@ import numpy as np
 import torch
 
 from ..backends import Backend
-from ..errors import InvalidRequest
-from ..protocol import Params
-from ..schema import param_defaults
+from ..protocol_types import ExportOnnxParams, ExportOnnxResult
 from ..state import EngineState
 
 log = logging.getLogger("turnlens.engine")
@@ -21,13 +19,9 @@ log = logging.getLogger("turnlens.engine")
 ONNX_OPSET = 17
 
 
-def run(state: EngineState, p: Params) -> dict:
+def run(state: EngineState, q: ExportOnnxParams) -> ExportOnnxResult:
     b = state.require()
-    path = Path(p.str("path"))
-    verify = p.bool("verify", param_defaults("export_onnx")["verify"])
-    p.finish()
-    if path.suffix != ".onnx":
-        raise InvalidRequest("params.path: must end with .onnx")
+    path = Path(q.path)  # ends with .onnx: the schema's pattern
     path.parent.mkdir(parents=True, exist_ok=True)
     module = b.onnx_module().to("cpu")
     # Example input: 2 rows, the second left-padded, so the traced graph keeps the masking.
@@ -83,16 +77,13 @@ def run(state: EngineState, p: Params) -> dict:
     }
     manifest_path = Path(str(stem) + ".json")
     manifest_path.write_text(json.dumps(manifest, indent=1))
-    result = {
-        "path": str(path),
-        "tokenizer_path": str(tok_path),
-        "manifest_path": str(manifest_path),
-        "opset": ONNX_OPSET,
-        "max_abs_diff": None,
-    }
-    if verify:
-        result["max_abs_diff"] = _verify_onnx(b, path, ex_ids, ex_mask)
-    return result
+    return ExportOnnxResult(
+        path=str(path),
+        tokenizer_path=str(tok_path),
+        manifest_path=str(manifest_path),
+        opset=ONNX_OPSET,
+        max_abs_diff=_verify_onnx(b, path, ex_ids, ex_mask) if q.verify else None,
+    )
 
 
 def _verify_onnx(b: Backend, path: Path, ids: torch.Tensor, mask: torch.Tensor) -> float | None:

@@ -10,32 +10,23 @@ import torch
 from ..errors import InvalidRequest
 from ..inputs import automaton, read_allowed, read_prompts, read_temperature
 from ..model import positions_from_mask
-from ..protocol import Params
+from ..protocol_types import GeneratedResponse, GenerateParams, GenerateResult
 from ..sampling import policy_logprobs, sample_tokens
-from ..schema import param_defaults
 from ..state import EngineState
 
-_D = param_defaults("generate")  # the defaults, written once in the protocol schema
-
-# Reason codes of generate's finish_reason, in tensor form during the loop.
+# Reason codes of generate's finish_reason, in tensor form during the loop (the same names as
+# GeneratedResponseFinishReason, the protocol's; a test checks that they agree).
 _REASONS = ("length", "eos", "allowed", "stop")
 
 
-def run(state: EngineState, p: Params) -> dict:
+def run(state: EngineState, q: GenerateParams) -> GenerateResult:
     b = state.require()
     t_start = time.perf_counter()
-    prompts = read_prompts(b, p)
-    n = p.int("n", _D["n"], min=1)
-    max_new = p.int("max_new_tokens", None, min=1)
-    temperature, greedy = read_temperature(p)
-    greedy = p.bool("greedy", _D["greedy"]) or greedy
-    top_p = p.float("top_p", float(_D["top_p"]), min=0.0, max=1.0, min_exclusive=True)
-    stop = p.list("stop", list(_D["stop"]))
-    if not all(isinstance(s, str) and s for s in stop):
-        raise InvalidRequest("params.stop: expected an array of non-empty strings")
-    seed = p.int("seed", None, min=0)
-    sets = read_allowed(b, p, len(prompts))
-    p.finish()
+    prompts = read_prompts(b, q.prompts, q.prompt_ids)
+    n, max_new, top_p, stop, seed = q.n, q.max_new_tokens, q.top_p, q.stop, q.seed
+    temperature, greedy = read_temperature(q.temperature)
+    greedy = q.greedy or greedy
+    sets = read_allowed(b, q.allowed, q.allowed_per_prompt, len(prompts))
 
     # n samples per prompt, consecutive: responses[i * n + j] is sample j of prompt i.
     prompt_index = [i for i in range(len(prompts)) for _ in range(n)]
@@ -43,7 +34,7 @@ def run(state: EngineState, p: Params) -> dict:
     sets = [sets[i] for i in prompt_index]
     B = len(prompts)
     if B == 0:
-        return {"responses": [], "metrics": {}}
+        return GenerateResult(responses=[], metrics={})
     lens = [len(x) for x in prompts]
     Tp = max(lens)
     ctx = b.context_length
@@ -145,23 +136,23 @@ def run(state: EngineState, p: Params) -> dict:
         if i in stop_at:
             text = text[: stop_at[i]]
         responses.append(
-            {
-                "prompt_index": prompt_index[i],
-                "prompt_ids": prompts[i],
-                "response_ids": r_ids,
-                "logprobs": lps[i][: lengths[i]],
-                "entropies": ents[i][: lengths[i]],
-                "token_texts": tok.token_texts(r_ids),
-                "text": text,
-                "finish_reason": _REASONS[reasons[i]],
-            }
+            GeneratedResponse(
+                prompt_index=prompt_index[i],
+                prompt_ids=prompts[i],
+                response_ids=r_ids,
+                logprobs=lps[i][: lengths[i]],
+                entropies=ents[i][: lengths[i]],
+                token_texts=tok.token_texts(r_ids),
+                text=text,
+                finish_reason=_REASONS[reasons[i]],
+            )
         )
     secs = time.perf_counter() - t_start
-    return {
-        "responses": responses,
-        "metrics": {
+    return GenerateResult(
+        responses=responses,
+        metrics={
             "perf/generate_seconds": secs,
             "perf/new_tokens": n_tokens,
             "perf/tokens_per_second": n_tokens / secs if secs > 0 else None,
         },
-    }
+    )

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from ..protocol import Params
+from ..protocol_types import InfoParams, InfoResult
 from ..state import EngineState
 
 
-def run(state: EngineState, p: Params) -> dict:
-    p.finish()
+def run(state: EngineState, q: InfoParams) -> InfoResult:
     return state.info()

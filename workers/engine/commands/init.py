@@ -2,81 +2,64 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from ..config import InitConfig
 from ..errors import InvalidRequest
 from ..model import TinyConfig
-from ..protocol import Params
-from ..schema import protocol_schema
+from ..protocol import shown
+from ..protocol_types import InfoResult, InitOptimizer, InitParams, InitTiny, InitTokenizer
 from ..state import EngineState
 from ..tokenizer import HFTokenizer, TinyTokenizer, TokenizerError
 
-# LoRA's defaults, written once in the protocol schema
-_LORA = {k: s["default"] for k, s in protocol_schema()["params"]["init"]["properties"]["lora"]["properties"].items()}
 
-
-def run(state: EngineState, p: Params) -> dict:
-    cfg = InitConfig()
-    cfg.model = p.str("model", "tiny")
-    tp = p.obj("tiny")
-    tcfg = TinyConfig()
-    for name in ("n_layer", "n_head", "d_model", "context_length", "mlp_ratio"):
-        setattr(tcfg, name, tp.int(name, getattr(tcfg, name), min=1))
-    tp.finish()
-    cfg.tiny = tcfg
-
-    kp = p.obj("tokenizer")
-    is_tiny = cfg.model == "tiny"
-    cfg.tokenizer_kind = kp.str("kind", "word" if is_tiny else "hf", choices=("word", "char") if is_tiny else ("hf",))
-    corpus = kp.list("corpus", None)
-    if corpus is not None and not all(isinstance(s, str) for s in corpus):
-        raise InvalidRequest("params.tokenizer.corpus: expected an array of strings")
-    if not is_tiny:
-        cfg.tokenizer_path = kp.str("path", None)
-        cfg.chat_template = kp.bool("chat_template", None)
-    kp.finish()
-
-    if p.has("lora"):
-        if is_tiny:
-            raise InvalidRequest("params.lora: LoRA applies to Hugging Face models only")
-        lp = p.obj("lora")
-        tm = lp.raw("target_modules", _LORA["target_modules"])
-        if not (isinstance(tm, str) or (isinstance(tm, list) and all(isinstance(x, str) for x in tm))):
-            raise InvalidRequest("params.lora.target_modules: expected a string or an array of strings")
-        cfg.lora = {
-            "r": lp.int("r", _LORA["r"], min=1),
-            "alpha": lp.float("alpha", float(_LORA["alpha"]), min=0.0),
-            "target_modules": tm,
-        }
-        lp.finish()
-    else:
-        p.raw("lora", None)
-
-    op = p.obj("optimizer")
-    cfg.lr = op.float("lr", cfg.lr, min=0.0)
-    betas = op.list("betas", list(cfg.betas))
-    if len(betas) != 2 or not all(
-        isinstance(b, (int, float)) and not isinstance(b, bool) and 0 <= b < 1 for b in betas
-    ):
-        raise InvalidRequest("params.optimizer.betas: expected two numbers in [0, 1)")
-    cfg.betas = (float(betas[0]), float(betas[1]))
-    cfg.weight_decay = op.float("weight_decay", cfg.weight_decay, min=0.0)
-    cfg.eps = op.float("eps", cfg.eps, min=0.0, min_exclusive=True)
-    op.finish()
-
-    cfg.kl_coef = p.float("kl_coef", 0.0, min=0.0)
-    cfg.seed = p.int("seed", 0, min=0)
-    cfg.device = p.str("device", "auto", choices=("auto", "cpu", "cuda"))
-    cfg.threads = p.int("threads", None, min=1)
-    p.finish()
-
+def run(state: EngineState, q: InitParams) -> InfoResult:
+    cfg = read_config(q)
+    corpus = q.tokenizer.corpus if q.tokenizer else None
     try:
         tokenizer = _build_tokenizer(cfg, corpus)
     except TokenizerError as e:
         raise InvalidRequest(f"params.tokenizer: {e}") from None
     state.setup(cfg, tokenizer)
     return state.info()
+
+
+def read_config(q: InitParams) -> InitConfig:
+    """The request as an InitConfig. Types, ranges and choices passed the schema; what is checked
+    here depends on the model, which a schema of one field cannot say: the tokenizer kinds, the
+    HF-only fields."""
+    is_tiny = q.model == "tiny"
+    tok = q.tokenizer or InitTokenizer()
+    kinds = ("word", "char") if is_tiny else ("hf",)
+    if tok.kind is not None and tok.kind not in kinds:
+        model = "the tiny model" if is_tiny else "a Hugging Face model"
+        raise InvalidRequest(
+            f"params.tokenizer.kind: expected one of {', '.join(map(shown, kinds))} for {model}, got {shown(tok.kind)}"
+        )
+    if is_tiny:
+        for name in ("path", "chat_template"):
+            if getattr(tok, name) is not None:
+                raise InvalidRequest(f"params.tokenizer.{name}: applies to Hugging Face models only")
+        if q.lora is not None:
+            raise InvalidRequest("params.lora: LoRA applies to Hugging Face models only")
+    opt = q.optimizer or InitOptimizer()
+    return InitConfig(
+        model=q.model,
+        tiny=TinyConfig(**dataclasses.asdict(q.tiny or InitTiny())),
+        tokenizer_kind=tok.kind or kinds[0],
+        tokenizer_path=tok.path,
+        chat_template=tok.chat_template,
+        lora=dataclasses.asdict(q.lora) if q.lora is not None else None,
+        lr=opt.lr,
+        betas=opt.betas,
+        weight_decay=opt.weight_decay,
+        eps=opt.eps,
+        kl_coef=q.kl_coef,
+        seed=q.seed,
+        device=q.device,
+        threads=q.threads,
+    )
 
 
 def _build_tokenizer(cfg: InitConfig, corpus: list[str] | None):

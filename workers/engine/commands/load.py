@@ -10,18 +10,15 @@ import torch
 
 from ..config import CHECKPOINT_FORMAT, InitConfig
 from ..errors import InvalidRequest
-from ..protocol import Params
+from ..protocol_types import InfoResult, LoadParams
 from ..state import EngineState
 from ..tokenizer import HFTokenizer, TinyTokenizer
 
 log = logging.getLogger("turnlens.engine")
 
 
-def run(state: EngineState, p: Params) -> dict:
-    path = Path(p.str("path"))
-    device = p.str("device", None, choices=("auto", "cpu", "cuda"))
-    threads = p.int("threads", None, min=1)
-    p.finish()
+def run(state: EngineState, q: LoadParams) -> InfoResult:
+    path = Path(q.path)
     meta_file = path / "engine.json"
     if not meta_file.is_file():
         raise InvalidRequest(f"params.path: {path} is not an engine checkpoint (no engine.json)")
@@ -29,10 +26,10 @@ def run(state: EngineState, p: Params) -> dict:
     if meta.get("format") != CHECKPOINT_FORMAT:
         raise InvalidRequest(f"params.path: {meta_file} is not a {CHECKPOINT_FORMAT}")
     cfg = InitConfig.from_json(meta["init"])
-    if device is not None:
-        cfg.device = device
-    if threads is not None:
-        cfg.threads = threads
+    if q.device is not None:
+        cfg.device = q.device
+    if q.threads is not None:
+        cfg.threads = q.threads
     if cfg.model == "tiny":
         tokenizer = TinyTokenizer.load(path)
     else:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from ..protocol import PROTOCOL_VERSION, Params
+from ..protocol_types import PROTOCOL_VERSION, PingParams, PingResult
 from ..state import EngineState
 
 
-def run(state: EngineState, p: Params) -> dict:
-    p.finish()
-    return {"pong": True, "initialized": state.backend is not None, "protocol_version": PROTOCOL_VERSION}
+def run(state: EngineState, q: PingParams) -> PingResult:
+    return PingResult(pong=True, initialized=state.backend is not None, protocol_version=PROTOCOL_VERSION)

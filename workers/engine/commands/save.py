@@ -12,14 +12,13 @@ import torch
 
 from ..config import CHECKPOINT_FORMAT, CHECKPOINT_VERSION
 from ..errors import InvalidRequest
-from ..protocol import PROTOCOL_VERSION, Params
+from ..protocol_types import PROTOCOL_VERSION, SaveParams, SaveResult
 from ..state import EngineState
 
 
-def run(state: EngineState, p: Params) -> dict:
+def run(state: EngineState, q: SaveParams) -> SaveResult:
     b = state.require()
-    path = Path(p.str("path"))
-    p.finish()
+    path = Path(q.path)
     if path.exists() and not (path.is_dir() and ((path / "engine.json").is_file() or not any(path.iterdir()))):
         raise InvalidRequest(f"params.path: {path} exists and is not an engine checkpoint; refusing to replace it")
     # Write beside the target, then swap: a crash mid-save never leaves a half checkpoint,
@@ -52,4 +51,4 @@ def run(state: EngineState, p: Params) -> dict:
         shutil.rmtree(old)
     else:
         tmp.rename(path)
-    return {"path": str(path), "files": sorted(x.name for x in path.iterdir())}
+    return SaveResult(path=str(path), files=sorted(x.name for x in path.iterdir()))

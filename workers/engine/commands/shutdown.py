@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from ..protocol import Params
+from ..protocol_types import ShutdownParams, ShutdownResult
 from ..state import EngineState
 
 
-def run(state: EngineState, p: Params) -> dict:
-    p.finish()
+def run(state: EngineState, q: ShutdownParams) -> ShutdownResult:
     state.stop_requested = True
-    return {"shutting_down": True}
+    return ShutdownResult(shutting_down=True)
