@@ -14,6 +14,7 @@ import { ProgressBar } from "@/components/ui/progress-bar";
 import { MetricChart } from "@/components/charts/metric-chart";
 import { ChartControls, useChartView } from "@/components/charts/chart-controls";
 import { btnCls, cardCls } from "@/components/ui/controls";
+import { CheckpointEvalPanel } from "./checkpoint-eval-panel";
 import { JobLog } from "./job-log";
 import { RunTabs } from "./run-tabs";
 
@@ -66,11 +67,16 @@ export function RunView({ runId }: { runId: string }) {
             {run.envId ? <span className="font-mono text-xs">{run.envId}</span> : null}
             {run.estimator ? <span className="rounded bg-zinc-100 px-1.5 font-mono text-xs dark:bg-zinc-800">{run.estimator}</span> : null}
             {run.tags.map((t) => <span key={t} className="rounded bg-zinc-100 px-1.5 text-xs dark:bg-zinc-800">{t}</span>)}
-            {run.parentRunId ? <Link href={`/runs/${run.parentRunId}`} className="text-xs text-indigo-600 hover:underline dark:text-indigo-400">cloned from a run</Link> : null}
+            {run.parentRunId ? (
+              <Link href={`/runs/${run.parentRunId}`} className="text-xs text-indigo-600 hover:underline dark:text-indigo-400">
+                {run.jobKind === "checkpoint-eval" || run.jobKind === "onnx-eval" ? "evaluates a training run" : "cloned from a run"}
+              </Link>
+            ) : null}
           </div>
         </div>
-        <div className="flex gap-2">
+        <div className="relative flex gap-2">
           <Link href={`/runs/new?from=${runId}`} className={btnCls}>Clone and edit</Link>
+          {run.jobKind === "train" ? <CheckpointEvalPanel run={run} /> : null}
           {live && run.jobId ? <button className={btnCls} onClick={() => action.mutate("cancel")} disabled={action.isPending}>Cancel</button> : null}
           {(run.status === "failed" || run.status === "canceled") && run.jobId ? <button className={btnCls} onClick={() => action.mutate("retry")} disabled={action.isPending}>Retry</button> : null}
         </div>

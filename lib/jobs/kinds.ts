@@ -6,7 +6,7 @@
 // kind starts, so no runner code (PyTorch engine client, onnxruntime) is ever bundled into the server.
 import { z } from "zod";
 import { importPayloadSchema } from "../schemas/imports";
-import { baselineConfigSchema, onnxEvalConfigSchema } from "../schemas/runs";
+import { baselineConfigSchema, checkpointEvalConfigSchema, onnxEvalConfigSchema } from "../schemas/runs";
 import { trainConfigSchema } from "../schemas/train";
 
 /** The `selftest` job's payload (it exists to test the queue and the worker: workers/runners/selftest.ts). */
@@ -87,6 +87,19 @@ export const JOB_KINDS = {
     runner: { module: "workers/runners/onnx-eval.ts", export: "onnxEval" },
     concurrency: 2,
     timeoutMs: 2 * HOUR,
+    maxAttempts: 3,
+    launchable: true,
+  },
+  "checkpoint-eval": {
+    id: "checkpoint-eval",
+    title: "Evaluate a training checkpoint",
+    description: "Any checkpoint of a training run plays held-out tasks in the PyTorch engine (the worker's GPU, else CPU): greedy success, pass@k from sampled episodes, mean return, and the overlap with training.",
+    payload: checkpointEvalConfigSchema,
+    runner: { module: "workers/runners/checkpoint-eval.ts", export: "checkpointEval" },
+    // one engine (and one GPU) per job, as training
+    concurrency: 1,
+    timeoutMs: 2 * HOUR,
+    // resumes from the batches it stored
     maxAttempts: 3,
     launchable: true,
   },

@@ -5,8 +5,9 @@ import { getEstimator, ESTIMATOR_IDS } from "../credit";
 import { createRun, getRun, importedRun, type NewRun } from "../db/runs";
 import { getJobKind, launchableKinds, type LaunchableKindId } from "../jobs/kinds";
 import type { EnqueueInput } from "../jobs/schemas";
-import { InvalidInputError, zodIssues, type Issue } from "../schemas/errors";
-import type { ImportRun, LaunchRun } from "../schemas/runs";
+import { errorKind, InvalidInputError, zodIssues, type Issue } from "../schemas/errors";
+import { checkpointToEvaluate, type ImportRun, type LaunchRun } from "../schemas/runs";
+import { listCheckpoints } from "../db/checkpoints";
 
 /** A launch config that passed its own schema but not a registry's (unknown id, bad env config or params). */
 export class LaunchConfigError extends InvalidInputError {
@@ -77,6 +78,22 @@ const prepare: { [K in LaunchableKindId]: (body: LaunchOf<K>) => Prepared } = {
     return {
       run: { name: body.name ?? `onnx-eval-${source.name}`, kind: "eval", config: body.config, envId: source.envId, estimator: null, seed: 0, parentRunId: body.parentRunId ?? source.id },
       payload: body.config,
+    };
+  },
+  "checkpoint-eval": (body) => {
+    let source: ReturnType<typeof getRun> | null = null;
+    try {
+      source = getRun(body.config.sourceRunId);
+    } catch (err) {
+      if (errorKind(err) !== "not_found") throw err;
+    }
+    // an unknown run, a run that is not a training run, a step without a checkpoint: 400 naming the field
+    const ckpt = checkpointToEvaluate(body.config, source, source ? listCheckpoints(source.id) : [], "body.config");
+    // "the latest" is pinned at launch, so the run says which checkpoint it evaluated
+    const config = { ...body.config, checkpointStep: ckpt.step };
+    return {
+      run: { name: body.name ?? `checkpoint-eval-${source!.name}-step${ckpt.step}`, kind: "eval", config, envId: source!.envId, estimator: null, seed: body.config.seed, parentRunId: body.parentRunId ?? source!.id },
+      payload: config,
     };
   },
 };

@@ -2,6 +2,7 @@
 import { z } from "zod";
 import { idSchema, queryInt, runKindSchema, runStatusSchema, tagsSchema, TERMINAL_STATUSES } from "./common";
 import { trainConfigSchema } from "./train";
+import { InvalidInputError } from "./errors";
 
 /** The baseline evaluation job: a uniformly random admissible-action policy plays K episodes. */
 export const baselineConfigSchema = z
@@ -26,6 +27,53 @@ export const onnxEvalConfigSchema = z
   })
   .strict();
 export type OnnxEvalConfig = z.infer<typeof onnxEvalConfigSchema>;
+
+/**
+ * Evaluate any checkpoint of a training run (tiny or Hugging Face, LoRA or not) in the PyTorch
+ * engine on the run's held-out tasks: greedy success, and pass@k from sampled episodes.
+ */
+export const checkpointEvalConfigSchema = z
+  .object({
+    sourceRunId: idSchema.describe("The training run whose checkpoint is evaluated."),
+    checkpointStep: z.number().int().min(0).nullable().default(null).describe("Training step of the checkpoint to evaluate; none: the latest."),
+    episodes: z.number().int().min(1).max(10_000).default(100).describe("Held-out tasks to play (the first of the instances the training run's greedy evaluation uses, never trained on)."),
+    greedy: z.boolean().default(true).describe("Play each task once with the most likely action at every turn (greedy success)."),
+    sampled: z.boolean().default(false).describe("Also sample `samples` episodes per task at `temperature`: pass@k and the per-sample success rate."),
+    k: z.number().int().min(1).max(256).default(4).describe("pass@k: the chance that at least one of k sampled episodes succeeds."),
+    samples: z.number().int().min(1).max(256).nullable().default(null).describe("Episodes sampled per task, n >= k (the unbiased pass@k estimator uses all n); none: k."),
+    temperature: z.number().positive().max(5).nullable().default(null).describe("Sampling temperature; none: the training run's."),
+    seed: z.number().int().min(0).max(2 ** 31 - 1).default(0).describe("Seed of the sampled episodes."),
+    episodesPerBatch: z.number().int().min(1).max(10_000).default(50).describe("Tasks per stored batch (one point on the curves)."),
+    device: z.enum(["auto", "cpu", "cuda"]).default("auto").describe("auto: the worker's GPU where it has one, else CPU."),
+    threads: z.number().int().min(1).max(256).nullable().default(1).describe("torch CPU threads (null: torch's default)."),
+  })
+  .strict()
+  .superRefine((c, ctx) => {
+    if (!c.greedy && !c.sampled) ctx.addIssue({ code: "custom", path: ["sampled"], message: "pick greedy, sampled or both" });
+    if (c.samples !== null && c.samples < c.k) ctx.addIssue({ code: "custom", path: ["samples"], message: `must be at least k (${c.k}): pass@k needs k samples per task` });
+  });
+export type CheckpointEvalConfig = z.infer<typeof checkpointEvalConfigSchema>;
+
+/**
+ * The checkpoint a checkpoint-eval config names among its source run's (sorted by step), or an
+ * InvalidInputError naming the field under `root` (body.config at launch, config in the job):
+ * an unknown run (`source` null), a run that is not a training run, a step without a checkpoint.
+ */
+export function checkpointToEvaluate<C extends { step: number }>(
+  cfg: Pick<CheckpointEvalConfig, "sourceRunId" | "checkpointStep">,
+  source: { id: string; name?: string; jobKind: string | null } | null,
+  checkpoints: readonly C[],
+  root: string,
+): C {
+  const fail = (field: string, message: string): never => {
+    throw new InvalidInputError(`${root}.${field}: ${message}`, [{ path: `${root}.${field}`, message }]);
+  };
+  if (!source) return fail("sourceRunId", `unknown run "${cfg.sourceRunId}"`);
+  if (source.jobKind !== "train") return fail("sourceRunId", `run ${source.id} is not a training run (its job kind is ${source.jobKind ?? "none: an imported run"})`);
+  if (!checkpoints.length) return fail("checkpointStep", `run ${source.id} has no checkpoint yet (it saves one every checkpointInterval steps)`);
+  const ckpt = cfg.checkpointStep === null ? checkpoints.at(-1) : checkpoints.find((c) => c.step === cfg.checkpointStep);
+  return ckpt ?? fail("checkpointStep", `run ${source.id} has no checkpoint at step ${cfg.checkpointStep} (its checkpoints: steps ${checkpoints.map((c) => c.step).join(", ")})`);
+}
 
 const launchCommon = {
   project: z.string().min(1).max(100).default("default").describe("Project name; created if it does not exist."),
@@ -55,6 +103,7 @@ export const launchRunSchema = z
     z.object({ jobKind: z.literal("baseline"), config: baselineConfigSchema, ...launchCommon, ...launchJob }).strict(),
     z.object({ jobKind: z.literal("train"), config: trainConfigSchema, ...launchCommon, ...launchJob }).strict(),
     z.object({ jobKind: z.literal("onnx-eval"), config: onnxEvalConfigSchema, ...launchCommon, ...launchJob }).strict(),
+    z.object({ jobKind: z.literal("checkpoint-eval"), config: checkpointEvalConfigSchema, ...launchCommon, ...launchJob }).strict(),
   ])
   .meta({ id: "LaunchRun" });
 export type LaunchRun = z.infer<typeof launchRunSchema>;

@@ -88,7 +88,7 @@ describe("listJobs", () => {
 describe("job-kind registry", () => {
   it("is what launch validates, the catalog offers, and the worker runs", () => {
     const launchable = launchableKinds().map((k) => k.id);
-    expect(launchable).toEqual(["baseline", "train", "onnx-eval"]);
+    expect(launchable).toEqual(["baseline", "train", "onnx-eval", "checkpoint-eval"]);
     // the launch schema has one option per launchable kind, with the registry's payload schema as its config
     const options = launchRunSchema.options.map((o) => [o.shape.jobKind.value, o.shape.config] as const);
     expect(options.map(([k]) => k)).toEqual(launchable);

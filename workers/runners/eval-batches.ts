@@ -1,5 +1,5 @@
-// What evaluation jobs (baseline, onnx-eval) share: per-batch and cumulative curves, and the
-// fenced write of a batch's rollouts and curves together.
+// What evaluation jobs (baseline, onnx-eval, checkpoint-eval) share: per-batch and cumulative curves, the
+// fenced write of a batch's rollouts and curves together, and pass@k.
 import { writeRolloutStep } from "../../lib/db/rollouts";
 import { writeMetrics, type MetricPoint } from "../../lib/db/metrics";
 import { getRawDb, writeTransaction } from "../../lib/db/raw";
@@ -44,13 +44,7 @@ export function storeEvalBatch(ctx: JobContext, runId: string, step: number, gro
     "perf/env_steps_per_s": turns / Math.max(seconds, 1e-6),
     ...extra,
   };
-  const now = Date.now() / 1000;
-  const points: MetricPoint[] = Object.entries(values).map(([key, value]) => ({ key, step, value, wallTime: now }));
-  // Rollouts and curves of a batch land together or not at all, and only while we hold the lease.
-  writeTransaction(ctx.fence, () => {
-    writeRolloutStep(runId, { step, estimator: null, params: null, diagnostics: null, groups }, null);
-    writeMetrics(runId, points, null);
-  });
+  writeEvalBatch(ctx, runId, step, groups, values);
   ctx.log(
     `batch ${step + 1}: success ${values["eval/success_rate"].toFixed(3)}, return ${values["eval/return_mean"].toFixed(3)}, ` +
       `length ${values["eval/length_mean"].toFixed(1)}, ${Math.round(values["perf/env_steps_per_s"])} env steps/s`,
@@ -58,7 +52,45 @@ export function storeEvalBatch(ctx: JobContext, runId: string, step: number, gro
   return values;
 }
 
+/** Writes one batch's rollouts (as rollout step `step`) and its curve points at that step, fenced, together. */
+export function writeEvalBatch(ctx: JobContext, runId: string, step: number, groups: GroupInput[], values: Record<string, number>): void {
+  const now = Date.now() / 1000;
+  const points: MetricPoint[] = Object.entries(values).map(([key, value]) => ({ key, step, value, wallTime: now }));
+  // Rollouts and curves of a batch land together or not at all, and only while we hold the lease.
+  writeTransaction(ctx.fence, () => {
+    writeRolloutStep(runId, { step, estimator: null, params: null, diagnostics: null, groups }, null);
+    writeMetrics(runId, points, null);
+  });
+}
+
 export function summary(totals: EvalTotals) {
   const n = Math.max(1, totals.episodes);
   return { episodes: totals.episodes, successRate: totals.successes / n, meanReturn: totals.reward / n, meanLength: totals.turns / n };
+}
+
+/**
+ * pass@k of one task from n sampled episodes with c successes: the chance that k of them, drawn
+ * without replacement, hold at least one success, 1 - C(n-c, k) / C(n, k) (the unbiased
+ * estimator; with n = k it is 1 if any succeeded, else 0). As a product, so large n never overflows.
+ */
+export function passAtK(n: number, c: number, k: number): number {
+  if (!Number.isInteger(n) || !Number.isInteger(c) || !Number.isInteger(k) || k < 1 || n < k || c < 0 || c > n) throw new RangeError(`pass@k needs integers 1 <= k <= n and 0 <= c <= n (got n=${n}, c=${c}, k=${k})`);
+  if (n - c < k) return 1;
+  let fail = 1;
+  for (let i = n - c + 1; i <= n; i++) fail *= 1 - k / i;
+  return 1 - fail;
+}
+
+/** Per stored task group of a run: its uid, episodes, successes and summed reward (a resumed job rebuilds its totals from them). */
+export function storedGroups(runId: string): { uid: string; n: number; c: number; reward: number }[] {
+  return getRawDb()
+    .prepare(
+      `SELECT g."uid" AS uid, COUNT(*) AS n, COALESCE(SUM(CAST(t."success" AS INTEGER)),0) AS c, COALESCE(SUM(t."reward"),0) AS reward
+       FROM "Trajectory" t JOIN "RolloutGroup" g ON g."id" = t."groupId" WHERE t."runId" = ? GROUP BY g."id", g."uid"`,
+    )
+    .all(runId)
+    .map((r) => {
+      const x = r as { uid: string; n: number | bigint; c: number | bigint; reward: number };
+      return { uid: x.uid, n: Number(x.n), c: Number(x.c), reward: Number(x.reward) };
+    });
 }

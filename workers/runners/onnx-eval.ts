@@ -10,7 +10,7 @@ import { getRun } from "../../lib/db/runs";
 import { listCheckpoints } from "../../lib/db/checkpoints";
 import { stepExists } from "../../lib/db/rollouts";
 import { evalTasks, overlapCount, trainingInstances } from "../../lib/envs/heldout";
-import { heldOutFor, parseTrainConfig } from "./train";
+import { heldOutFor, parseTrainConfig } from "./policy-engine";
 import { storedTotals, storeEvalBatch, summary } from "./eval-batches";
 import type { JobRunner } from "./types";
 

@@ -6,141 +6,38 @@
 //          -> lib/credit advantages per turn -> engine.update (PPO-clip) -> metrics + rollouts stored
 // Resuming: a re-run (worker lost) or an engine restart (engine died) loads the last checkpoint and
 // forgets whatever was stored after it, so no step is ever stored twice.
-import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { trainConfigSchema, type TrainConfig } from "../../lib/schemas/train";
-import { createEnv, getEnvSpec } from "../../lib/envs/registry";
+import type { TrainConfig } from "../../lib/schemas/train";
+import { createEnv } from "../../lib/envs/registry";
 import { playEpisode } from "../../lib/envs/play";
 import { randomAction } from "../../lib/envs/random-policy";
 import { createRng, mixSeed } from "../../lib/envs/rng";
-import { evalTasks, heldOutSet, overlapCount, trainTask, type HeldOutSet } from "../../lib/envs/heldout";
+import { evalTasks, overlapCount, trainTask } from "../../lib/envs/heldout";
 import type { Env } from "../../lib/envs/types";
 import { getEstimator, runCredit, type CreditResponse } from "../../lib/credit";
 import { creditTurn } from "../../lib/schemas/credit";
 import { buildPrompt, newContext, advanceContext } from "../../lib/rollout/context";
 import { providersFor } from "./turn-inputs";
-import { rollout, toStoredGroup, type Generate, type GenResult, type RolloutGroup } from "../../lib/rollout/rollout";
+import { rollout, toStoredGroup, type RolloutGroup } from "../../lib/rollout/rollout";
 import { writeRolloutStep } from "../../lib/db/rollouts";
 import { writeMetrics, type MetricPoint } from "../../lib/db/metrics";
 import { addCheckpoint, latestCheckpoint, truncateRunAfter } from "../../lib/db/checkpoints";
 import { writeTransaction } from "../../lib/db/raw";
 import { projectRoot } from "../../lib/db/url";
-import { EngineClient, EngineExitedError, EngineTimeoutError, type InitParams, type UpdateSample } from "../engine-client";
+import type { EngineClient, InitParams, UpdateSample } from "../engine-client";
+import { assertEngineInstalled, engineGenerate, evaluate, heldOutFor, parseTrainConfig, withEngine, withEngineRestarts } from "./policy-engine";
 import type { JobContext, JobRunner } from "./types";
 
-/**
- * Training and held-out evaluation never share an instance (not just a seed): evaluation plays
- * the held-out set's distinct instances (seeds from 2^30 up), training redraws any seed whose
- * instance is held out (lib/envs/heldout.ts). Each evaluation stores the overlap it measured.
- */
-export function heldOutFor(cfg: TrainConfig): HeldOutSet {
-  return heldOutSet(cfg.envId, cfg.envConfig, cfg.evalEpisodes);
-}
-
-/** Parses and checks a train config against the environment and estimator registries. */
-export function parseTrainConfig(payload: unknown): TrainConfig {
-  const cfg = trainConfigSchema.parse(payload);
-  const envConfig = getEnvSpec(cfg.envId).configSchema.parse(cfg.envConfig) as Record<string, unknown>;
-  const estimatorParams = getEstimator(cfg.estimator).paramsSchema.parse(cfg.estimatorParams) as Record<string, unknown>;
-  return { ...cfg, envConfig, estimatorParams };
-}
-
-/** Restart the engine this many times within one attempt when it dies mid-run. */
-const ENGINE_RESTARTS = 3;
+// The engine start-up, restarts, generate and evaluation live in policy-engine.ts (checkpoint-eval
+// shares them); these names stay importable from here.
+export { assertEngineInstalled, ENGINE_INSTALL_COMMAND, EngineNotInstalledError, engineRequirements, heldOutFor, parseTrainConfig } from "./policy-engine";
 
 interface TrainerState {
   /** environment steps taken so far (x-axis choice on the run page) */
   envSteps: number;
   lr: number;
   lrDecayed: boolean;
-}
-
-/** The one command that installs the engine's Python packages (README "Quick start"). */
-export const ENGINE_INSTALL_COMMAND = "bash scripts/setup.sh";
-
-/**
- * A train job on a machine whose Python lacks the engine's packages (a view-only install:
- * `bash scripts/start.sh --view-only`). Its message is the whole story (what is missing, the
- * command that installs it), so its stack is that message too: the job log and the run page
- * show one readable line, not a trace. Not retryable: another attempt here would fail the same way.
- */
-export class EngineNotInstalledError extends Error {
-  readonly retryable = false;
-  constructor(message: string) {
-    super(message);
-    this.name = "EngineNotInstalledError";
-    this.stack = `${this.name}: ${message}`;
-  }
-}
-
-/** The distributions of workers/engine/requirements.txt the engine runs on (pytest is for its tests only). */
-export function engineRequirements(text: string): string[] {
-  return text
-    .split("\n")
-    .map((l) => l.replace(/#.*/, "").trim())
-    .filter(Boolean)
-    .map((l) => l.split(/[<>=!~;\[\s]/)[0])
-    .filter((name) => name && name.toLowerCase() !== "pytest");
-}
-
-/**
- * Checks, in well under a second and without importing torch, that `python` has every engine
- * package installed (by distribution metadata, so import names do not matter). Throws
- * EngineNotInstalledError naming what is missing and how to install it. An interpreter that does
- * not answer within `timeoutMs` is not judged here (the engine's own start reports on it); `signal`
- * (the job's cancel) stops the check.
- */
-export async function assertEngineInstalled(opts: { python?: string; signal?: AbortSignal; timeoutMs?: number; onSlow?: (msg: string) => void } = {}): Promise<void> {
-  const python = opts.python ?? (process.env.TURNLENS_PYTHON || "python3");
-  const reqFile = path.join(projectRoot(), "workers", "engine", "requirements.txt");
-  const names = engineRequirements(fs.readFileSync(reqFile, "utf8"));
-  const probe = [
-    "import sys, importlib.metadata as m",
-    "def has(n):",
-    "    try:",
-    "        m.distribution(n)",
-    "        return True",
-    "    except m.PackageNotFoundError:",
-    "        return False",
-    "print(' '.join(n for n in sys.argv[1:] if not has(n)))",
-  ].join("\n");
-  const r = await new Promise<{ code: number | null; stdout: string; stderr: string; error?: NodeJS.ErrnoException; timedOut?: boolean }>((resolve) => {
-    const child = spawn(python, ["-c", probe, ...names], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (b: Buffer) => (stdout += b.toString()));
-    child.stderr.on("data", (b: Buffer) => (stderr += b.toString()));
-    const stop = () => child.kill("SIGKILL");
-    const timer = setTimeout(() => {
-      stop();
-      resolve({ code: null, stdout, stderr, timedOut: true });
-    }, opts.timeoutMs ?? 30_000);
-    opts.signal?.addEventListener("abort", stop, { once: true });
-    const done = (v: { code: number | null; error?: NodeJS.ErrnoException }) => {
-      clearTimeout(timer);
-      opts.signal?.removeEventListener("abort", stop);
-      resolve({ ...v, stdout, stderr });
-    };
-    child.on("error", (error: NodeJS.ErrnoException) => done({ code: null, error }));
-    child.on("close", (code) => done({ code }));
-  });
-  if (opts.signal?.aborted) return;
-  if (r.timedOut) {
-    opts.onSlow?.(`"${python}" did not answer the engine package check within ${Math.round((opts.timeoutMs ?? 30_000) / 1000)} s; starting the engine anyway`);
-    return;
-  }
-  const how = `Install them with \`${ENGINE_INSTALL_COMMAND}\` (or \`${python} -m pip install -r workers/engine/requirements.txt\`), then retry the run.`;
-  if (r.error)
-    throw new EngineNotInstalledError(
-      `train jobs need the PyTorch engine, but its Python interpreter "${python}" ${r.error.code === "ENOENT" ? "was not found" : `could not start (${r.error.message})`} (TURNLENS_PYTHON picks another). Install Python 3.11 and the engine's packages: \`${ENGINE_INSTALL_COMMAND}\`.`,
-    );
-  if (r.code !== 0) throw new EngineNotInstalledError(`train jobs need the PyTorch engine, but "${python}" failed to check its packages (${r.stderr.trim().split("\n").pop() || `exit code ${r.code}`}). ${how}`);
-  const missing = r.stdout.trim().split(/\s+/).filter((n) => names.includes(n));
-  if (missing.length)
-    throw new EngineNotInstalledError(
-      `train jobs need the PyTorch engine's Python packages, and ${python} is missing ${missing.join(", ")} (a view-only install, \`bash scripts/start.sh --view-only\`, leaves them out). ${how}`,
-    );
 }
 
 export const train: JobRunner = async (ctx) => {
@@ -150,25 +47,13 @@ export const train: JobRunner = async (ctx) => {
   // Before anything is spawned or stored: a machine without the engine fails in a second, saying how to install it.
   await assertEngineInstalled({ signal: ctx.signal, onSlow: (msg) => ctx.log(msg, "warn") });
   if (ctx.signal.aborted) return { stoppedAt: 0 };
-  for (let restarts = 0; ; restarts++) {
-    try {
-      return await trainAttempt(ctx, runId, cfg);
-    } catch (err) {
-      const engineDied = err instanceof EngineExitedError || err instanceof EngineTimeoutError;
-      if (!engineDied || ctx.signal.aborted || restarts >= ENGINE_RESTARTS) throw err;
-      ctx.log(`engine died (${(err as Error).message.split("\n")[0]}); restarting it from the last checkpoint (${restarts + 1}/${ENGINE_RESTARTS})`, "warn");
-    }
-  }
+  return withEngineRestarts(ctx, () => trainAttempt(ctx, runId, cfg));
 };
 
 async function trainAttempt(ctx: JobContext, runId: string, cfg: TrainConfig) {
   const runDir = path.join(projectRoot(), "data", "runs", runId);
   fs.mkdirSync(runDir, { recursive: true });
-  // The worker's GPU for this job, else none visible (device "auto" then picks the CPU).
-  const engine = new EngineClient({ onLog: (line) => ctx.log(`[engine] ${line}`), timeoutMs: 15 * 60_000, env: { CUDA_VISIBLE_DEVICES: ctx.gpu ?? "" } });
-  const kill = () => engine.kill();
-  ctx.signal.addEventListener("abort", kill);
-  try {
+  return withEngine(ctx, async (engine) => {
     const makeEnv = () => createEnv(cfg.envId, cfg.envConfig);
     const probe = makeEnv();
     const heldOut = heldOutFor(cfg);
@@ -215,44 +100,7 @@ async function trainAttempt(ctx: JobContext, runId: string, cfg: TrainConfig) {
     };
 
     /** One generate call per turn; training rollouts (epsilon > 0) explore, evaluation is greedy. */
-    const generate = (greedy: boolean, seed: number, epsilon = 0): Generate => {
-      const rng = createRng(mixSeed(seed, "explore"));
-      return async (reqs) => {
-        const res = await engine.generate({
-          prompts: reqs.map((r) => r.prompt),
-          allowed_per_prompt: reqs.map((r) => r.allowed),
-          temperature: cfg.temperature,
-          greedy,
-          seed,
-          ...(reqs.every((r) => r.allowed) ? {} : { max_new_tokens: cfg.maxNewTokens }),
-        });
-        const out: GenResult[] = res.responses.map((r) => ({
-          text: r.text,
-          promptIds: r.prompt_ids,
-          responseIds: r.response_ids,
-          logprobs: r.logprobs.map((x) => x ?? 0),
-          entropies: r.entropies.map((x) => x ?? 0),
-          tokenTexts: r.token_texts,
-        }));
-        // Epsilon-exploration: swap in a random admissible action, scored under the current policy so
-        // that PPO's first-epoch ratio is 1 for it (the behaviour policy is treated as on-policy).
-        const swap = epsilon > 0 ? reqs.map((r, i) => (r.allowed?.length && rng.chance(epsilon) ? i : -1)).filter((i) => i >= 0) : [];
-        if (swap.length) {
-          const actions = swap.map((i) => rng.pick(reqs[i].allowed!));
-          const scored = await engine.logprobs({
-            prompt_ids: swap.map((i) => out[i].promptIds),
-            responses: actions,
-            allowed_per_prompt: swap.map((i) => reqs[i].allowed),
-            temperature: cfg.temperature,
-          });
-          swap.forEach((i, k) => {
-            const s = scored.results[k];
-            out[i] = { text: actions[k], promptIds: out[i].promptIds, responseIds: s.response_ids, logprobs: s.logprobs.map((x) => x ?? 0), tokenTexts: s.token_texts };
-          });
-        }
-        return out;
-      };
-    };
+    const generate = (greedy: boolean, seed: number, epsilon = 0) => engineGenerate(engine, cfg, greedy, seed, epsilon);
 
     let lastEval: number | null = null;
     for (let step = start; step < cfg.steps; step++) {
@@ -370,14 +218,11 @@ async function trainAttempt(ctx: JobContext, runId: string, cfg: TrainConfig) {
     writeStepMetrics(ctx, runId, cfg.steps, finalValues);
     ctx.log(`done: greedy success on ${evalSet.length} held-out tasks ${final.toFixed(3)}; training instances among them: ${finalValues["eval/train_overlap"]}`);
     return { steps: cfg.steps, greedySuccess: final, trainOverlap: finalValues["eval/train_overlap"] };
-  } finally {
-    ctx.signal.removeEventListener("abort", kill);
-    await engine.close(5_000).catch(() => engine.kill());
-  }
+  });
 }
 
 function initParams(cfg: TrainConfig, probe: Env, makeEnv: () => Env): InitParams {
-  const common = { optimizer: { lr: cfg.lr, betas: [0.9, 0.99] as [number, number], weight_decay: 0 }, kl_coef: cfg.klCoef, seed: cfg.seed, device: cfg.device, ...(cfg.threads ? { threads: cfg.threads } : {}) };
+  const common = { optimizer: { lr: cfg.lr }, kl_coef: cfg.klCoef, seed: cfg.seed, device: cfg.device, ...(cfg.threads ? { threads: cfg.threads } : {}) };
   if (cfg.model.kind === "hf") return { ...common, model: cfg.model.path, tokenizer: { kind: "hf" }, lora: cfg.model.lora };
   return {
     ...common,
@@ -403,13 +248,6 @@ function tokenizerCorpus(cfg: TrainConfig, probe: Env, makeEnv: () => Env): stri
     for (const a of env.admissibleActions() ?? []) corpus.add(a);
   }
   return [...corpus];
-}
-
-/** Greedy success on the held-out instances. */
-async function evaluate(cfg: TrainConfig, makeEnv: () => Env, generate: Generate, evalSet: { seed: number }[]): Promise<number> {
-  const tasks = evalSet.map((t, i) => ({ uid: `eval-${i}`, taskSeed: t.seed }));
-  const groups = await rollout({ makeEnv, tasks, groupSize: 1, context: cfg.context, instructions: cfg.instructions, restrictToAdmissible: cfg.restrictToAdmissible, recordView: false, generate });
-  return groups.filter((g) => g.trajectories[0].success).length / tasks.length;
 }
 
 function mean(xs: number[]): number {
