@@ -1,4 +1,4 @@
-// Canonical anchor keys (GiGPO step 4, ../shared/credit-spec.md): equal states give equal keys
+// Canonical anchor keys (GiGPO step 4: anchor-state grouping, see gigpo.ts): equal states give equal keys
 // whatever the key order or number formatting of the observation object, and anchors of
 // different JSON types never share a key (the number 1 is not the string "1").
 import type { AnchorValue } from "./types";

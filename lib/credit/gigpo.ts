@@ -1,5 +1,5 @@
 // GiGPO: Group-in-Group Policy Optimization (verl-agent `gigpo/core_gigpo.py`,
-// Feng et al. 2025, https://arxiv.org/abs/2505.10978). Semantics: ../shared/credit-spec.md.
+// Feng et al. 2025, https://arxiv.org/abs/2505.10978). Semantics: this file and lib/credit/README.md.
 import { z } from "zod";
 import { flatten, type FlatBatch } from "./flat";
 import type { AnchorGroupDiagnostics } from "./result";
@@ -147,7 +147,10 @@ export function renumberGroups(ids: ReadonlyArray<ReadonlyArray<number | string 
     row.map((v) => {
       if (v === null || v === undefined) return null;
       let id = map.get(v);
-      if (id === undefined) map.set(v, (id = map.size));
+      if (id === undefined) {
+        id = map.size;
+        map.set(v, id);
+      }
       return id;
     }),
   );

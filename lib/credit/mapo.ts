@@ -1,5 +1,5 @@
 // MAPO: Mixed Advantage Policy Optimization with judge (process) rewards. The authors' estimator
-// code is not public; this follows the paper and its scripts (../shared/credit-spec.md).
+// code is not public; this follows the paper and its scripts (semantics in lib/credit/README.md).
 import { z } from "zod";
 import type { FlatBatch } from "./flat";
 import { buildResult } from "./result";
@@ -48,11 +48,11 @@ export function mapoCompute(flat: FlatBatch, params: MapoParams) {
     const b = trajTurnStart[i + 1];
     let s = 0;
     let c = 0;
-    for (let r = a; r < b; r++) if (judge[r] === judge[r]) (s += judge[r]), c++;
+    for (let r = a; r < b; r++) if (!Number.isNaN(judge[r])) (s += judge[r]), c++;
     const fill = c > 0 ? s / c : 0; // failed judgement -> trajectory's mean valid score
     let run = 0;
     for (let r = b - 1; r >= a; r--) {
-      score[r] = judge[r] === judge[r] ? judge[r] : fill;
+      score[r] = !Number.isNaN(judge[r]) ? judge[r] : fill;
       run = score[r] + params.gamma * run; // G_t = r_t + gamma G_{t+1}
       ret[r] = run;
     }

@@ -1,4 +1,4 @@
-// Shared statistics with the conventions of ../shared/credit-spec.md:
+// Shared statistics with the conventions of lib/credit/README.md ("Degenerate statistics"):
 // unbiased (N-1) std like torch.std, epsilon added to std, verl's masked_whiten for batch whitening.
 // Every variance is two-pass (mean first, then squared deviations): precise at any offset.
 import { CreditRequestError } from "./errors";
@@ -148,7 +148,7 @@ export function maskedWhitenTurns(
     if (Math.abs(v) > maxAbs) maxAbs = Math.abs(v);
     if (!constant) continue;
     if (within !== null && within[i] !== 0) constant = false;
-    else if (common !== common) common = v;
+    else if (Number.isNaN(common)) common = v;
     else if (v !== common) constant = false;
   }
   if (wsum <= 1) {

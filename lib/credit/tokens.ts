@@ -1,4 +1,4 @@
-// Broadcasting turn advantages onto response tokens (../shared/credit-spec.md, last section).
+// Broadcasting turn advantages onto response tokens (lib/credit/README.md, "Library pieces").
 
 /**
  * Spread per-turn advantages over a token sequence.

@@ -1,4 +1,4 @@
-// Typed batches for the credit-assignment estimators (see ../shared/credit-spec.md).
+// Typed batches for the credit-assignment estimators (semantics: lib/credit/README.md).
 // A batch is groups of trajectories; a group (uid) holds the G rollouts of one task.
 
 /** A JSON value used as an anchor (state) key; canonicalised by lib/credit/anchor-key.ts. */
