@@ -45,8 +45,9 @@ const sizes = opts.turns.split(",").map(Number).sort((a, b) => a - b);
 const repeats = Number(opts.repeats);
 const { createRun } = await import("../lib/db/runs");
 const { writeRolloutStep } = await import("../lib/db/rollouts");
-const { getRawDb, isPostgresDb } = await import("../lib/db/raw");
-const { searchTrajectories, indexMissing } = await import("../lib/db/trajectory-search");
+const { getRawDb } = await import("../lib/db/raw");
+const { dialect } = await import("../lib/db/dialect");
+const { searchTrajectories, indexMissing, dropSearchIndex } = await import("../lib/db/trajectory-search");
 const { trajectorySearchQuerySchema } = await import("../lib/schemas/search");
 
 console.log(`\n== ${kind}`);
@@ -76,24 +77,17 @@ function fill(target: number) {
  * again from the stored texts (which also inflates the texts: an upper bound of what writing pays).
  */
 function indexCostMs(): number {
-  const db = getRawDb();
   const run = createRun({ project: "bench-search-scratch", name: `reindex-${Date.now()}`, kind: "imported", jobKind: null, config: {}, status: "running" }).runId;
   for (let i = 0; i < 3; i++) writeRolloutStep(run, { ...templates[i], step: i });
-  db.prepare(`DELETE FROM "TrajectorySearch" WHERE "runId" = ?`).run(run);
+  dropSearchIndex(run);
   const t0 = performance.now();
   indexMissing([run]);
   return (performance.now() - t0) / 3;
 }
 
 function indexBytes(): { search: number; text: number } {
-  const db = getRawDb();
-  if (isPostgresDb(db)) {
-    const size = (t: string) => Number(db.prepare(`SELECT pg_total_relation_size('"${t}"')`).pluck().get());
-    return { search: size("TrajectorySearch"), text: size("TrajectoryText") };
-  }
-  const rows = db.prepare(`SELECT name, SUM(pgsize) AS bytes FROM dbstat GROUP BY name`).all() as { name: string; bytes: number }[];
-  const sum = (f: (n: string) => boolean) => rows.filter((r) => f(r.name)).reduce((s, r) => s + r.bytes, 0);
-  return { search: sum((n) => n.startsWith("TrajectorySearch")), text: sum((n) => n.startsWith("TrajectoryText")) };
+  const d = dialect(getRawDb());
+  return { search: d.tableBytes(getRawDb(), "TrajectorySearch"), text: d.tableBytes(getRawDb(), "TrajectoryText") };
 }
 
 const SEARCHES: [string, (run: string) => Record<string, string>][] = [

@@ -12,7 +12,7 @@ import { summarizeAdvantages } from "../credit/result";
 import { outcomeShares, templateCollapse, withinGroupVariance } from "../credit/batch-diagnostics";
 import { creditTurn, type StepDiagnostics, type StoredCreditTurn } from "../schemas/credit";
 import { tokenValues, type RolloutStepInput } from "../schemas/rollouts";
-import { getRawDb, isPostgresDb, type RawDb } from "./raw";
+import { getRawDb, type RawDb } from "./raw";
 
 export const SUMMARY_VERSION = 2;
 
@@ -229,9 +229,9 @@ export function trajectoryTexts(turns: readonly { observation: string; action: s
 
 /** Keeps a step's stored-advantage summary (a summary already there wins: both are the same values). */
 export function writeStepSummary(runId: string, stepId: string, s: StepSummary, db: RawDb = getRawDb()): void {
-  const sql = `INSERT INTO "StepCreditSummary" ("stepId","runId","version","body") VALUES (?,?,?,?) ON CONFLICT ("stepId") DO ${
-    isPostgresDb(db) ? `UPDATE SET "version" = EXCLUDED."version", "body" = EXCLUDED."body" WHERE "StepCreditSummary"."version" <> EXCLUDED."version"` : `UPDATE SET "version" = excluded."version", "body" = excluded."body" WHERE "version" <> excluded."version"`
-  }`;
+  // one statement on both stores: the target's column qualified (PostgreSQL finds a bare one ambiguous)
+  const sql = `INSERT INTO "StepCreditSummary" ("stepId","runId","version","body") VALUES (?,?,?,?) ON CONFLICT ("stepId") DO
+    UPDATE SET "version" = EXCLUDED."version", "body" = EXCLUDED."body" WHERE "StepCreditSummary"."version" <> EXCLUDED."version"`;
   db.prepare(sql).run(stepId, runId, SUMMARY_VERSION, JSON.stringify(s));
 }
 

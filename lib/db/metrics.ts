@@ -9,7 +9,8 @@
 // buckets at widths 16, 256, 4096 and 65536; a read aggregates the coarsest rollup not wider than
 // the stride (at most 16 rollup rows per output bucket).
 import type { LogMetrics, MetricKeyInfo, NonFiniteText, Series } from "../schemas/metrics";
-import { cachedStatement, getRawDb, insertRows, isPostgresDb, writeTransaction, type Fence, type RawDb } from "./raw";
+import { cachedStatement, getRawDb, insertRows, writeTransaction, type Fence, type RawDb } from "./raw";
+import { dialect } from "./dialect";
 
 export const ROLLUP_LEVELS = [16, 256, 4096, 65536] as const;
 
@@ -72,7 +73,8 @@ export function nonFiniteText(v: number): NonFiniteText {
 }
 
 function pushNonFinite(k: KeyPoints, step: number, value: NonFiniteText, wallTime: number): void {
-  const nf = (k.nonFinite ??= { steps: [], values: [], wallTimes: [] });
+  k.nonFinite ??= { steps: [], values: [], wallTimes: [] };
+  const nf = k.nonFinite;
   nf.steps.push(step);
   nf.values.push(value);
   nf.wallTimes.push(wallTime);
@@ -83,7 +85,10 @@ export function pointsByKey(points: MetricPoint[]): KeyPoints[] {
   const m = new Map<string, KeyPoints>();
   for (const p of points) {
     let k = m.get(p.key);
-    if (!k) m.set(p.key, (k = { key: p.key, steps: [], values: [], wallTimes: [] }));
+    if (!k) {
+      k = { key: p.key, steps: [], values: [], wallTimes: [] };
+      m.set(p.key, k);
+    }
     if (!Number.isFinite(p.value)) {
       pushNonFinite(k, p.step, nonFiniteText(p.value), p.wallTime);
       continue;
@@ -449,20 +454,16 @@ export function readSeries(runId: string, key: string, opts: SeriesOptions = {},
     // Per group of `ratio` rows, the step and value of the row holding the MIN/MAX, first such row on
     // ties, groups in step order. SQLite returns the bare column from the row holding the MIN/MAX
     // (documented behaviour); PostgreSQL says the same with DISTINCT ON.
-    const pg = isPostgresDb(db);
+    const d = dialect(db);
     const sql = (agg: "MIN" | "MAX") => {
       const [stepCol, valueCol, groupCol, table, levelCond] =
         level === 1
           ? ["step", "value", "step", "Metric", ""]
           : [agg === "MIN" ? "minStep" : "maxStep", agg === "MIN" ? "minValue" : "maxValue", "bucket", "MetricRollup", `AND "level" = ${level}`];
-      const where = `WHERE "seriesId" = ? ${levelCond} AND "${groupCol}" >= ?`;
-      if (!pg) return `SELECT "${stepCol}", ${agg}("${valueCol}") FROM "${table}" ${where} GROUP BY "${groupCol}" / CAST(? AS INTEGER)`;
-      const group = `"${groupCol}" / ${Math.trunc(ratio)}`; // an integer computed here, not input
-      return `SELECT DISTINCT ON (${group}) "${stepCol}", "${valueCol}" FROM "${table}" ${where}
-              ORDER BY ${group}, "${valueCol}" ${agg === "MIN" ? "ASC" : "DESC"}, "${groupCol}"`;
+      return d.bucketExtremes(agg, { stepCol, valueCol, groupCol, table, levelCond, ratio });
     };
     const from = level === 1 ? fromStep : fromStep / level;
-    const args = pg ? [meta.id, from] : [meta.id, from, ratio];
+    const args = d.bucketArgs(meta.id, from, ratio);
     const mins = db.prepare(sql("MIN")).raw().all(...args) as [number, number][];
     const maxs = db.prepare(sql("MAX")).raw().all(...args) as [number, number][];
     for (let i = 0; i < mins.length; i++) {

@@ -1,7 +1,7 @@
 // The raw connection lib/db's fast paths use, on either store: better-sqlite3 for the embedded
 // file, libpq (lib/db/pg-sync.ts) for PostgreSQL. Both are synchronous with one interface, so every
-// fenced write and bulk path is the same code; where the SQL dialects differ, callers branch on
-// isPostgresDb(db) (a handful of statements: JSON paths, grouped downsampling, job claiming).
+// fenced write and bulk path is the same code; where the SQL dialects differ, a statement takes its
+// fragment from lib/db/dialect.ts, where both spellings sit side by side.
 import { assertStoreServable, databaseUrl, isPostgres, sqlitePath } from "./url";
 import { openSqlite } from "./sqlite";
 import { PgSyncDb, type RawStatement } from "./pg-sync";
@@ -34,6 +34,14 @@ export function openRawDb(url = databaseUrl()): RawDb {
   return openSqlite(sqlitePath(url)) as unknown as RawDb;
 }
 
+/**
+ * Whether a worker thread may open its own connection to the store at `url`: yes for SQLite
+ * (better-sqlite3 is context-aware), no for PostgreSQL (the libpq addon loads in one thread per process).
+ */
+export function connectsFromThreads(url = databaseUrl()): boolean {
+  return !isPostgres(url);
+}
+
 let raw: RawDb | undefined;
 
 const statements = new WeakMap<RawDb, Map<string, RawStatement>>();
@@ -45,9 +53,15 @@ const statements = new WeakMap<RawDb, Map<string, RawStatement>>();
  */
 export function cachedStatement(db: RawDb, sql: string): RawStatement {
   let m = statements.get(db);
-  if (!m) statements.set(db, (m = new Map()));
+  if (!m) {
+    m = new Map();
+    statements.set(db, m);
+  }
   let st = m.get(sql);
-  if (!st) m.set(sql, (st = db.prepare(sql)));
+  if (!st) {
+    st = db.prepare(sql);
+    m.set(sql, st);
+  }
   return st;
 }
 
@@ -72,7 +86,7 @@ export function insertRows(db: RawDb, head: string, width: number, values: unkno
 
 /** Process-wide raw connection for the bulk paths (same store as the Prisma client). */
 export function getRawDb(): RawDb {
-  if (!raw || !raw.open) {
+  if (!raw?.open) {
     assertStoreServable();
     raw = openRawDb(databaseUrl());
   }

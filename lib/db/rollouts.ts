@@ -4,7 +4,8 @@
 import { orderedId } from "./ids";
 import { ConflictError } from "../schemas/errors";
 import type { GroupOut, RolloutStepInput, RolloutStepOut, TrajectoryOut, TurnOut } from "../schemas/rollouts";
-import { getRawDb, dbDateTime, insertRows, isPostgresDb, writeTransaction, type Fence, type RawDb } from "./raw";
+import { getRawDb, dbDateTime, insertRows, writeTransaction, type Fence, type RawDb } from "./raw";
+import { dialect } from "./dialect";
 import { packTurns, unpackTurns } from "./trajectory-pack";
 import { summarizeStepInput, writeStepSummary } from "./credit-summary";
 import { indexTrajectories, type IndexEntry } from "./trajectory-search";
@@ -94,6 +95,26 @@ export function writeRolloutStep(runId: string, input: RolloutStepInput, fence: 
   );
 }
 
+/** A run's stored trajectories counted: how many, successes, summed return and turns (a resumed evaluation continues from them). */
+export function runTrajectoryTotals(runId: string, db: RawDb = getRawDb()): { trajectories: number; successes: number; reward: number; turns: number } {
+  const r = db
+    .prepare(`SELECT COUNT(*) AS n, COALESCE(SUM(CAST("success" AS INTEGER)),0) AS s, COALESCE(SUM("reward"),0) AS r, COALESCE(SUM("length"),0) AS l FROM "Trajectory" WHERE "runId" = ?`)
+    .get(runId) as { n: number; s: number; r: number; l: number };
+  return { trajectories: Number(r.n), successes: Number(r.s), reward: Number(r.r), turns: Number(r.l) };
+}
+
+/** Per stored task group of a run: its uid, trajectories, successes and summed return. */
+export function runGroupTotals(runId: string, db: RawDb = getRawDb()): { uid: string; trajectories: number; successes: number; reward: number }[] {
+  return (
+    db
+      .prepare(
+        `SELECT g."uid" AS uid, COUNT(*) AS n, COALESCE(SUM(CAST(t."success" AS INTEGER)),0) AS c, COALESCE(SUM(t."reward"),0) AS reward
+         FROM "Trajectory" t JOIN "RolloutGroup" g ON g."id" = t."groupId" WHERE t."runId" = ? GROUP BY g."id", g."uid"`,
+      )
+      .all(runId) as { uid: string; n: number; c: number; reward: number }[]
+  ).map((x) => ({ uid: x.uid, trajectories: Number(x.n), successes: Number(x.c), reward: Number(x.reward) }));
+}
+
 /** Row types are the API's response schemas (lib/schemas/rollouts.ts): one definition of each shape. */
 export type StepRow = RolloutStepOut;
 
@@ -166,7 +187,7 @@ export function listTrajectories(runId: string, f: TrajectoryFilter = {}, db: Ra
   // by (stepId, uid), a group's trajectories by (groupId, index). That is the page's order, so SQLite
   // stops after the page instead of sorting every trajectory of the run (15 ms at 12,400 trajectories).
   // PostgreSQL has no CROSS JOIN ... ON and plans the joins itself.
-  const join = isPostgresDb(db) ? "JOIN" : "CROSS JOIN";
+  const join = dialect(db).orderedJoin;
   const rows = db
     .prepare(
       `SELECT t."id", t."groupId", g."uid", s."step", t."index", t."reward", t."success", t."length", t."truncated"

@@ -3,10 +3,11 @@ import { randomUUID } from "node:crypto";
 import { enqueueInTransaction } from "../jobs/queue";
 import type { EnqueueInput } from "../jobs/schemas";
 import { ConflictError, NotFoundError } from "../schemas/errors";
-import { parseConfigFilter, type ConfigClause, type ImportRun, type RunFilters, type RunListQuery, type RunOut } from "../schemas/runs";
+import { parseConfigFilter, type ImportRun, type RunFilters, type RunListQuery, type RunOut } from "../schemas/runs";
 import { getDb } from "./client";
 import { deleteRunMetrics } from "./metrics";
-import { getRawDb, dbDateTime, isPostgresDb, writeTransaction, type RawDb } from "./raw";
+import { getRawDb, dbDateTime, writeTransaction, type RawDb } from "./raw";
+import { dialect, likePattern } from "./dialect";
 
 // thrown here; defined with the other domain errors (re-exported for older importers)
 export { ConflictError, NotFoundError };
@@ -167,54 +168,22 @@ const SORT_COLUMNS: Record<string, string> = {
   estimator: `r."estimator"`,
 };
 
-/** `$."a"."b"` JSON path of a dotted config path (each key quoted, so any key name is safe). */
-const jsonPath = (path: string[]) => "$" + path.map((k) => `."${k.replace(/"/g, '""')}"`).join("");
-
-const likePattern = (v: unknown) => `%${String(v).replace(/[\\%_]/g, (ch) => "\\" + ch)}%`;
-
-/** One config clause as SQL on SQLite: json_extract gives SQL values (JSON true is 1). */
-function sqliteConfigClause(c: ConfigClause, where: string[], args: unknown[]): void {
-  const x = `json_extract(r."config", ?)`;
-  const v = typeof c.value === "boolean" ? Number(c.value) : c.value;
-  if (c.op === "~") where.push(`CAST(${x} AS TEXT) LIKE ? ESCAPE '\\'`), args.push(jsonPath(c.path), likePattern(v));
-  else if (c.op === "=") where.push(`${x} IS ?`), args.push(jsonPath(c.path), v);
-  else if (c.op === "!=") where.push(`${x} IS NOT ?`), args.push(jsonPath(c.path), v);
-  else where.push(`${x} ${c.op} ?`), args.push(jsonPath(c.path), v);
-}
-
-/**
- * The same clause on PostgreSQL's jsonb: equality compares JSON values (1 = 1.0, true is not 1),
- * order comparisons apply to numbers only, `~` matches the value's text case-insensitively as LIKE
- * does on SQLite; a missing path or JSON null equals null.
- */
-function postgresConfigClause(c: ConfigClause, where: string[], args: unknown[]): void {
-  const x = `(r."config" #> ARRAY[${c.path.map(() => "CAST(? AS text)").join(",")}])`;
-  const v = c.value;
-  const json = v === null ? `'null'::jsonb` : typeof v === "number" ? "to_jsonb(CAST(? AS float8))" : typeof v === "boolean" ? "to_jsonb(CAST(? AS boolean))" : "to_jsonb(CAST(? AS text))";
-  const eq = v === null ? `COALESCE(${x} = 'null'::jsonb, true)` : `COALESCE(${x} = ${json}, false)`;
-  const bind = v === null ? [] : [v];
-  if (c.op === "~") where.push(`(${x} #>> '{}') ILIKE ? ESCAPE '\\'`), args.push(...c.path, likePattern(v));
-  else if (c.op === "=") where.push(eq), args.push(...c.path, ...bind);
-  else if (c.op === "!=") where.push(`NOT ${eq}`), args.push(...c.path, ...bind);
-  else where.push(`(CASE WHEN jsonb_typeof(${x}) = 'number' THEN CAST(${x} #>> '{}' AS float8) END) ${c.op} CAST(? AS float8)`), args.push(...c.path, ...c.path, v);
-}
-
 export function listRuns(q: RunListQuery, db: RawDb = getRawDb()): { runs: RunOut[]; total: number } {
-  const pg = isPostgresDb(db);
+  const d = dialect(db);
   const where: string[] = [];
   const args: unknown[] = [];
   // Name search is case-insensitive on both stores (SQLite's LIKE is, for ASCII).
-  if (q.q) where.push(`r."name" ${pg ? "ILIKE" : "LIKE"} ? ESCAPE '\\'`), args.push(likePattern(q.q));
+  if (q.q) where.push(`r."name" ${d.ilike} ? ESCAPE '\\'`), args.push(likePattern(q.q));
   if (q.status) where.push(`r."status" = ?`), args.push(q.status);
   if (q.kind) where.push(`r."kind" = ?`), args.push(q.kind);
   if (q.envId) where.push(`r."envId" = ?`), args.push(q.envId);
   if (q.estimator) where.push(`r."estimator" = ?`), args.push(q.estimator);
   if (q.project) where.push(`p."name" = ?`), args.push(q.project);
   if (q.tag) {
-    where.push(pg ? `r."tags" @> jsonb_build_array(CAST(? AS text))` : `EXISTS (SELECT 1 FROM json_each(r."tags") WHERE json_each."value" = ?)`);
+    where.push(d.jsonArrayHas(`r."tags"`));
     args.push(q.tag);
   }
-  for (const c of q.config ? parseConfigFilter(q.config) : []) (pg ? postgresConfigClause : sqliteConfigClause)(c, where, args);
+  for (const c of q.config ? parseConfigFilter(q.config) : []) d.configClause(c, where, args);
   const w = where.length ? `WHERE ${where.join(" AND ")}` : "";
   const total = db.prepare(`SELECT COUNT(*) FROM "Run" r JOIN "Project" p ON p."id" = r."projectId" ${w}`).pluck().get(...args) as number;
   const dir = q.order === "asc" ? "ASC" : "DESC";
@@ -253,30 +222,43 @@ export function runFilters(db: RawDb = getRawDb()): RunFilters {
     envIds: distinct("envId"),
     estimators: distinct("estimator"),
     kinds: distinct("kind"),
-    tags: db
-      .prepare(
-        isPostgresDb(db)
-          ? `SELECT DISTINCT j FROM "Run" r, jsonb_array_elements_text(r."tags") j ORDER BY 1 LIMIT 500`
-          : `SELECT DISTINCT j."value" FROM "Run" r, json_each(r."tags") j ORDER BY 1 LIMIT 500`,
-      )
-      .pluck()
-      .all() as string[],
+    tags: db.prepare(dialect(db).distinctArrayValues("Run", "tags", 500)).pluck().all() as string[],
     metricKeys: db.prepare(`SELECT "key", COUNT(*) AS "runs" FROM "MetricSeries" GROUP BY "key" ORDER BY "runs" DESC, "key" LIMIT 500`).all() as { key: string; runs: number }[],
     configKeys: db
-      .prepare(
-        isPostgresDb(db)
-          ? `WITH RECURSIVE t("path", "v") AS (
-               SELECT e."key", e."value" FROM (SELECT "config" FROM "Run" ORDER BY "createdAt" DESC LIMIT 200) r,
-                 jsonb_each(CASE WHEN jsonb_typeof(r."config") = 'object' THEN r."config" ELSE '{}'::jsonb END) e
-               UNION ALL
-               SELECT t."path" || '.' || e."key", e."value" FROM t, jsonb_each(t."v") e WHERE jsonb_typeof(t."v") = 'object')
-             SELECT DISTINCT "path" FROM t WHERE jsonb_typeof("v") NOT IN ('object', 'array') ORDER BY 1 LIMIT 300`
-          : `SELECT DISTINCT substr(j."fullkey", 3) FROM (SELECT "config" FROM "Run" ORDER BY "createdAt" DESC LIMIT 200) r, json_tree(r."config") j
-         WHERE j."type" NOT IN ('object', 'array') AND instr(j."fullkey", '[') = 0 ORDER BY 1 LIMIT 300`,
-      )
+      .prepare(dialect(db).configKeys(200, 300))
       .pluck()
       .all() as string[],
   };
+}
+
+/** Who may write into a run (lib/ingest/write-access.ts decides): its kind, status, job kind and write key's hash. */
+export function runOwner(runId: string, db: RawDb = getRawDb()): { kind: string; status: string; jobKind: string | null; writeKeyHash: string | null } | undefined {
+  return db.prepare(`SELECT "kind", "status", "jobKind", "writeKeyHash" FROM "Run" WHERE "id" = ?`).get(runId) as { kind: string; status: string; jobKind: string | null; writeKeyHash: string | null } | undefined;
+}
+
+export function setWriteKeyHash(runId: string, hash: string, db: RawDb = getRawDb()): void {
+  db.prepare(`UPDATE "Run" SET "writeKeyHash" = ? WHERE "id" = ?`).run(hash, runId);
+}
+
+/** An imported run running again (its finish and error cleared). */
+export function reopenImportedRun(runId: string, db: RawDb = getRawDb()): void {
+  db.prepare(`UPDATE "Run" SET "status" = 'running', "finishedAt" = NULL, "error" = NULL, "updatedAt" = ? WHERE "id" = ? AND "kind" = 'imported'`).run(dbDateTime(), runId);
+}
+
+/** The run an earlier import of the same source made (config.turnlensImport.id, per project), if any. */
+export function findImportedRun(db: RawDb, project: string, importId: string): { id: string; name: string } | undefined {
+  return db
+    .prepare(
+      `SELECT r."id", r."name" FROM "Run" r JOIN "Project" p ON p."id" = r."projectId"
+       WHERE p."name" = ? AND r."kind" = 'imported' AND ${dialect(db).jsonText(`r."config"`, ["turnlensImport", "id"])} = ?
+       ORDER BY r."createdAt" LIMIT 1`,
+    )
+    .get(project, importId) as { id: string; name: string } | undefined;
+}
+
+/** An imported run's end as its import's finish record gives it (an end already stored wins). */
+export function finishImportedRunRow(runId: string, status: string, ended: Date, db: RawDb = getRawDb()): void {
+  db.prepare(`UPDATE "Run" SET "status" = ?, "finishedAt" = COALESCE("finishedAt", ?), "progress" = 1, "updatedAt" = ? WHERE "id" = ?`).run(status, dbDateTime(ended), dbDateTime(), runId);
 }
 
 export function getRun(id: string, db: RawDb = getRawDb()): RunOut {

@@ -17,7 +17,8 @@
 // page scans at most SCAN_LIMIT candidates and says where it stopped (`next`).
 import { InvalidInputError } from "../schemas/errors";
 import type { TrajectoryHit, TrajectorySearchQuery, TrajectorySearchResult } from "../schemas/search";
-import { getRawDb, insertRows, isPostgresDb, writeTransaction, type RawDb } from "./raw";
+import { getRawDb, insertRows, writeTransaction, type RawDb } from "./raw";
+import { dialect } from "./dialect";
 import { unpackTurnColumns, unpackTurnTexts, type TurnColumns, type TurnTexts } from "./trajectory-pack";
 
 /** Longer runs of letters and digits are not words (a token blob, a hash): not indexed, not searchable. */
@@ -60,33 +61,6 @@ function termPattern(term: readonly string[]): RegExp {
   return new RegExp(`(?<![\\p{L}\\p{N}])${term.join("[^\\p{L}\\p{N}]+")}(?![\\p{L}\\p{N}])`, "u");
 }
 
-// ---- the word index, each store's statements side by side ----
-
-const WORD_INDEX = {
-  sqlite: {
-    insert: `INSERT INTO "TrajectoryText" ("rowid", "obs", "act")`,
-    tuple: "(?,?,?)",
-    /** keys of trajectories holding every term in the given fields (FTS5 column filter) */
-    match: (terms: string[][], fields: string[]) => ({
-      sql: `SELECT "rowid" FROM "TrajectoryText" WHERE "TrajectoryText" MATCH ?`,
-      args: [`{${fields.join(" ")}} : (${terms.flat().map((w) => `"${w}"`).join(" AND ")})`],
-    }),
-  },
-  postgresql: {
-    insert: `INSERT INTO "TrajectoryText" ("key", "obs", "act")`,
-    tuple: "(?, array_to_tsvector(string_to_array(?, ' ')), array_to_tsvector(string_to_array(?, ' ')))",
-    match: (terms: string[][], fields: string[]) => ({
-      // each word in one of the fields: GIN bitmap scans ANDed and ORed
-      sql: `SELECT "key" FROM "TrajectoryText" WHERE ${terms
-        .flat()
-        .map(() => `(${fields.map((f) => `"${f}" @@ ?::tsquery`).join(" OR ")})`)
-        .join(" AND ")}`,
-      args: terms.flat().flatMap((w) => fields.map(() => `'${w}'`)),
-    }),
-  },
-};
-const dialect = (db: RawDb) => (isPostgresDb(db) ? WORD_INDEX.postgresql : WORD_INDEX.sqlite);
-
 /** A trajectory as the index takes it. */
 export interface IndexEntry {
   id: string;
@@ -120,8 +94,14 @@ export function indexTrajectories(db: RawDb, entries: readonly IndexEntry[]): vo
     const rows = db.prepare(`SELECT "key", "trajectoryId" FROM "TrajectorySearch" WHERE "trajectoryId" IN (${chunk.map(() => "?").join(",")})`).all(...chunk.map((e) => e.id)) as { key: number; trajectoryId: string }[];
     for (const r of rows) keys.set(r.trajectoryId, r.key);
   }
-  const d = dialect(db);
+  const d = dialect(db).wordIndex;
   insertRows(db, d.insert, 3, entries.flatMap((e) => [keys.get(e.id), distinctWords(e.observations), distinctWords(e.actions)]), "", 64, d.tuple);
+}
+
+/** Removes a run's index entries (they are made again on its next search): a benchmark's and a test's tool. */
+export function dropSearchIndex(runId: string, db: RawDb = getRawDb()): void {
+  db.prepare(`DELETE FROM "TrajectorySearch" WHERE "runId" = ?`).run(runId);
+  indexedRuns.delete(runId);
 }
 
 /** Runs known to have every trajectory indexed (new ones are indexed as they are written). */
@@ -262,8 +242,8 @@ export function searchTrajectories(q: TrajectorySearchQuery, db: RawDb = getRawD
     cond(`EXISTS (SELECT 1 FROM "Trajectory" t JOIN "RolloutGroup" g ON g."id" = t."groupId" WHERE t."id" = ts."trajectoryId" AND ${g.join(" AND ")})`, ...gArgs);
   }
   if (terms.length) {
-    const fields = q.in === "observation" ? ["obs"] : q.in === "action" ? ["act"] : ["obs", "act"];
-    const m = dialect(db).match(terms, fields);
+    const fields: ("obs" | "act")[] = q.in === "observation" ? ["obs"] : q.in === "action" ? ["act"] : ["obs", "act"];
+    const m = dialect(db).wordIndex.match(terms.flat(), fields);
     cond(`ts."key" IN (${m.sql})`, ...m.args);
   }
 

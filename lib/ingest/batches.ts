@@ -5,7 +5,8 @@
 // metric batches by the client's batchId.
 import { createHash } from "node:crypto";
 import { metricBodyByKey, writeMetricsByKey } from "../db/metrics";
-import { writeRolloutStep } from "../db/rollouts";
+import { stepExists, writeRolloutStep } from "../db/rollouts";
+import { addStepPart, deleteStepParts, otherPartCount, priorBatch, recordBatch, stepPartBodies } from "../db/ingest-batches";
 import { getRawDb, writeTransaction, type RawDb } from "../db/raw";
 import type { LogMetrics } from "../schemas/metrics";
 import type { RolloutStepInput, RolloutStepPart, RolloutStepsBatch } from "../schemas/rollouts";
@@ -27,13 +28,13 @@ function once(runId: string, key: string, kind: "metrics" | "steps", hash: strin
   return writeTransaction(
     null,
     (db) => {
-      const prior = db.prepare(`SELECT "hash", "response" FROM "IngestBatch" WHERE "runId" = ? AND "batchId" = ?`).get(runId, key) as { hash: string; response: string } | undefined;
+      const prior = priorBatch(runId, key, db);
       if (prior) {
         if (prior.hash !== hash) throw clash();
         return { status: 200 as const, body: JSON.parse(prior.response) };
       }
       const body = write(db);
-      db.prepare(`INSERT INTO "IngestBatch" ("runId","batchId","kind","hash","response","createdAt") VALUES (?,?,?,?,?,CURRENT_TIMESTAMP)`).run(runId, key, kind, hash, JSON.stringify(body));
+      recordBatch(runId, key, kind, hash, body, db);
       return { status: 201 as const, body };
     },
     db,
@@ -87,15 +88,12 @@ export function ingestStepPart(runId: string, input: RolloutStepPart, db: RawDb 
   void _b;
   const clash = (message: string, path = "body.part") => new ConflictError(`step ${input.step} of run ${runId}: ${message}`, [{ path, message }]);
   return once(runId, `steppart:${input.step}:${part}`, "steps", contentHash(input), () => clash(`part ${part} was already stored with other content`), (db) => {
-    if (db.prepare(`SELECT 1 FROM "RolloutStep" WHERE "runId" = ? AND "step" = ?`).get(runId, input.step)) throw clash("the step is already stored; a step is written once", "body.step");
-    const other = db.prepare(`SELECT "parts" FROM "IngestStepPart" WHERE "runId" = ? AND "step" = ? AND "parts" <> ? LIMIT 1`).pluck().get(runId, input.step, parts) as number | undefined;
+    if (stepExists(runId, input.step, db)) throw clash("the step is already stored; a step is written once", "body.step");
+    const other = otherPartCount(runId, input.step, parts, db);
     if (other !== undefined) throw clash(`its other parts say it has ${other} parts, this one ${parts}`, "body.parts");
-    db.prepare(`INSERT INTO "IngestStepPart" ("runId","step","part","parts","body","createdAt") VALUES (?,?,?,?,?,CURRENT_TIMESTAMP)`).run(runId, input.step, part, parts, JSON.stringify(content));
-    const received = db.prepare(`SELECT COUNT(*) FROM "IngestStepPart" WHERE "runId" = ? AND "step" = ?`).pluck().get(runId, input.step) as number;
+    const received = addStepPart(runId, input.step, part, parts, content, db);
     if (received < parts) return { complete: false, part, parts, received };
-    const bodies = (db.prepare(`SELECT "body" FROM "IngestStepPart" WHERE "runId" = ? AND "step" = ? ORDER BY "part"`).pluck().all(runId, input.step) as string[]).map(
-      (b) => JSON.parse(b) as Omit<RolloutStepInput, "batchId">,
-    );
+    const bodies = stepPartBodies<Omit<RolloutStepInput, "batchId">>(runId, input.step, db);
     const head = bodies[0];
     const same = (x: unknown, y: unknown) => JSON.stringify(x ?? null) === JSON.stringify(y ?? null);
     for (const [i, b] of bodies.entries())
@@ -110,7 +108,7 @@ export function ingestStepPart(runId: string, input: RolloutStepPart, db: RawDb 
     }
     // stored as ingestStep stores a whole step, with its record: the same step sent again in one piece is answered 200
     const stored = ingestStep(runId, step, db).body as object;
-    db.prepare(`DELETE FROM "IngestStepPart" WHERE "runId" = ? AND "step" = ?`).run(runId, input.step);
+    deleteStepParts(runId, input.step, db);
     return { complete: true, part, parts, received, ...stored };
   }, db);
 }

@@ -4,7 +4,8 @@
 import path from "node:path";
 import type { Worker as WorkerType } from "node:worker_threads";
 import { DomainError } from "../schemas/errors";
-import { databaseUrl, isPostgres, projectRoot } from "../db/url";
+import { databaseUrl, projectRoot } from "../db/url";
+import { connectsFromThreads } from "../db/raw";
 import type { IngestReply, IngestRequest } from "./thread";
 
 /** Ingest requests in flight (running or waiting) before new ones get 429 (TURNLENS_INGEST_QUEUE). */
@@ -63,9 +64,8 @@ export function admitIngest(): () => void {
 export async function runIngest(kind: IngestRequest["kind"], runId: string, bytes: Uint8Array): Promise<{ status: number; body: unknown }> {
   const req: IngestRequest = { id: nextId++, kind, runId, bytes, databaseUrl: databaseUrl() };
   let reply: IngestReply;
-  // On PostgreSQL the body is stored inline: the libpq addon loads in one thread per process (it is
-  // not context-aware), and the server's own thread already holds it.
-  if (process.env.TURNLENS_INGEST_THREAD === "0" || isPostgres(req.databaseUrl)) {
+  // Where the store cannot be opened from a thread (PostgreSQL), the body is stored inline.
+  if (process.env.TURNLENS_INGEST_THREAD === "0" || !connectsFromThreads(req.databaseUrl)) {
     const { handleIngest } = await import("./thread");
     reply = handleIngest(req);
   } else {

@@ -3,7 +3,8 @@
 // is running (a finished run is reopened explicitly with POST /runs/{id}/resume).
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { ConflictError, ForbiddenError, NotFoundError } from "../schemas/errors";
-import { getRawDb, dbDateTime, type RawDb } from "../db/raw";
+import { getRawDb, type RawDb } from "../db/raw";
+import { reopenImportedRun, runOwner, setWriteKeyHash } from "../db/runs";
 
 export const WRITE_KEY_HEADER = "x-turnlens-write-key";
 
@@ -12,15 +13,8 @@ const hashKey = (key: string) => createHash("sha256").update(key).digest("hex");
 /** Creates the run's write key; only its hash is stored, the key is returned once. */
 export function issueWriteKey(runId: string, db: RawDb = getRawDb()): string {
   const key = `tlw_${randomBytes(24).toString("base64url")}`;
-  db.prepare(`UPDATE "Run" SET "writeKeyHash" = ? WHERE "id" = ?`).run(hashKey(key), runId);
+  setWriteKeyHash(runId, hashKey(key), db);
   return key;
-}
-
-interface RunOwner {
-  kind: string;
-  status: string;
-  jobKind: string | null;
-  writeKeyHash: string | null;
 }
 
 /**
@@ -28,7 +22,7 @@ interface RunOwner {
  * or a finished one (unless `allowFinished`), 403 a missing or wrong write key.
  */
 export function assertExternalWrite(runId: string, headers: Headers, opts: { allowFinished?: boolean } = {}, db: RawDb = getRawDb()): void {
-  const run = db.prepare(`SELECT "kind", "status", "jobKind", "writeKeyHash" FROM "Run" WHERE "id" = ?`).get(runId) as RunOwner | undefined;
+  const run = runOwner(runId, db);
   if (!run) throw new NotFoundError("run", runId);
   if (run.jobKind !== null || run.kind !== "imported")
     throw new ConflictError(`run ${runId} is produced by a TurnLens worker (job kind "${run.jobKind ?? run.kind}"); it takes no external writes: create your own run with POST /runs/import`, [
@@ -49,5 +43,5 @@ export function assertExternalWrite(runId: string, headers: Headers, opts: { all
 
 /** Reopens a finished imported run for writes (the client's `resume`). */
 export function resumeImportedRun(runId: string, db: RawDb = getRawDb()): void {
-  db.prepare(`UPDATE "Run" SET "status" = 'running', "finishedAt" = NULL, "error" = NULL, "updatedAt" = ? WHERE "id" = ? AND "kind" = 'imported'`).run(dbDateTime(), runId);
+  reopenImportedRun(runId, db);
 }

@@ -16,8 +16,8 @@
 import { randomUUID } from "node:crypto";
 import type { z } from "zod";
 import { getDb, type Db } from "../db/client";
-import { LeaseLostError, dbDateTime, getRawDb, writeTransaction, type Fence, type RawDb } from "../db/raw";
-import { databaseUrl, isPostgres } from "../db/url";
+import { LeaseLostError, dbDateTime, writeTransaction, type Fence, type RawDb } from "../db/raw";
+import { claimInOneStatement, insertQueuedJob, markRunQueued, runExists } from "../db/jobs";
 import { Prisma, type Job } from "../generated/prisma/client";
 import { defaultLeaseMs, defaultRetryBackoffMs, retryDelayMs } from "./config";
 import { InvalidJobTransitionError, JobNotFoundError, RunNotFoundError } from "./errors";
@@ -121,10 +121,7 @@ export function enqueueInTransaction(db: RawDb, input: EnqueueInput, now: Date =
   const p = resolveInput(input);
   const id = randomUUID();
   const at = dbDateTime(now);
-  db.prepare(
-    `INSERT INTO "Job" ("id","runId","kind","payload","status","priority","maxAttempts","timeoutMs","availableAt","createdAt","updatedAt")
-     VALUES (?,?,?,?,'queued',?,?,?,?,?,?)`,
-  ).run(id, p.runId ?? null, p.kind, JSON.stringify(p.payload), p.priority, p.maxAttempts, p.timeoutMs, dbDateTime(p.availableAt ?? now), at, at);
+  insertQueuedJob(db, { id, runId: p.runId ?? null, kind: p.kind, payload: JSON.stringify(p.payload), priority: p.priority, maxAttempts: p.maxAttempts, timeoutMs: p.timeoutMs, availableAt: dbDateTime(p.availableAt ?? now), at });
   return id;
 }
 
@@ -136,45 +133,14 @@ export async function enqueue(input: EnqueueInput, opts: QueueOptions = {}): Pro
   const now = opts.now ?? new Date();
   const id = writeTransaction(null, (raw) => {
     const runId = input.runId ?? null;
-    if (runId && !raw.prepare(`SELECT 1 FROM "Run" WHERE "id" = ?`).get(runId)) throw new RunNotFoundError(runId);
+    if (runId && !runExists(runId, raw)) throw new RunNotFoundError(runId);
     const jobId = enqueueInTransaction(raw, input, now);
     if (runId) {
-      raw
-        .prepare(`UPDATE "Run" SET "status" = 'queued', "progress" = 0, "progressMessage" = 'queued', "error" = NULL, "startedAt" = NULL, "finishedAt" = NULL, "updatedAt" = ? WHERE "id" = ?`)
-        .run(dbDateTime(now), runId);
+      markRunQueued(runId, dbDateTime(now), raw);
     }
     return jobId;
   });
   return getJob(id, opts);
-}
-
-/** PostgreSQL's claim: marks the best ready job running under a new lease in one statement; [] when none. */
-function claimSkipLocked(
-  workerId: string,
-  kinds: readonly string[] | null | undefined,
-  excludeKinds: readonly string[] | undefined,
-  jobId: string | null,
-  now: Date,
-  leaseMs: number,
-): { id: string; claimed: { leaseToken: string; leaseExpiresAt: Date } }[] {
-  const leaseToken = randomUUID();
-  const leaseExpiresAt = new Date(now.getTime() + leaseMs);
-  const at = dbDateTime(now);
-  const where: string[] = [`"status" = 'queued'`, `"availableAt" <= ?`];
-  const args: unknown[] = [at];
-  if (kinds?.length) where.push(`"kind" IN (${kinds.map(() => "?").join(",")})`), args.push(...kinds);
-  if (excludeKinds?.length) where.push(`"kind" NOT IN (${excludeKinds.map(() => "?").join(",")})`), args.push(...excludeKinds);
-  if (jobId) where.push(`"id" = ?`), args.push(jobId);
-  const row = getRawDb()
-    .prepare(
-      `UPDATE "Job" SET "status" = 'running', "leaseOwner" = ?, "leaseToken" = ?, "leaseExpiresAt" = ?, "heartbeatAt" = ?,
-         "attempts" = "attempts" + 1, "startedAt" = ?, "finishedAt" = NULL, "updatedAt" = ?
-       WHERE "id" = (SELECT "id" FROM "Job" WHERE ${where.join(" AND ")}
-                     ORDER BY "priority" DESC, "createdAt" ASC, "id" ASC LIMIT 1 FOR UPDATE SKIP LOCKED)
-       RETURNING "id"`,
-    )
-    .get(workerId, leaseToken, dbDateTime(leaseExpiresAt), at, at, at, ...args) as { id: string } | undefined;
-  return row ? [{ id: row.id, claimed: { leaseToken, leaseExpiresAt } }] : [];
 }
 
 /**
@@ -199,9 +165,8 @@ export async function claim(
     const ready: Prisma.JobWhereInput = { status: "queued", availableAt: { lte: now }, ...kindFilter, ...(opts.jobId ? { id: opts.jobId } : {}) };
     // On PostgreSQL one statement claims: the best ready row not locked by another claimer
     // (FOR UPDATE SKIP LOCKED), so racing workers take different jobs instead of retrying one.
-    const candidates = !opts.db && isPostgres(databaseUrl())
-      ? claimSkipLocked(workerId, kinds, opts.excludeKinds, opts.jobId ?? null, now, leaseMs)
-      : await db.job.findMany({
+    const oneStatement = opts.db ? undefined : claimInOneStatement({ workerId, kinds, excludeKinds: opts.excludeKinds, jobId: opts.jobId ?? null, now, leaseMs });
+    const candidates = oneStatement ?? await db.job.findMany({
           where: ready,
           orderBy: [{ priority: "desc" }, { createdAt: "asc" }, { id: "asc" }],
           take: opts.candidates ?? 8,
@@ -348,7 +313,7 @@ export async function release(jobId: string, token: string, opts: ReleaseOptions
   for (let i = 0; i < 5; i++) {
     const now = opts.now ?? new Date();
     const cur = await db.job.findUnique({ where: { id: jobId } });
-    if (!cur || cur.status !== "running" || cur.leaseToken !== token) return false;
+    if (cur?.status !== "running" || cur.leaseToken !== token) return false;
     // Decide from what we read, then apply only if that is still true (cancelRequested may flip).
     const where: Prisma.JobWhereInput = { id: jobId, leaseToken: token, status: "running", cancelRequested: cur.cancelRequested };
     const reason = opts.error ? clip(opts.error, MAX_ERROR_CHARS) : null;
@@ -377,7 +342,7 @@ export async function release(jobId: string, token: string, opts: ReleaseOptions
     }
     const { count } = await db.job.updateMany({ where, data });
     if (count !== 1) continue;
-    await mirrorRun(db, cur.runId, jobId, { status: target, leaseToken: token }, runMirrorOf(target, data, now, cur, reason));
+    await mirrorRun(db, cur.runId, jobId, { status: target, leaseToken: token }, runMirrorOf(target, data, now, reason));
     return target;
   }
   return false;
@@ -387,7 +352,6 @@ function runMirrorOf(
   target: "queued" | "canceled" | "failed",
   data: Prisma.JobUpdateManyMutationInput,
   now: Date,
-  cur: { attempts: number; maxAttempts: number },
   reason: string | null,
 ): Prisma.RunUpdateManyMutationInput {
   if (target === "queued") {
@@ -520,7 +484,7 @@ export async function reapExpired(opts: QueueOptions & { backoffMs?: number; lim
     }
     const { count } = await db.job.updateMany({ where, data });
     if (count !== 1) continue; // heartbeat arrived, or another reaper got there first
-    await mirrorRun(db, j.runId, j.id, { status: target, leaseToken: j.leaseToken }, runMirrorOf(target, data, now, j, line));
+    await mirrorRun(db, j.runId, j.id, { status: target, leaseToken: j.leaseToken }, runMirrorOf(target, data, now, line));
     (target === "queued" ? out.requeued : target === "failed" ? out.failed : out.canceled).push(j.id);
     await appendLog(j.id, [{ line: `[reaper] ${line}`, level: target === "queued" ? "warn" : "error" }], { db }).catch(() => undefined);
   }

@@ -1,8 +1,8 @@
 // What evaluation jobs (baseline, onnx-eval, checkpoint-eval) share: per-batch and cumulative curves, the
 // fenced write of a batch's rollouts and curves together, and pass@k.
-import { writeRolloutStep } from "../../lib/db/rollouts";
+import { runGroupTotals, runTrajectoryTotals, writeRolloutStep } from "../../lib/db/rollouts";
 import { writeMetrics, type MetricPoint } from "../../lib/db/metrics";
-import { getRawDb, writeTransaction } from "../../lib/db/raw";
+import { writeTransaction } from "../../lib/db/raw";
 import type { GroupInput } from "../../lib/schemas/rollouts";
 import type { JobContext } from "./types";
 
@@ -15,10 +15,8 @@ export interface EvalTotals {
 
 /** Totals of what earlier attempts of this job stored (a resumed job continues its cumulative curves). */
 export function storedTotals(runId: string): EvalTotals {
-  const r = getRawDb()
-    .prepare(`SELECT COUNT(*) AS n, COALESCE(SUM(CAST("success" AS INTEGER)),0) AS s, COALESCE(SUM("reward"),0) AS r, COALESCE(SUM("length"),0) AS l FROM "Trajectory" WHERE "runId" = ?`)
-    .get(runId) as { n: number; s: number; r: number; l: number };
-  return { episodes: r.n, successes: r.s, reward: r.r, turns: r.l };
+  const r = runTrajectoryTotals(runId);
+  return { episodes: r.trajectories, successes: r.successes, reward: r.reward, turns: r.turns };
 }
 
 /** Stores one batch (as rollout step `step`) with its curves (and `extra` values, e.g. the train overlap); updates `totals`; returns the batch's values. */
@@ -83,14 +81,5 @@ export function passAtK(n: number, c: number, k: number): number {
 
 /** Per stored task group of a run: its uid, episodes, successes and summed reward (a resumed job rebuilds its totals from them). */
 export function storedGroups(runId: string): { uid: string; n: number; c: number; reward: number }[] {
-  return getRawDb()
-    .prepare(
-      `SELECT g."uid" AS uid, COUNT(*) AS n, COALESCE(SUM(CAST(t."success" AS INTEGER)),0) AS c, COALESCE(SUM(t."reward"),0) AS reward
-       FROM "Trajectory" t JOIN "RolloutGroup" g ON g."id" = t."groupId" WHERE t."runId" = ? GROUP BY g."id", g."uid"`,
-    )
-    .all(runId)
-    .map((r) => {
-      const x = r as { uid: string; n: number | bigint; c: number | bigint; reward: number };
-      return { uid: x.uid, n: Number(x.n), c: Number(x.c), reward: Number(x.reward) };
-    });
+  return runGroupTotals(runId).map((g) => ({ uid: g.uid, n: g.trajectories, c: g.successes, reward: g.reward }));
 }

@@ -17,7 +17,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createRun, deleteRun, importedRun } from "../../lib/db/runs";
-import { dbDateTime, isPostgresDb, writeTransaction, type RawDb } from "../../lib/db/raw";
+import { writeTransaction } from "../../lib/db/raw";
+import { findImportedRun, finishImportedRunRow } from "../../lib/db/runs";
 import { handleIngest } from "../../lib/ingest/thread";
 import { issueWriteKey } from "../../lib/ingest/write-access";
 import { TERMINAL_STATUSES } from "../../lib/schemas/common";
@@ -99,17 +100,6 @@ async function* jsonLines<T>(file: string): AsyncGenerator<{ value: T; bytes: nu
   }
 }
 
-/** The run an earlier import of the same source made (config.turnlensImport.id, per project), if any. */
-function findImportedRun(db: RawDb, project: string, importId: string): { id: string; name: string } | undefined {
-  return db
-    .prepare(
-      `SELECT r."id", r."name" FROM "Run" r JOIN "Project" p ON p."id" = r."projectId"
-       WHERE p."name" = ? AND r."kind" = 'imported' AND ${isPostgresDb(db) ? `r."config" #>> '{turnlensImport,id}'` : `json_extract(r."config", '$.turnlensImport.id')`} = ?
-       ORDER BY r."createdAt" LIMIT 1`,
-    )
-    .get(project, importId) as { id: string; name: string } | undefined;
-}
-
 export const importUpload: JobRunner = async (ctx) => {
   const p = importPayloadSchema.parse(ctx.job.payload);
   const file = p.upload;
@@ -175,7 +165,7 @@ export const importUpload: JobRunner = async (ctx) => {
           const status = (TERMINAL_STATUSES as readonly string[]).includes(String(rec.body.status)) ? String(rec.body.status) : "succeeded";
           const ended = typeof rec.body.finishedAt === "string" && !Number.isNaN(Date.parse(rec.body.finishedAt)) ? new Date(rec.body.finishedAt) : new Date();
           writeTransaction(ctx.fence, (db) =>
-            db.prepare(`UPDATE "Run" SET "status" = ?, "finishedAt" = COALESCE("finishedAt", ?), "progress" = 1, "updatedAt" = ? WHERE "id" = ?`).run(status, dbDateTime(ended), dbDateTime(), runId),
+            finishImportedRunRow(runId, status, ended, db),
           );
         } else {
           const bytes = Buffer.from(JSON.stringify(rec.batchId ? { ...rec.body, batchId: rec.batchId } : rec.body));

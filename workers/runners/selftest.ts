@@ -9,7 +9,8 @@
 // rows and never shown by tailLog; using JobLog keeps the Prisma schema free of a test-only table
 // (an extra table would read as migration drift).
 import { setTimeout as sleep } from "node:timers/promises";
-import { getRawDb, writeTransaction } from "../../lib/db/raw";
+import { writeTransaction } from "../../lib/db/raw";
+import { markedSeqs, writeMark } from "../../lib/db/job-marks";
 import { SelftestPayloadSchema } from "../../lib/jobs/kinds";
 import { RetryableJobError, type JobRunner } from "./types";
 
@@ -39,12 +40,8 @@ export const selftest: JobRunner = async (ctx) => {
   if (p.crashAtStep !== undefined && process.env.TURNLENS_SELFTEST_ALLOW_CRASH !== "1") {
     throw new Error("selftest: crashAtStep kills the worker process; it is honoured only when the worker runs with TURNLENS_SELFTEST_ALLOW_CRASH=1");
   }
-  const rows = getRawDb()
-    .prepare(`SELECT "seq" FROM "JobLog" WHERE "jobId" = ? AND "seq" < 0`)
-    .all(ctx.job.id) as { seq: number }[];
-  const done = new Set(rows.map((r) => -r.seq - 1));
+  const done = new Set(markedSeqs(ctx.job.id).map((seq) => -seq - 1));
   ctx.log(`selftest: ${p.steps} steps of ${p.stepMs} ms, attempt ${ctx.job.attempts}, ${done.size} step(s) already done`);
-  const insert = `INSERT INTO "JobLog" ("jobId", "seq", "time", "level", "line") VALUES (?, ?, ?, ?, ?)`;
   for (let step = 0; step < p.steps; step++) {
     if (done.has(step)) continue;
     if (p.busy) spin(p.stepMs); // never yields: only the worker's kill can stop this
@@ -69,7 +66,7 @@ export const selftest: JobRunner = async (ctx) => {
     }
     const mark: SelftestMark = { step, attempt: ctx.job.attempts, token: ctx.fence.leaseToken, pid: process.pid, worker: process.ppid };
     // Fenced: throws LeaseLostError (and writes nothing) once this worker no longer holds the job.
-    writeTransaction(ctx.fence, (db) => db.prepare(insert).run(ctx.job.id, markSeq(step), Date.now() / 1000, SELFTEST_MARK_LEVEL, JSON.stringify(mark)));
+    writeTransaction(ctx.fence, (db) => writeMark(ctx.job.id, markSeq(step), SELFTEST_MARK_LEVEL, JSON.stringify(mark), db));
     const progress = ctx.progress(p.steps ? (step + 1) / p.steps : 1, `step ${step + 1}/${p.steps}`);
     if (p.busy) progress.catch(() => undefined); // sent when the loop ends; the fenced write above is the lease check
     else await progress;

@@ -1,0 +1,142 @@
+// Where SQLite and PostgreSQL spell SQL differently, both spellings side by side. Every statement
+// of lib/db that differs between the stores takes its fragment from `dialect(db)`; nothing else
+// asks which store it is on. The fragments are SQL text with `?` placeholders (never values).
+import type { ConfigClause } from "../schemas/runs";
+import { isPostgresDb, type RawDb } from "./raw";
+
+export interface Dialect {
+  readonly name: "sqlite" | "postgresql";
+  /** A JSON column's value at a constant path as text (`column` is SQL, `path` constant keys). */
+  jsonText(column: string, path: string[]): string;
+  /** Case-insensitive LIKE (SQLite's LIKE is, for ASCII). */
+  readonly ilike: "LIKE" | "ILIKE";
+  /**
+   * A join whose loop order SQLite keeps as written (CROSS JOIN), so that it walks indexes in a
+   * page's order and stops after the page; PostgreSQL has no CROSS JOIN ... ON and plans joins itself.
+   */
+  readonly orderedJoin: "CROSS JOIN" | "JOIN";
+  /** `column` (a JSON array) holds the text `?`. */
+  jsonArrayHas(column: string): string;
+  /** The distinct text elements of a JSON array column over a table's rows (e.g. every run tag). */
+  distinctArrayValues(table: string, column: string, limit: number): string;
+  /** The dotted paths of scalar values in the config of the `recent` newest runs. */
+  configKeys(recent: number, limit: number): string;
+  /** Appends one config clause on r."config" to `where`/`args`. */
+  configClause(c: ConfigClause, where: string[], args: unknown[]): void;
+  /**
+   * Per group of `ratio` rows of `table` (grouped by `groupCol` / ratio), the step and value of the
+   * row holding the group's MIN or MAX (first such row on ties), groups in order; args follow
+   * `bucketArgs`. SQLite returns the bare columns of the row holding MIN/MAX (documented behaviour);
+   * PostgreSQL says the same with DISTINCT ON.
+   */
+  bucketExtremes(agg: "MIN" | "MAX", s: { stepCol: string; valueCol: string; groupCol: string; table: string; levelCond: string; ratio: number }): string;
+  bucketArgs(seriesId: number, from: number, ratio: number): unknown[];
+  /** The trajectory search's word index ("TrajectoryText"; lib/db/trajectory-search.ts). */
+  readonly wordIndex: {
+    /** INSERT head; a row's VALUES entry is `tuple` with (key, observation words, action words), words space-separated */
+    insert: string;
+    tuple: string;
+    /** keys of trajectories holding every word (each in one of `fields`) */
+    match(words: string[], fields: ("obs" | "act")[]): { sql: string; args: unknown[] };
+  };
+  /** Whether a claim can skip rows other transactions hold (FOR UPDATE SKIP LOCKED). */
+  readonly skipLocked: boolean;
+  /** Bytes a table takes with its indexes (a benchmark's figure). */
+  tableBytes(db: RawDb, prefix: string): number;
+}
+
+/** `$."a"."b"` JSON path of a dotted config path (each key quoted, so any key name is safe). */
+const jsonPath = (path: string[]) => "$" + path.map((k) => `."${k.replace(/"/g, '""')}"`).join("");
+
+/** LIKE pattern for "contains `v`", with LIKE's own characters escaped (ESCAPE '\'). */
+export const likePattern = (v: unknown) => `%${String(v).replace(/[\\%_]/g, (ch) => "\\" + ch)}%`;
+
+export const SQLITE: Dialect = {
+  name: "sqlite",
+  jsonText: (column, path) => `json_extract(${column}, '${jsonPath(path).replace(/'/g, "''")}')`,
+  ilike: "LIKE",
+  orderedJoin: "CROSS JOIN",
+  jsonArrayHas: (column) => `EXISTS (SELECT 1 FROM json_each(${column}) WHERE json_each."value" = ?)`,
+  distinctArrayValues: (table, column, limit) => `SELECT DISTINCT j."value" FROM "${table}" r, json_each(r."${column}") j ORDER BY 1 LIMIT ${limit}`,
+  configKeys: (recent, limit) =>
+    `SELECT DISTINCT substr(j."fullkey", 3) FROM (SELECT "config" FROM "Run" ORDER BY "createdAt" DESC LIMIT ${recent}) r, json_tree(r."config") j
+     WHERE j."type" NOT IN ('object', 'array') AND instr(j."fullkey", '[') = 0 ORDER BY 1 LIMIT ${limit}`,
+  // json_extract gives SQL values (JSON true is 1)
+  configClause(c, where, args) {
+    const x = `json_extract(r."config", ?)`;
+    const v = typeof c.value === "boolean" ? Number(c.value) : c.value;
+    if (c.op === "~") where.push(`CAST(${x} AS TEXT) LIKE ? ESCAPE '\\'`), args.push(jsonPath(c.path), likePattern(v));
+    else if (c.op === "=") where.push(`${x} IS ?`), args.push(jsonPath(c.path), v);
+    else if (c.op === "!=") where.push(`${x} IS NOT ?`), args.push(jsonPath(c.path), v);
+    else where.push(`${x} ${c.op} ?`), args.push(jsonPath(c.path), v);
+  },
+  bucketExtremes: (agg, s) => `SELECT "${s.stepCol}", ${agg}("${s.valueCol}") FROM "${s.table}" WHERE "seriesId" = ? ${s.levelCond} AND "${s.groupCol}" >= ? GROUP BY "${s.groupCol}" / CAST(? AS INTEGER)`,
+  bucketArgs: (seriesId, from, ratio) => [seriesId, from, ratio],
+  wordIndex: {
+    // an FTS5 table: contentless, detail=column; a column filter per query
+    insert: `INSERT INTO "TrajectoryText" ("rowid", "obs", "act")`,
+    tuple: "(?,?,?)",
+    match: (words, fields) => ({
+      sql: `SELECT "rowid" FROM "TrajectoryText" WHERE "TrajectoryText" MATCH ?`,
+      args: [`{${fields.join(" ")}} : (${words.map((w) => `"${w}"`).join(" AND ")})`],
+    }),
+  },
+  skipLocked: false,
+  tableBytes(db, prefix) {
+    const rows = db.prepare(`SELECT name, SUM(pgsize) AS bytes FROM dbstat GROUP BY name`).all() as { name: string; bytes: number }[];
+    return rows.filter((r) => r.name.startsWith(prefix)).reduce((s, r) => s + r.bytes, 0);
+  },
+};
+
+export const POSTGRESQL: Dialect = {
+  name: "postgresql",
+  jsonText: (column, path) => `${column} #>> '{${path.map((k) => `"${k.replace(/["\\]/g, (ch) => "\\" + ch).replace(/'/g, "''")}"`).join(",")}}'`,
+  ilike: "ILIKE",
+  orderedJoin: "JOIN",
+  jsonArrayHas: (column) => `${column} @> jsonb_build_array(CAST(? AS text))`,
+  distinctArrayValues: (table, column, limit) => `SELECT DISTINCT j FROM "${table}" r, jsonb_array_elements_text(r."${column}") j ORDER BY 1 LIMIT ${limit}`,
+  configKeys: (recent, limit) =>
+    `WITH RECURSIVE t("path", "v") AS (
+       SELECT e."key", e."value" FROM (SELECT "config" FROM "Run" ORDER BY "createdAt" DESC LIMIT ${recent}) r,
+         jsonb_each(CASE WHEN jsonb_typeof(r."config") = 'object' THEN r."config" ELSE '{}'::jsonb END) e
+       UNION ALL
+       SELECT t."path" || '.' || e."key", e."value" FROM t, jsonb_each(t."v") e WHERE jsonb_typeof(t."v") = 'object')
+     SELECT DISTINCT "path" FROM t WHERE jsonb_typeof("v") NOT IN ('object', 'array') ORDER BY 1 LIMIT ${limit}`,
+  // jsonb: equality compares JSON values (1 = 1.0, true is not 1), order comparisons apply to numbers
+  // only, `~` matches the value's text case-insensitively as LIKE does on SQLite; a missing path or
+  // JSON null equals null
+  configClause(c, where, args) {
+    const x = `(r."config" #> ARRAY[${c.path.map(() => "CAST(? AS text)").join(",")}])`;
+    const v = c.value;
+    const json = v === null ? `'null'::jsonb` : typeof v === "number" ? "to_jsonb(CAST(? AS float8))" : typeof v === "boolean" ? "to_jsonb(CAST(? AS boolean))" : "to_jsonb(CAST(? AS text))";
+    const eq = v === null ? `COALESCE(${x} = 'null'::jsonb, true)` : `COALESCE(${x} = ${json}, false)`;
+    const bind = v === null ? [] : [v];
+    if (c.op === "~") where.push(`(${x} #>> '{}') ILIKE ? ESCAPE '\\'`), args.push(...c.path, likePattern(v));
+    else if (c.op === "=") where.push(eq), args.push(...c.path, ...bind);
+    else if (c.op === "!=") where.push(`NOT ${eq}`), args.push(...c.path, ...bind);
+    else where.push(`(CASE WHEN jsonb_typeof(${x}) = 'number' THEN CAST(${x} #>> '{}' AS float8) END) ${c.op} CAST(? AS float8)`), args.push(...c.path, ...c.path, v);
+  },
+  bucketExtremes: (agg, s) => {
+    const group = `"${s.groupCol}" / ${Math.trunc(s.ratio)}`; // an integer computed here, not input
+    return `SELECT DISTINCT ON (${group}) "${s.stepCol}", "${s.valueCol}" FROM "${s.table}" WHERE "seriesId" = ? ${s.levelCond} AND "${s.groupCol}" >= ?
+            ORDER BY ${group}, "${s.valueCol}" ${agg === "MIN" ? "ASC" : "DESC"}, "${s.groupCol}"`;
+  },
+  bucketArgs: (seriesId, from) => [seriesId, from],
+  wordIndex: {
+    // tsvector columns made with array_to_tsvector (our words as-is: no parser); GIN bitmap scans ANDed and ORed
+    insert: `INSERT INTO "TrajectoryText" ("key", "obs", "act")`,
+    tuple: "(?, array_to_tsvector(string_to_array(?, ' ')), array_to_tsvector(string_to_array(?, ' ')))",
+    match: (words, fields) => ({
+      sql: `SELECT "key" FROM "TrajectoryText" WHERE ${words.map(() => `(${fields.map((f) => `"${f}" @@ ?::tsquery`).join(" OR ")})`).join(" AND ")}`,
+      args: words.flatMap((w) => fields.map(() => `'${w}'`)),
+    }),
+  },
+  skipLocked: true,
+  tableBytes(db, prefix) {
+    const names = db.prepare(`SELECT relname FROM pg_class WHERE relkind = 'r' AND relname LIKE ? ESCAPE '\\'`).pluck().all(`${prefix.replace(/[\\%_]/g, (ch) => "\\" + ch)}%`) as string[];
+    return names.reduce((s, n) => s + Number(db.prepare(`SELECT pg_total_relation_size(quote_ident(?)::regclass)`).pluck().get(n)), 0);
+  },
+};
+
+/** The dialect of a connection's store. */
+export const dialect = (db: RawDb): Dialect => (isPostgresDb(db) ? POSTGRESQL : SQLITE);
