@@ -6,7 +6,7 @@ import { NextResponse, type NextRequest } from "next/server";
 import { hostAllowed, MIN_TOKEN_LENGTH, securityConfig, TOKEN_COOKIE, tokenAllows } from "./lib/api/security";
 
 export function proxy(req: NextRequest) {
-  let cfg;
+  let cfg: ReturnType<typeof securityConfig>;
   try {
     cfg = securityConfig();
   } catch (e) {

@@ -211,7 +211,7 @@ function maxAbsDiff(fileA: string, fileB: string): number {
   a.forEach((t, i) => {
     const u = b[i];
     if (t.id !== u.id || t.advantages.length !== u.advantages.length) throw new Error(`trajectory ${i}: ${t.id} vs ${u.id}`);
-    t.advantages.forEach((x, j) => (worst = Math.max(worst, Math.abs(x - u.advantages[j]))));
+    t.advantages.forEach((x, j) => { worst = Math.max(worst, Math.abs(x - u.advantages[j])); });
   });
   return worst;
 }

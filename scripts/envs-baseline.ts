@@ -63,7 +63,7 @@ function measure(id: EnvId, episodes: number): Row {
       stepMs += performance.now() - s0;
       turns++;
       if (!r.info.valid) invalid++;
-      if (r.rewards) r.rewards.forEach((x, i) => (returns[i] += x));
+      if (r.rewards) r.rewards.forEach((x, i) => { returns[i] += x; });
       else returns[0] += r.reward;
       if (r.done || r.truncated) {
         if (r.truncated) truncated++;

@@ -40,7 +40,7 @@ export async function realisticStep(step: number, steps: number, tokens = 0): Pr
       uid: `task-${task}`,
       envId: "alfworld",
       taskSeed: task,
-      trajectories: Array.from({ length: G }, (_, t) => {
+      trajectories: Array.from({ length: G }, () => {
         const success = r() < 0.2 + (0.5 * step) / Math.max(1, steps);
         let place = 0;
         return {

@@ -83,7 +83,7 @@ export async function withGigpoAdvantages(groups: RolloutStepInput["groups"], pa
   for (const g of groups)
     for (const t of g.trajectories) {
       const adv = res.trajectories[k++].advantages;
-      t.turns.forEach((u, i) => (u.advantage = adv[i]));
+      t.turns.forEach((u, i) => { u.advantage = adv[i]; });
     }
   return res.diagnostics as unknown as Record<string, unknown>;
 }

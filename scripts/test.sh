@@ -21,6 +21,15 @@ node_modules/.bin/tsc --noEmit -p tsconfig.json
 echo "== layers (imports flow one way, ARCHITECTURE.md; no import cycle in the Python engine)"
 node scripts/check-layers.mjs
 
+echo "== TypeScript lint (Biome: the recommended rules, scope and exceptions in biome.jsonc; zero findings)"
+# warnings fail through --error-on-warnings; infos (which never change the exit status) fail here
+lint_out=$(node_modules/.bin/biome lint --error-on-warnings --max-diagnostics=none 2>&1) || { echo "$lint_out"; exit 1; }
+if grep -q "^Found " <<<"$lint_out"; then
+  echo "$lint_out"
+  echo "test: Biome reported findings (infos count too); fix them or see biome.jsonc" >&2
+  exit 1
+fi
+
 echo "== python lint (ruff: every Python file, rules in ruff.toml; the engine and its tests formatted)"
 PY="${TURNLENS_PYTHON:-python3}"
 stamp="node_modules/.turnlens-pip-lint-$(sha1sum test/lint-requirements.txt | cut -c1-12)"

@@ -165,7 +165,7 @@ class Worker {
   private takeJobProcess(): ChildProcess {
     const s = this.spare;
     this.spare = null;
-    const child = s && s.connected && s.exitCode === null && s.signalCode === null ? s : this.forkJobProcess();
+    const child = s?.connected && s.exitCode === null && s.signalCode === null ? s : this.forkJobProcess();
     if (s && s !== child) this.children.delete(s);
     // one spare while claiming goes on; none for a single headless job (--job)
     if (!this.stopping && !this.cfg.job) this.spare = this.forkJobProcess();

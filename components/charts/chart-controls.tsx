@@ -25,7 +25,7 @@ export function ChartControls({ envKey, children }: { envKey: string | null; chi
   const { set } = useUrlState();
   const view = useChartView();
   return (
-    <div className="flex flex-wrap items-center gap-x-5 gap-y-2 text-sm" role="group" aria-label="Chart options">
+    <fieldset className="flex min-w-0 flex-wrap items-center gap-x-5 gap-y-2 text-sm" aria-label="Chart options">
       <label className="flex items-center gap-2">
         <span className="text-zinc-500">Smoothing</span>
         <input type="range" min={0} max={0.99} step={0.01} value={view.smoothing} aria-label="Smoothing (EMA weight)"
@@ -46,6 +46,6 @@ export function ChartControls({ envKey, children }: { envKey: string | null; chi
       </label>
       {view.x === "env" && envKey ? <span className="text-xs text-zinc-500">x = <code>{envKey}</code></span> : null}
       {children}
-    </div>
+    </fieldset>
   );
 }

@@ -10,6 +10,7 @@ export function DivergingLegend({ max, theme, label, clipped }: { max: number; t
         <div className="mb-0.5">{label}{clipped ? " (clipped at the 98th percentile of |value|)" : ""}</div>
         <div className="h-3 w-56 rounded-sm border border-zinc-300 dark:border-zinc-700" style={{ background: legendGradient(theme) }} />
         <div className="flex w-56 justify-between tabular-nums">
+          {/* biome-ignore lint/suspicious/noArrayIndexKey: the legend's five ticks, at fixed positions */}
           {legendTicks(max).map((t, i) => <span key={i}>{i === 0 && clipped ? "≤" : i === 4 && clipped ? "≥" : ""}{fmt(t)}</span>)}
         </div>
       </div>

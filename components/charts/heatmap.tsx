@@ -121,7 +121,9 @@ export function Heatmap(props: HeatmapProps) {
 
   return (
     <div ref={wrap} className="relative w-full overflow-x-auto" data-testid={testId} {...dataAttrs}>
+      {/* biome-ignore lint/a11y/useSemanticElements: a labelled composite of drawn cells, not form controls (fieldset) */}
       <div
+        // biome-ignore lint/a11y/noNoninteractiveTabindex: one focusable stop for the whole grid: arrow keys move a cell cursor, announced by the live region below
         tabIndex={0}
         role="group"
         aria-label={`${ariaLabel}. Arrow keys move between cells, Enter opens the turn.`}
@@ -133,7 +135,7 @@ export function Heatmap(props: HeatmapProps) {
         onBlur={() => setFocused(false)}
         className="inline-block rounded focus-visible:outline-2 focus-visible:outline-offset-2 focus-visible:outline-indigo-500"
       >
-        {width === 0 ? <div style={{ height: svgH }} /> : <svg ref={svgRef} width={svgW} height={svgH} className="block select-none" onMouseMove={(e) => setHover(cellAt(e))} onMouseLeave={() => setHover(null)}
+        {width === 0 ? <div style={{ height: svgH }} /> : <svg ref={svgRef} aria-hidden="true" width={svgW} height={svgH} className="block select-none" onMouseMove={(e) => setHover(cellAt(e))} onMouseLeave={() => setHover(null)}
           onClick={(e) => {
             const c = cellAt(e);
             if (c && onActivate) onActivate(c);
@@ -173,11 +175,13 @@ const Axis = memo(function Axis({ cols, cw, labelW, colLabel, rowLabels, ch, the
     <g fontSize={10} fill={fill}>
       {Array.from({ length: cols }, (_, c) =>
         c % every === 0 ? (
+          // biome-ignore lint/suspicious/noArrayIndexKey: column labels drawn at their column's position
           <text key={c} x={labelW + c * cw + cw / 2} y={12} textAnchor="middle">{colLabel(c)}</text>
         ) : null,
       )}
       {ch >= 11
         ? rowLabels.map((l, r) => (
+            // biome-ignore lint/suspicious/noArrayIndexKey: row labels drawn at their row's position
             <text key={r} x={labelW - 6} y={TOP + r * ch + ch / 2 + 3.5} textAnchor="end" fontFamily="ui-monospace, monospace">{l}</text>
           ))
         : null}
@@ -219,6 +223,7 @@ const Cells = memo(function Cells({ values, max, theme, cw, ch, labelW, markers,
     }
     return out.join("");
   }, [values, max, theme, cw, ch, labelW, markers, showValues]);
+  // biome-ignore lint/security/noDangerouslySetInnerHtml: built above from numbers and colours only (no text from the data)
   return <g dangerouslySetInnerHTML={{ __html: html }} />;
 });
 

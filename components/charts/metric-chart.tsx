@@ -85,7 +85,7 @@ function ChartBody({ runId, metricKey, live, view = { x: "step", smoothing: 0, l
     [data, env.data, view.x, view.smoothing, view.log, wantEnv],
   );
   const points = prepared?.points ?? [];
-  const last = data && data.steps.length ? { step: data.steps[data.steps.length - 1], value: data.values[data.values.length - 1] } : null;
+  const last = data?.steps.length ? { step: data.steps[data.steps.length - 1], value: data.values[data.values.length - 1] } : null;
   const smooth = view.smoothing > 0;
   const scales = useMemo(() => chartScales(points, { log: view.log, integerX: view.x === "step" }), [points, view.log, view.x]);
   const [interactive, setInteractive] = useState(false);
@@ -111,6 +111,7 @@ function ChartBody({ runId, metricKey, live, view = { x: "step", smoothing: 0, l
           no points to draw{data?.steps.length ? " in this view" : data?.nonFinite.length ? " (no finite value)" : ""}
         </p>
       ) : (
+        // biome-ignore lint/a11y/noStaticElementInteractions: not a control: the first pointer or focus inside swaps the static chart for the interactive one
         <div className="h-44" onPointerEnter={() => setInteractive(true)} onFocus={() => setInteractive(true)}>
           {!scales ? null : interactive ? (
             <Suspense fallback={staticChart}>
@@ -121,7 +122,7 @@ function ChartBody({ runId, metricKey, live, view = { x: "step", smoothing: 0, l
           )}
         </div>
       )}
-      {data && data.nonFinite.length ? (
+      {data?.nonFinite.length ? (
         <p className="mt-1 text-xs text-red-700 dark:text-red-400" data-testid="non-finite">
           {data.nonFinite.length} non-finite value{data.nonFinite.length === 1 ? "" : "s"} not drawn:{" "}
           {data.nonFinite.slice(0, 4).map((p) => `${p.value} @ ${p.step}`).join(", ")}

@@ -77,7 +77,7 @@ export function CompareView() {
             <span className="size-2.5 rounded-full" style={{ background: colorOfRun(r.id) }} aria-hidden />
             <Link href={`/runs/${r.id}`} className="hover:underline">{r.name}</Link>
             <StatusBadge status={r.status} />
-            <button className="rounded-full px-1 text-zinc-500 hover:bg-zinc-100 dark:hover:bg-zinc-800" aria-label={`Remove ${r.name}`}
+            <button type="button" className="rounded-full px-1 text-zinc-500 hover:bg-zinc-100 dark:hover:bg-zinc-800" aria-label={`Remove ${r.name}`}
               onClick={() => set({ runs: ids.filter((x) => x !== r.id).join(",") || undefined })}>×</button>
           </li>
         ))}
@@ -149,6 +149,7 @@ function CompareBody({ metricKey, runs, groups, band, view, envKey, colorOfRun }
   const wantEnv = view.x === "env" && !!envKey;
   const env = useQueries({ queries: runs.map((r) => ({ ...seriesQuery(r.id, envKey ?? "", CHART_POINTS), enabled: wantEnv })) });
   const loaded = series.every((s) => s.data);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: series and env are compared by their update times (useQueries returns new arrays each render); colorOfRun is rebuilt each render from the runs and groups listed
   const { rows, lines } = useMemo(() => {
     if (!loaded) return { rows: [], lines: [] as { key: string; color: string; name: string; band?: string }[] };
     // per run: prepared (x, smoothed-or-raw y) of the stored points
@@ -188,7 +189,7 @@ function CompareBody({ metricKey, runs, groups, band, view, envKey, colorOfRun }
     });
     return { rows, lines };
     // the series results are compared by their update times (useQueries returns new arrays each render)
-  }, [loaded, series.map((s) => s.dataUpdatedAt).join(), env.map((s) => s.dataUpdatedAt).join(), groups, band, view.x, view.smoothing, view.log, wantEnv]);
+  }, [loaded, series.map((s) => s.dataUpdatedAt).join(), env.map((s) => s.dataUpdatedAt).join(), runs, groups, band, view.x, view.smoothing, view.log, wantEnv]);
   const yScale = useMemo(() => {
     if (view.log) return null;
     const vals: (number | null)[] = [];
@@ -221,6 +222,7 @@ function CompareBody({ metricKey, runs, groups, band, view, envKey, colorOfRun }
   }));
   return (
     <div>
+      {/* biome-ignore lint/a11y/noStaticElementInteractions: not a control: the first pointer or focus inside swaps the static chart for the interactive one */}
       <div className="h-52" onPointerEnter={() => setInteractive(true)} onFocus={() => setInteractive(true)}>
       {!interactive && staticLines.scales ? (
         <StaticLineChart points={[]} overlays={overlays} scales={staticLines.scales} lines={[]} log={view.log} xFormat={xTick(view.x)} yFormat={fmt} />
@@ -289,7 +291,7 @@ function ConfigDiff({ runs, colorOfRun }: { runs: RunOut[]; colorOfRun: (id: str
               <tr key={row.key} className="border-t border-zinc-100 dark:border-zinc-800" data-differs={row.differs}>
                 <td className="py-1 pr-3 font-mono text-xs">{row.key}</td>
                 {row.values.map((v, i) => (
-                  <td key={i} className={`max-w-64 truncate py-1 pr-3 font-mono text-xs ${row.differs ? "bg-amber-50 dark:bg-amber-950/40" : "text-zinc-500"}`} title={v}>{v}</td>
+                  <td key={runs[i].id} className={`max-w-64 truncate py-1 pr-3 font-mono text-xs ${row.differs ? "bg-amber-50 dark:bg-amber-950/40" : "text-zinc-500"}`} title={v}>{v}</td>
                 ))}
               </tr>
             ))}

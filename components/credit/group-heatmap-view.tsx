@@ -40,7 +40,7 @@ const sourceLabel = (d: GroupCredit | undefined, s: CreditSource | null) =>
 export function GroupHeatmapView({ runId, catalog }: { runId: string; catalog: EstimatorInfo[] }) {
   const router = useRouter();
   const theme = useTheme();
-  const { get, set, run, steps, step, groups } = useStepGroups(runId);
+  const { get, set, steps, step, groups } = useStepGroups(runId);
   // default: the first group with mixed outcomes (an all-success or all-fail group has no outcome signal)
   const groupId = get("group") ?? defaultGroup(groups?.groups)?.id;
   const a = useSource("est", "p");
@@ -114,8 +114,8 @@ export function GroupHeatmapView({ runId, catalog }: { runId: string; catalog: E
             </select>
           </label>
           <div className="flex gap-1">
-            <button className={btnCls} disabled={groupIndex <= 0} onClick={() => set({ group: groups!.groups[groupIndex - 1].id })} aria-label="Previous group">←</button>
-            <button className={btnCls} disabled={!groups || groupIndex >= groups.groups.length - 1} onClick={() => set({ group: groups!.groups[groupIndex + 1].id })} aria-label="Next group">→</button>
+            <button type="button" className={btnCls} disabled={groupIndex <= 0} onClick={() => set({ group: groups!.groups[groupIndex - 1].id })} aria-label="Previous group">←</button>
+            <button type="button" className={btnCls} disabled={!groups || groupIndex >= groups.groups.length - 1} onClick={() => set({ group: groups!.groups[groupIndex + 1].id })} aria-label="Next group">→</button>
           </div>
           {da ? (
             <Link className="ml-auto text-sm text-indigo-600 hover:underline dark:text-indigo-400" href={`/runs/${runId}/trajectories?step=${da.step}&group=${da.group.id}`}>
@@ -132,7 +132,8 @@ export function GroupHeatmapView({ runId, catalog }: { runId: string; catalog: E
           {b ? (
             <div className="flex items-center gap-1 text-sm" role="radiogroup" aria-label="Comparison view">
               {(["side", "diff"] as const).map((v) => (
-                <button key={v} role="radio" aria-checked={view === v} className={`${btnCls} ${view === v ? "bg-zinc-100 font-medium dark:bg-zinc-800" : ""}`} onClick={() => set({ view: v === "side" ? undefined : v })}>
+                // biome-ignore lint/a11y/useSemanticElements: a segmented control: buttons as the radios of a radiogroup (the ARIA radio group pattern)
+                <button type="button" key={v} role="radio" aria-checked={view === v} className={`${btnCls} ${view === v ? "bg-zinc-100 font-medium dark:bg-zinc-800" : ""}`} onClick={() => set({ view: v === "side" ? undefined : v })}>
                   {v === "side" ? "side by side" : "difference (A − B)"}
                 </button>
               ))}
@@ -374,6 +375,7 @@ function Diagnostics({ d, b }: { d: GroupCredit; b?: GroupCredit }) {
       <h2 id="diag-h" className={labelCls}>Batch diagnostics (whole step {d.step})</h2>
       <div className={`mt-2 grid gap-4 ${list.length > 1 ? "sm:grid-cols-2" : ""}`}>
         {list.map((x, i) => (
+          // biome-ignore lint/suspicious/noArrayIndexKey: two fixed slots: this estimator, then the one compared with
           <dl key={i} className="grid grid-cols-[auto_1fr] content-start gap-x-3 gap-y-0.5 text-sm" data-testid="step-diagnostics">
             <dt className="col-span-2 font-medium">{name(x)}</dt>
             {rows(x).map(([k, v]) => (

@@ -134,7 +134,7 @@ function ImportStatus({ id }: { id: string }) {
         </h2>
         <StatusBadge status={imp.job.status} />
         {live ? (
-          <button className={`${btnCls} ml-auto`} onClick={() => cancel.mutate()} disabled={cancel.isPending || imp.job.cancelRequested}>
+          <button type="button" className={`${btnCls} ml-auto`} onClick={() => cancel.mutate()} disabled={cancel.isPending || imp.job.cancelRequested}>
             {imp.job.cancelRequested ? "Canceling…" : "Cancel"}
           </button>
         ) : null}
@@ -201,6 +201,7 @@ function ImportStatus({ id }: { id: string }) {
               </summary>
               <ul className="mt-2 space-y-1 font-mono text-xs" data-testid="rejected-rows">
                 {r.rejectedRows.map((x, i) => (
+                  // biome-ignore lint/suspicious/noArrayIndexKey: a finished import's report, never reordered
                   <li key={i}>
                     <span className="text-zinc-500">{x.where}</span> {x.reason}
                   </li>

@@ -29,7 +29,7 @@ export function CheckpointEvalPanel({ run }: { run: RunOut }) {
   const [open, setOpen] = useState(false);
   return (
     <>
-      <button className={btnCls} onClick={() => setOpen((o) => !o)} aria-expanded={open} aria-controls="checkpoint-eval-form" data-testid="evaluate-checkpoint">
+      <button type="button" className={btnCls} onClick={() => setOpen((o) => !o)} aria-expanded={open} aria-controls="checkpoint-eval-form" data-testid="evaluate-checkpoint">
         Evaluate checkpoint
       </button>
       {open ? <CheckpointEvalForm run={run} onClose={() => setOpen(false)} /> : null}

@@ -20,7 +20,7 @@ export function estimatorSection(configSchema: JsonSchema, catalog: EstimatorInf
   const prop = configSchema.properties?.estimator;
   if (!prop) return null;
   const allowed = prop.enum ?? prop.anyOf?.flatMap((s) => s.enum ?? (s.const !== undefined ? [s.const] : []));
-  const options = allowed && allowed.length ? catalog.filter((e) => allowed.includes(e.id)) : catalog;
+  const options = allowed?.length ? catalog.filter((e) => allowed.includes(e.id)) : catalog;
   if (!options.length) return null;
   const def = typeof prop.default === "string" && options.some((o) => o.id === prop.default) ? prop.default : options[0].id;
   return { options, defaultId: def, help: prop.description };

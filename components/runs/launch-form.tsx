@@ -106,6 +106,7 @@ function LaunchFormFor({ catalog, estimators, job, prefill, pickJob }: {
   };
   const envZod = useMemo(() => zodFromJsonSchema(env.configSchema), [env]);
   const estZod = useMemo(() => (est ? zodFromJsonSchema(est.paramsSchema) : null), [est]);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: body is rebuilt every render from the inputs listed
   const client = useMemo(() => {
     const errs: FieldErrors = {};
     const banner: string[] = [];
@@ -121,8 +122,6 @@ function LaunchFormFor({ catalog, estimators, job, prefill, pickJob }: {
       if (!r.success) for (const i of r.error.issues) addError(errs, issuePathKey(["config", "estimatorParams", ...(i.path as (string | number)[])]), plainIssue(i), banner);
     }
     return { errs, banner, invalid: banner.length > 0 || Object.values(errs).some((e) => Object.keys(e).length) };
-    // body is rebuilt every render from these
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [jobValues, envValues, estValues, name, tags, envId, estId, job, envZod, estZod]);
 
   const launch = useMutation({

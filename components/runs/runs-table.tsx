@@ -49,7 +49,7 @@ function useColumnWidths() {
 /** A drag handle on a header's right edge (pointer capture, so the drag survives leaving the header). */
 function ResizeHandle({ col, width, resize }: { col: string; width: number; resize: (col: string, px: number) => void }) {
   return (
-    <span role="separator" aria-orientation="vertical" aria-label={`Resize column ${col}`} data-testid={`resize-${col}`} tabIndex={0}
+    <span role="separator" aria-orientation="vertical" aria-label={`Resize column ${col}`} aria-valuenow={width} aria-valuetext={`${width} px`} data-testid={`resize-${col}`} tabIndex={0}
       className="absolute right-0 top-0 z-10 h-full w-2 cursor-col-resize touch-none hover:bg-indigo-400/40"
       onKeyDown={(e) => (e.key === "ArrowLeft" || e.key === "ArrowRight") && (e.preventDefault(), resize(col, width + (e.key === "ArrowRight" ? 16 : -16)))}
       onPointerDown={(e) => {
@@ -188,38 +188,38 @@ export function RunsTable() {
             ))}
           </div>
         </details>
-        {Object.keys(params).length ? <button className={btnCls} onClick={() => set(Object.fromEntries(Object.keys(params).map((k) => [k, undefined])))}>Clear filters</button> : null}
+        {Object.keys(params).length ? <button type="button" className={btnCls} onClick={() => set(Object.fromEntries(Object.keys(params).map((k) => [k, undefined])))}>Clear filters</button> : null}
       </div>
       {bad ? <p className="text-sm text-red-600" role="alert">Could not load runs: {String(bad.message)}</p> : null}
       {selected.length ? (
         <div className="flex items-center gap-3 rounded-md bg-indigo-50 px-3 py-1.5 text-sm dark:bg-indigo-950/60" data-testid="selection-bar">
           <span>{selected.length} selected</span>
           <Link href={`/compare?runs=${selected.join(",")}`} className={primaryBtnCls} aria-disabled={selected.length < 1}>Compare {selected.length}</Link>
-          <button className="text-indigo-700 hover:underline dark:text-indigo-300" onClick={clearSel}>clear selection</button>
+          <button type="button" className="text-indigo-700 hover:underline dark:text-indigo-300" onClick={clearSel}>clear selection</button>
         </div>
       ) : null}
       <div className="rounded-lg border border-zinc-200 bg-white dark:border-zinc-800 dark:bg-zinc-900" role="table" aria-label="Runs" aria-rowcount={total + 1}>
         <div ref={box} className="max-h-[calc(100vh-15rem)] min-h-40 overflow-auto" data-testid="runs-scroll">
           <div role="row" className="sticky top-0 z-10 grid w-max min-w-full border-b border-zinc-200 bg-white text-left text-xs text-zinc-500 dark:border-zinc-800 dark:bg-zinc-900" style={{ gridTemplateColumns: grid }}>
             <span role="columnheader" className="px-2 py-2"><span className="sr-only">select</span></span>
-            {header("name", <button onClick={() => sortBy("name")}>Name{arrow("name")}</button>)}
+            {header("name", <button type="button" onClick={() => sortBy("name")}>Name{arrow("name")}</button>)}
             {header("project", "Project")}
-            {header("status", <button onClick={() => sortBy("status")}>Status{arrow("status")}</button>)}
-            {header("envId", <button onClick={() => sortBy("envId")}>Env{arrow("envId")}</button>)}
-            {header("estimator", <button onClick={() => sortBy("estimator")}>Estimator{arrow("estimator")}</button>)}
+            {header("status", <button type="button" onClick={() => sortBy("status")}>Status{arrow("status")}</button>)}
+            {header("envId", <button type="button" onClick={() => sortBy("envId")}>Env{arrow("envId")}</button>)}
+            {header("estimator", <button type="button" onClick={() => sortBy("estimator")}>Estimator{arrow("estimator")}</button>)}
             {header("progress", "Progress")}
             {columns.map((k) => (
               <span role="columnheader" key={k} className="relative flex items-start justify-end gap-1 px-2 py-1 text-right" title={k} data-testid="metric-header" data-key={k}>
                 {/* the namespace above the name: "eval/success_rate_cum" and "rollout/success_rate" stay apart */}
-                <button onClick={() => sortBy(`metric:${k}`)} title={`sort by the last value of ${k}`} className="min-w-0 text-right leading-tight">
+                <button type="button" onClick={() => sortBy(`metric:${k}`)} title={`sort by the last value of ${k}`} className="min-w-0 text-right leading-tight">
                   {k.includes("/") ? <span className="block truncate text-[10px] text-zinc-400">{k.slice(0, k.lastIndexOf("/") + 1)}</span> : null}
                   <span className="block break-all">{k.split("/").pop()}{arrow(`metric:${k}`)}</span>
                 </button>
-                <button onClick={() => removeCol(k)} aria-label={`Remove column ${k}`} className="text-zinc-400 hover:text-zinc-700">×</button>
+                <button type="button" onClick={() => removeCol(k)} aria-label={`Remove column ${k}`} className="text-zinc-400 hover:text-zinc-700">×</button>
                 <ResizeHandle col={k} width={widthOf(k)} resize={resize} />
               </span>
             ))}
-            {header("createdAt", <button onClick={() => sortBy("createdAt")}>Created{arrow("createdAt")}</button>)}
+            {header("createdAt", <button type="button" onClick={() => sortBy("createdAt")}>Created{arrow("createdAt")}</button>)}
           </div>
           <div style={{ height: v.getTotalSize(), position: "relative" }} className="w-max min-w-full">
             {items.map((it) => {

@@ -22,6 +22,7 @@ export function SearchView() {
   // cursors of the pages before this one (the first page has none)
   const [cursors, setCursors] = useState<string[]>([]);
   const cursor = cursors[cursors.length - 1];
+  // biome-ignore lint/correctness/useExhaustiveDependencies: other search parameters start again at the first page
   useEffect(() => setCursors([]), [appliedKey]);
   const query = useQuery(searchQuery(cursor ? { ...applied, cursor } : applied));
   const filters = useQuery(runFiltersQuery());

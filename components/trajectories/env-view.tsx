@@ -8,6 +8,7 @@ export function EnvView({ view }: { view: View }) {
         <div className="inline-grid gap-px rounded bg-zinc-300 p-px dark:bg-zinc-700" style={{ gridTemplateColumns: `repeat(${view.cells[0]?.length ?? 1}, 1.5rem)` }}>
           {view.cells.flatMap((row, r) =>
             row.map((c, k) => (
+              // biome-ignore lint/suspicious/noArrayIndexKey: board cells: the position is the cell
               <div key={`${r}-${k}`} className="grid size-6 place-items-center bg-white font-mono text-xs dark:bg-zinc-900" title={view.legend[c] ?? c}>
                 {c}
               </div>

@@ -12,7 +12,15 @@ export function LongText({ text, className = "", maxHeight = 288, label }: { tex
   const long = text.length > LONG_CHARS || countLines(text, LONG_LINES + 1) > LONG_LINES;
   if (!long)
     return (
-      <pre className={`overflow-auto whitespace-pre-wrap break-words rounded p-2 font-mono text-xs ${className}`} style={{ maxHeight }} tabIndex={0} aria-label={label}>
+      // biome-ignore lint/a11y/useSemanticElements: a region, so that its label is read; the box keeps its own element for its formatting
+      <pre
+        className={`overflow-auto whitespace-pre-wrap break-words rounded p-2 font-mono text-xs ${className}`}
+        style={{ maxHeight }}
+        // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable box takes focus so that it can be scrolled from the keyboard
+        tabIndex={0}
+        role="region"
+        aria-label={label}
+      >
         {text}
       </pre>
     );
@@ -31,7 +39,17 @@ function VirtualLines({ text, className, maxHeight, label }: { text: string; cla
   const v = useVirtualizer({ count: lines.length, getScrollElement: () => box.current, estimateSize: () => LINE, overscan: 20 });
   return (
     <div>
-      <div ref={box} className={`overflow-auto rounded p-2 font-mono text-xs ${className}`} style={{ height: Math.min(maxHeight, lines.length * LINE + 16) }} tabIndex={0} aria-label={label} data-testid="long-text">
+      {/* biome-ignore lint/a11y/useSemanticElements: a region, so that its label is read; the box keeps its own element for its formatting */}
+      <div
+        ref={box}
+        className={`overflow-auto rounded p-2 font-mono text-xs ${className}`}
+        style={{ height: Math.min(maxHeight, lines.length * LINE + 16) }}
+        // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable box takes focus so that it can be scrolled from the keyboard
+        tabIndex={0}
+        role="region"
+        aria-label={label}
+        data-testid="long-text"
+      >
         <div style={{ height: v.getTotalSize(), position: "relative", minWidth: "max-content" }}>
           {v.getVirtualItems().map((it) => (
             <div key={it.key} className="absolute left-0 whitespace-pre" style={{ top: it.start, height: LINE, lineHeight: `${LINE}px` }}>

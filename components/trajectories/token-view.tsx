@@ -26,14 +26,17 @@ export function TokenView({ text, tokens, advantage, tint, max, theme, label }: 
     <p className="whitespace-pre-wrap break-words rounded bg-zinc-50 p-2 font-mono text-xs leading-6 dark:bg-zinc-950" data-testid="token-view" data-kind={tokens ? "policy-tokens" : "display-words"}>
       {tokens
         ? tokenCells(tokens, tint, advantage, label).map((c, i) => (
+            // biome-ignore lint/suspicious/noArrayIndexKey: policy tokens of one turn, in order: the position is the token
             <span key={i} className={`${chip} border-r border-zinc-300/60 dark:border-zinc-700/60`} title={c.title} data-token-id={c.id} style={paint(c.value)}>
               {c.text}
             </span>
           ))
         : displayTokens(text).map((t, i) =>
             t.space ? (
+              // biome-ignore lint/suspicious/noArrayIndexKey: tokens of one turn's text, in order: the position is the token
               <span key={i}>{t.text}</span>
             ) : (
+              // biome-ignore lint/suspicious/noArrayIndexKey: tokens of one turn's text, in order: the position is the token
               <span key={i} className={chip} title={`${label}: ${fmtSigned(advantage)}`} style={paint(advantage)}>
                 {t.text}
               </span>

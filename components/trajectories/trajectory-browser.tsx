@@ -22,7 +22,7 @@ const numOrNull = (s: string | null) => (s === null || s === "" || !Number.isFin
 
 export function TrajectoryBrowser({ runId }: { runId: string }) {
   const theme = useTheme();
-  const { get, set, run, steps, step, groups } = useStepGroups(runId);
+  const { get, set, steps, step, groups } = useStepGroups(runId);
   const mixedOnly = get("mixed") === "1";
   const shownGroups = useMemo(() => (groups?.groups ?? []).filter((g) => !mixedOnly || (g.successRate > 0 && g.successRate < 1)), [groups, mixedOnly]);
   // like the credit heatmap: open on the first group with mixed outcomes (an all-fail or
@@ -111,7 +111,7 @@ export function TrajectoryBrowser({ runId }: { runId: string }) {
             </select>
             {steps && steps.steps.length === 0 ? <p className="px-3 pb-3 text-sm text-zinc-500">No rollouts stored yet.</p> : null}
           </div>
-          <div className={`${cardCls} space-y-2 p-3 text-sm`} role="group" aria-label="Filter trajectories">
+          <fieldset className={`${cardCls} min-w-0 space-y-2 p-3 text-sm`} aria-label="Filter trajectories">
             <div className={labelCls}>Filter trajectories</div>
             <select className={`${inputCls} w-full`} aria-label="Outcome" value={outcome} onChange={(e) => set({ outcome: e.target.value || undefined, traj: undefined, turn: undefined })}>
               <option value="">any outcome</option>
@@ -124,13 +124,13 @@ export function TrajectoryBrowser({ runId }: { runId: string }) {
               <input type="checkbox" checked={mixedOnly} onChange={(e) => set({ mixed: e.target.checked ? "1" : undefined, group: undefined, traj: undefined, turn: undefined })} className="accent-indigo-600" />
               groups with mixed outcomes only
             </label>
-          </div>
+          </fieldset>
           <div className={cardCls}>
             <div className={`border-b border-zinc-200 px-3 py-2 dark:border-zinc-800 ${labelCls}`}>Task groups {groups ? `(${shownGroups.length})` : ""}</div>
             <ul className="max-h-[28rem] overflow-auto p-1">
               {shownGroups.map((x) => (
                 <li key={x.id}>
-                  <button onClick={() => set({ group: x.id, traj: undefined, turn: undefined })} aria-current={x.id === groupId} data-testid="group-item" data-success-rate={x.successRate}
+                  <button type="button" onClick={() => set({ group: x.id, traj: undefined, turn: undefined })} aria-current={x.id === groupId} data-testid="group-item" data-success-rate={x.successRate}
                     className={`flex w-full items-center justify-between rounded px-2 py-1 text-left text-sm ${x.id === groupId ? "bg-indigo-50 text-indigo-900 dark:bg-indigo-950 dark:text-indigo-200" : "hover:bg-zinc-100 dark:hover:bg-zinc-800"}`}>
                     <span className="truncate font-mono text-xs">{x.uid}</span>
                     <span className="text-xs tabular-nums text-zinc-500">{Math.round(x.successRate * 100)} %</span>
@@ -200,13 +200,14 @@ function SideBySide({ g, values, rows, trajId, turn, max, theme, onPick }: {
       <div className="grid w-max" style={{ gridTemplateColumns: `2.5rem repeat(${rows.length}, 11rem)` }}>
         <div className="sticky left-0 top-0 z-20 bg-zinc-50 dark:bg-zinc-900" />
         {rows.map(({ t }) => (
-          <button key={t.id} role="tab" aria-selected={t.id === trajId} onClick={() => onPick(t.id)} data-testid="trajectory-tab"
+          <button type="button" key={t.id} role="tab" aria-selected={t.id === trajId} onClick={() => onPick(t.id)} data-testid="trajectory-tab"
             className={`sticky top-0 z-10 border-b border-l px-2 py-1.5 text-left text-xs ${t.id === trajId ? "border-b-indigo-500 bg-indigo-50 dark:bg-indigo-950" : "border-zinc-200 bg-zinc-50 hover:bg-zinc-100 dark:border-zinc-800 dark:bg-zinc-900 dark:hover:bg-zinc-800"}`}>
             <div className="font-medium">#{t.index} {t.success ? <span className="text-emerald-600">✓ success</span> : <span className="text-zinc-500">✗</span>}</div>
             <div className="tabular-nums text-zinc-500">R {t.reward.toFixed(2)} · {t.length} turns{t.truncated ? " · truncated" : ""}</div>
           </button>
         ))}
         {Array.from({ length: longest }, (_, i) => (
+          // biome-ignore lint/suspicious/noArrayIndexKey: turn rows: row i is turn i of every trajectory
           <div key={i} className="contents">
             <div className="sticky left-0 z-10 border-t border-zinc-200 bg-zinc-50 px-1 py-1 text-right text-[11px] tabular-nums text-zinc-500 dark:border-zinc-800 dark:bg-zinc-900">t{i + 1}</div>
             {rows.map(({ t, row }) => {
@@ -216,7 +217,7 @@ function SideBySide({ g, values, rows, trajId, turn, max, theme, onPick }: {
               const bg = divergingColor(v, max, theme);
               const on = t.id === trajId && turn === i;
               return (
-                <button key={t.id} onClick={() => onPick(t.id, i)} title={`${text.action}\nadvantage ${fmtSigned(v)}`}
+                <button type="button" key={t.id} onClick={() => onPick(t.id, i)} title={`${text.action}\nadvantage ${fmtSigned(v)}`}
                   className={`border-l border-t border-zinc-100 px-1.5 py-1 text-left text-[11px] leading-tight dark:border-zinc-800 ${on ? "outline-2 -outline-offset-2 outline-indigo-500" : ""}`}
                   style={{ background: bg ?? undefined, color: v === null ? undefined : textOn(v, max, theme) }}>
                   <div className="truncate font-mono">{g.valid[row][i] ? "" : "⚠ "}{text.action.replace(/\s+/g, " ").slice(0, 40)}</div>

@@ -42,6 +42,7 @@ export function TurnList(props: TurnListProps) {
 
 function PlainTurns(props: TurnListProps) {
   const refs = useRef<(HTMLLIElement | null)[]>([]);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: new turns are new elements: scroll to the highlighted one again
   useEffect(() => {
     if (props.highlight === null || props.highlight === undefined) return;
     const el = refs.current[props.highlight];
@@ -53,7 +54,14 @@ function PlainTurns(props: TurnListProps) {
   return (
     <ol className="space-y-3">
       {props.turns.map((t, i) => (
-        <TurnCard key={t.seq} ref={(el) => void (refs.current[i] = el)} turn={t} {...props} />
+        <TurnCard
+          key={t.seq}
+          ref={(el) => {
+            refs.current[i] = el;
+          }}
+          turn={t}
+          {...props}
+        />
       ))}
     </ol>
   );

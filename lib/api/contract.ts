@@ -1,7 +1,7 @@
 // What a route declares once: method, path, parameters, body, responses and the status codes it can
 // answer. The route handler (lib/api/route.ts) enforces it and the OpenAPI document
 // (lib/api/openapi.ts) is generated from it, so the two cannot drift apart.
-import { z } from "zod";
+import type { z } from "zod";
 import { idSchema, queryInt } from "../schemas/common";
 
 export type Method = "GET" | "POST" | "DELETE";

@@ -118,7 +118,7 @@ export function route<Q extends z.ZodType, B extends z.ZodType, R extends z.ZodT
       const query = contract.query ? parseInput(contract.query, queryObject(req), "query") : {};
       release = opts.admit?.();
       let bodyBytes: Uint8Array = new Uint8Array(0);
-      let body: unknown = undefined;
+      let body: unknown;
       if (contract.method !== "GET" && !opts.streamBody) {
         bodyBytes = await readBodyBytes(req, contract.maxBodyBytes ?? (opts.rawBody ? maxBodyBytes() : SMALL_BODY_BYTES));
         if (!opts.rawBody) {

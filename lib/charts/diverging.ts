@@ -71,7 +71,7 @@ export function symmetricMax(values: Iterable<number | null | undefined>, percen
   for (const v of values) if (v !== null && v !== undefined && Number.isFinite(v)) abs.push(Math.abs(v));
   if (abs.length === 0) return 1;
   let m: number;
-  if (percentile === undefined || percentile >= 100) m = abs.reduce((a, b) => (b > a ? b : a), 0);
+  if (percentile === undefined || percentile >= 100) m = abs.reduce((a, b) => Math.max(a, b), 0);
   else {
     abs.sort((a, b) => a - b);
     const p = Math.max(0, Math.min(100, percentile));

@@ -37,7 +37,7 @@ export function paddedDomain(values: Iterable<number | null | undefined>, clamp?
 /** The round step (1, 2 or 5 x 10^k) nearest to `raw` (Heckbert, "Nice numbers for graph labels", Graphics Gems 1990). */
 export function niceStep(raw: number): number {
   if (!(raw > 0) || !Number.isFinite(raw)) return 1;
-  const p = Math.pow(10, Math.floor(Math.log10(raw)));
+  const p = 10 ** Math.floor(Math.log10(raw));
   const f = raw / p;
   return (f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10) * p;
 }

@@ -32,7 +32,7 @@ export function debiasedEma(values: ReadonlyArray<number | null>, weight: number
     }
     last = w * last + (1 - w) * v;
     n++;
-    out[i] = last / (1 - Math.pow(w, n));
+    out[i] = last / (1 - w ** n);
   }
   return out;
 }

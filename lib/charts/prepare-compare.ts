@@ -56,7 +56,10 @@ export function groupRuns(runs: readonly RunLike[], key: string | null): RunGrou
   for (const r of runs) {
     const value = displayValue(runField(r, key));
     let g = out.get(value);
-    if (!g) out.set(value, (g = { label: `${key.replace(/^config\./, "")}=${value}`, value, runIds: [] }));
+    if (!g) {
+      g = { label: `${key.replace(/^config\./, "")}=${value}`, value, runIds: [] };
+      out.set(value, g);
+    }
     g.runIds.push(r.id);
   }
   return [...out.values()];
@@ -168,7 +171,7 @@ export function configDiff(runs: readonly RunLike[]): DiffRow[] {
     seed: r.seed,
     kind: r.kind,
     jobKind: r.jobKind,
-    tags: r.tags && r.tags.length ? r.tags.join(", ") : undefined,
+    tags: r.tags?.length ? r.tags.join(", ") : undefined,
     ...flattenConfig(r.config, "config"),
   }));
   const keys = new Set<string>();

@@ -60,14 +60,17 @@ export interface AnchorGroup {
  */
 export function anchorGroups(ids: ReadonlyArray<ReadonlyArray<number | null>>, values: Matrix, extra: Record<string, Matrix> = {}): AnchorGroup[] {
   const members = new Map<number, { row: number; col: number }[]>();
-  ids.forEach((row, r) =>
+  ids.forEach((row, r) => {
     row.forEach((id, c) => {
       if (id === null) return;
       let m = members.get(id);
-      if (!m) members.set(id, (m = []));
+      if (!m) {
+        m = [];
+        members.set(id, m);
+      }
       m.push({ row: r, col: c });
-    }),
-  );
+    });
+  });
   let nextMarker = 0;
   return [...members.entries()]
     .sort((a, b) => a[0] - b[0])

@@ -138,7 +138,7 @@ export function ticksWithin(min: number, max: number, integer = false, count = 5
 /** Powers of ten inside [min, max] for a log axis (at least the two ends). */
 export function logTicks(min: number, max: number): number[] {
   const out: number[] = [];
-  for (let e = Math.ceil(Math.log10(min)); Math.pow(10, e) <= max * (1 + 1e-9); e++) out.push(Number(Math.pow(10, e).toPrecision(12)));
+  for (let e = Math.ceil(Math.log10(min)); 10 ** e <= max * (1 + 1e-9); e++) out.push(Number((10 ** e).toPrecision(12)));
   return out.length >= 2 ? out : [min, max];
 }
 

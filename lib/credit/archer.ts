@@ -45,8 +45,8 @@ export const archer = defineEstimator({
     const v = new Float64Array(n);
     const adv = new Float64Array(n);
     for (let r = 0; r < n; r++) {
-      q[r] = q2[r] === q2[r] ? Math.min(q1[r], q2[r]) : q1[r];
-      v[r] = v2[r] === v2[r] ? Math.min(v1[r], v2[r]) : v1[r];
+      q[r] = !Number.isNaN(q2[r]) ? Math.min(q1[r], q2[r]) : q1[r];
+      v[r] = !Number.isNaN(v2[r]) ? Math.min(v1[r], v2[r]) : v1[r];
       adv[r] = q[r] - v[r]; // A(s,a) = min(Q1,Q2)(s,a) - min(V1,V2)(s)
     }
     const target = new Float64Array(n);

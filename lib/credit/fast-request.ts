@@ -782,7 +782,7 @@ export function fastCredit(buf: Buffer, options: RunCreditOptions = {}): Buffer[
   } catch {
     return null;
   }
-  let result;
+  let result: ReturnType<typeof spec.computeFlat>;
   try {
     result = spec.computeFlat(columnsFlat(c, output === "full"), params);
   } catch {
@@ -867,7 +867,7 @@ export function writeResponse(
         continue;
       }
       let s: string;
-      if (v !== v || v === Infinity || v === -Infinity) s = "null"; // JSON.stringify: null
+      if (Number.isNaN(v) || v === Infinity || v === -Infinity) s = "null"; // JSON.stringify: null
       else {
         bits[0] = v;
         const lo = words[0];

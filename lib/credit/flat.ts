@@ -249,7 +249,10 @@ export function denseIds(keys: readonly string[]): Int32Array {
   for (let r = 0; r < keys.length; r++) {
     const k = keys[r];
     let id = seen.get(k);
-    if (id === undefined) seen.set(k, (id = seen.size));
+    if (id === undefined) {
+      id = seen.size;
+      seen.set(k, id);
+    }
     out[r] = id;
   }
   return out;

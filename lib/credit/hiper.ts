@@ -42,7 +42,7 @@ export function hiperCompute(flat: FlatBatch, params: HiperParams) {
   const high = new Float64Array(n).fill(NaN);
   const highRet = new Float64Array(n).fill(NaN);
   const segIndex = new Int32Array(n);
-  const vHigh = (r: number) => (vHighRaw[r] === vHighRaw[r] ? vHighRaw[r] : vLow[r]);
+  const vHigh = (r: number) => (!Number.isNaN(vHighRaw[r]) ? vHighRaw[r] : vLow[r]);
   const starts: number[] = [];
   for (let i = 0; i < flat.nTraj; i++) {
     const a = trajTurnStart[i];
@@ -73,7 +73,7 @@ export function hiperCompute(flat: FlatBatch, params: HiperParams) {
         segReturn += disc * reward[r];
         disc *= gamma;
       }
-      const gd = Math.pow(gamma, e - s + 1);
+      const gd = gamma ** (e - s + 1);
       const target = segReturn + gd * boot; // target = sum gamma^j r + gamma^{d_k} V_high(next)
       const adv = target - vHigh(s) + gd * lamSeg * nextSegAdv; // A_k = delta_k + gamma^{d_k} lam_seg A_{k+1}
       high[s] = adv;

@@ -28,7 +28,10 @@ function roleKeys(flat: FlatBatch): { key: Int32Array; count: number } {
     for (let r = flat.trajTurnStart[i]; r < flat.trajTurnStart[i + 1]; r++) {
       const k = tags[i] + "\u0000" + agents[r];
       let id = ids.get(k);
-      if (id === undefined) ids.set(k, (id = ids.size));
+      if (id === undefined) {
+        id = ids.size;
+        ids.set(k, id);
+      }
       key[r] = id;
     }
   }

@@ -21,7 +21,7 @@ export { ESTIMATOR_IDS } from "./spec";
 function register(specs: EstimatorSpec[]): Record<EstimatorId, EstimatorSpec> {
   const out = {} as Record<EstimatorId, EstimatorSpec>;
   for (const s of specs) {
-    if (Object.prototype.hasOwnProperty.call(out, s.id)) throw new Error(`duplicate estimator id "${s.id}"`);
+    if (Object.hasOwn(out, s.id)) throw new Error(`duplicate estimator id "${s.id}"`);
     out[s.id] = s;
   }
   const missing = ESTIMATOR_IDS.filter((id) => !out[id]);
@@ -47,7 +47,7 @@ export const estimators: Record<EstimatorId, EstimatorSpec> = register([
 ] as EstimatorSpec[]);
 
 export function isEstimatorId(id: string): id is EstimatorId {
-  return Object.prototype.hasOwnProperty.call(estimators, id);
+  return Object.hasOwn(estimators, id);
 }
 
 /** The spec of `id`; throws an Error listing the known ids when `id` is unknown. */

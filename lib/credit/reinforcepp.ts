@@ -57,11 +57,11 @@ export const reinforcepp = defineEstimator({
         turnMean[r] = R[r];
         continue;
       }
-      const a1 = (1 - Math.pow(g, k)) / (1 - g);
+      const a1 = (1 - g ** k) / (1 - g);
       turnMean[r] = (R[r] * a1) / k;
       let w = spread.get(k);
       if (w === undefined) {
-        const a2 = (1 - Math.pow(g * g, k)) / (1 - g * g);
+        const a2 = (1 - (g * g) ** k) / (1 - g * g);
         w = Math.max(0, a2 - (a1 * a1) / k);
         spread.set(k, w);
       }

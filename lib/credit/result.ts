@@ -140,7 +140,7 @@ function sliceColumn(src: ComponentArray, start: Int32Array, nTraj: number): Com
       const arr: ComponentValue[] = new Array(n);
       for (let k = 0; k < n; k++) {
         const v = src[a + k];
-        arr[k] = v === v ? v : null;
+        arr[k] = !Number.isNaN(v) ? v : null;
       }
       out[i] = arr;
     }

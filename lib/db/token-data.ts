@@ -79,7 +79,10 @@ export function encodeTokenData(d: TokenData): Buffer {
   }
   if (textBytes) {
     let end = 0;
-    for (let i = 0; i < n; i++, o += 4) buf.writeUInt32LE((end += textBytes[i].length), o);
+    for (let i = 0; i < n; i++, o += 4) {
+      end += textBytes[i].length;
+      buf.writeUInt32LE(end, o);
+    }
     for (const b of textBytes) o += b.copy(buf, o);
   }
   return buf;

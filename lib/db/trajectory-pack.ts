@@ -62,7 +62,11 @@ function unpack<T>(blob: Uint8Array): T {
 function creditInfo(info: Record<string, unknown> | null | undefined): Record<string, unknown> | null {
   if (!info) return null;
   let out: Record<string, unknown> | null = null;
-  for (const f of INFO_CREDIT_FIELDS) if (f in info) (out ??= {})[f] = info[f];
+  for (const f of INFO_CREDIT_FIELDS)
+    if (f in info) {
+      out ??= {};
+      out[f] = info[f];
+    }
   return out;
 }
 

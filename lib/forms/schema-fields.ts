@@ -39,7 +39,7 @@ function fieldOf(name: string, s: JsonSchema): Field {
   if (variants) return { name, kind: "variant", ...variants, default: s.default, help: s.description };
   const help = s.description;
   const type = Array.isArray(s.type) ? s.type.find((t) => t !== "null") : s.type;
-  if (s.enum && s.enum.every((v) => typeof v === "string")) return { name, kind: "enum", options: s.enum as string[], default: s.default as string, help };
+  if (s.enum?.every((v) => typeof v === "string")) return { name, kind: "enum", options: s.enum as string[], default: s.default as string, help };
   if (type === "integer" || type === "number")
     return {
       name,

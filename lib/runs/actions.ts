@@ -4,7 +4,7 @@ import { getDb } from "../db/client";
 import { getRun } from "../db/runs";
 import { ConflictError } from "../schemas/errors";
 import { requestCancel, retry } from "../jobs";
-import { finishRunSchema, type RunOut } from "../schemas/runs";
+import type { finishRunSchema, RunOut } from "../schemas/runs";
 
 function jobOf(run: RunOut): string {
   if (!run.jobId) throw new ConflictError(`run ${run.id} is an imported run: it has no job to ${"cancel or retry"}; use POST /runs/${run.id}/finish`);

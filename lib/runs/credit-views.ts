@@ -49,7 +49,10 @@ const overviewCache = new Lru<string, StepSummary>(8192);
 
 function loadStep(meta: StepMeta, db: RawDb): LoadedStep {
   let s = stepCache.get(meta.id);
-  if (!s) stepCache.set(meta.id, (s = loadStepRows(meta, db)));
+  if (!s) {
+    s = loadStepRows(meta, db);
+    stepCache.set(meta.id, s);
+  }
   return s;
 }
 
@@ -140,11 +143,11 @@ export function groupCredit(runId: string, step: number, groupId: string, source
     };
   }
   const keys: string[] = [];
-  anchorGroup.forEach((row, r) =>
+  anchorGroup.forEach((row, r) => {
     row.forEach((id, c) => {
       if (id !== null && keys[id] === undefined) keys[id] = (anchors[r][c] ?? "").slice(0, 160);
-    }),
-  );
+    });
+  });
   out.anchorKeys = Array.from({ length: keys.length }, (_, i) => keys[i] ?? "");
   return out;
 }

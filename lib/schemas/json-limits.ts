@@ -129,7 +129,7 @@ function invalidUtf8Path(bytes: Uint8Array): (string | number)[] | null {
     const [v, path] = stack.pop()!;
     if (typeof v === "string") {
       if (v.includes(MARK)) return path;
-    } else if (Array.isArray(v)) v.forEach((x, i) => stack.push([x, [...path, i]]));
+    } else if (Array.isArray(v)) v.forEach((x, i) => { stack.push([x, [...path, i]]); });
     else if (v !== null && typeof v === "object")
       for (const [k, x] of Object.entries(v)) {
         if (k.includes(MARK)) return [...path, k.replace(MARK, "\ufffd")];

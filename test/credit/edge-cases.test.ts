@@ -165,7 +165,7 @@ describe("precision", () => {
           const within = new Float64Array(turns.length);
           turns.forEach((t, i) => {
             const R = offset + t.r;
-            const xs = Array.from({ length: t.k }, (_, j) => Math.pow(g, t.k - 1 - j) * R);
+            const xs = Array.from({ length: t.k }, (_, j) => g ** (t.k - 1 - j) * R);
             tok.push(...xs);
             mean[i] = t.k > 0 ? xs.reduce((a, b) => a + b, 0) / t.k : R;
             within[i] = xs.reduce((a, x) => a + (x - mean[i]) ** 2, 0);
@@ -183,7 +183,10 @@ describe("precision", () => {
           const maxAbs = Math.max(...tok.map(Math.abs));
           turns.forEach((t, i) => {
             // a masked turn (no token) is not whitened: 0 (verl masks it out of the loss)
-            if (t.k === 0) return expect(w.out[i]).toBe(0);
+            if (t.k === 0) {
+              expect(w.out[i]).toBe(0);
+              return;
+            }
             const want = (mean[i] - m) / Math.sqrt(v + 1e-8);
             // a spread at rounding level counts as zero variance: 0 (never more than the formula)
             if (Math.sqrt(v) <= 1e-11 * maxAbs && w.out[i] === 0) return;
@@ -341,11 +344,11 @@ describe("properties", () => {
         for (const id of ESTIMATOR_IDS) {
           if (["reinforcepp", "reinforcepp_baseline", "gae", "mars"].includes(id) && validTokens(b) < 2) continue;
           const res = run(id, b, id === "gigpo" ? gigpoParams : {});
-          res.trajectories.forEach((t) =>
+          res.trajectories.forEach((t) => {
             t.advantages.forEach((a, k) => {
               if (!(Math.abs(a) <= 1e3)) throw new Error(`${id} ${t.id}[${k}]: ${a}`);
-            }),
-          );
+            });
+          });
         }
       }),
       { numRuns: 150 },

@@ -148,7 +148,7 @@ describe("CLI fast path", () => {
           const text = `{"estimator":"grpo","groups":[{"uid":"g","trajectories":[{"id":"t","turns":[${turns}]}]}]}`;
           const c = parseRequestColumns(Buffer.from(text));
           expect(c).not.toBeNull();
-          texts.forEach((t, i) => expect(Object.is(c!.reward[i], JSON.parse(t))).toBe(true));
+          texts.forEach((t, i) => { expect(Object.is(c!.reward[i], JSON.parse(t))).toBe(true); });
         },
       ),
       { numRuns: 300 },

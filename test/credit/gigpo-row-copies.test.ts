@@ -60,11 +60,11 @@ describe("GiGPO rowCopies (verl-agent adjust_batch copies)", () => {
       const copies: [string, number, number, number][] = [["task-a", 0, 2, 1], ["task-a", 2, 0, 2], ["task-b", 0, 0, 1]];
       const got = advantages({ mode, rowCopies: copies });
       const want = bruteForce(copies, mode);
-      got.forEach((v, i) => expect(v).toBeCloseTo(want[i], 12));
+      got.forEach((v, i) => { expect(v).toBeCloseTo(want[i], 12); });
       // and the copies matter: without them the answer is another one
       expect(Math.max(...advantages({ mode }).map((v, i) => Math.abs(v - got[i])))).toBeGreaterThan(1e-3);
       const plain = bruteForce([], mode);
-      advantages({ mode }).forEach((v, i) => expect(v).toBeCloseTo(plain[i], 12));
+      advantages({ mode }).forEach((v, i) => { expect(v).toBeCloseTo(plain[i], 12); });
     });
   }
 

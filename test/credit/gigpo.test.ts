@@ -56,9 +56,9 @@ describe("GiGPO", () => {
 
   it("A = A_E + omega * A_S", () => {
     const a = advOf(res);
-    a.b.forEach((x, i) => expect(x).toBeCloseTo(ep.b[i] + st.b[i], 12));
+    a.b.forEach((x, i) => { expect(x).toBeCloseTo(ep.b[i] + st.b[i], 12); });
     const a2 = advOf(run("gigpo", batch(), { ...P, omega: 0.5 }));
-    a2.a.forEach((x, i) => expect(x).toBeCloseTo(ep.a[i] + 0.5 * st.a[i], 12));
+    a2.a.forEach((x, i) => { expect(x).toBeCloseTo(ep.a[i] + 0.5 * st.a[i], 12); });
   });
 
   it("equal anchors in different uids never group; repeated visits inside one trajectory do", () => {

@@ -118,7 +118,7 @@ describe("loop vs fast", () => {
       fc.property(simpleBatchArb, (batch) => {
         const fast = byId(batch, "grpo");
         const loop = grpoLoop(batch);
-        for (const k of Object.keys(loop)) loop[k].forEach((x, i) => expect(close(fast[k][i], x, 1e-12)).toBe(true));
+        for (const k of Object.keys(loop)) loop[k].forEach((x, i) => { expect(close(fast[k][i], x, 1e-12)).toBe(true); });
       }),
       { numRuns: 300 },
     );

@@ -102,6 +102,6 @@ describe("batch diagnostics, kept per step", () => {
       expect(ov.byLength.lengths).toEqual([2, 3, 4, 5]);
     }
     const stored = creditOverview(runId, {});
-    stored.byLength.mean[0].forEach((m, i) => expect(m).toBeCloseTo([0.2, 0.3, 0.4, 0.5][i], 12));
+    stored.byLength.mean[0].forEach((m, i) => { expect(m).toBeCloseTo([0.2, 0.3, 0.4, 0.5][i], 12); });
   });
 });

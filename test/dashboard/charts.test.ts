@@ -15,12 +15,12 @@ describe("debiased EMA", () => {
     const v = [1, 2, 3];
     // last: 0.4, 0.4*0.6+0.8=1.04, 1.04*0.6+1.2=1.824; debias 0.4, 0.64, 0.784
     const want = [0.4 / 0.4, 1.04 / 0.64, 1.824 / 0.784];
-    debiasedEma(v, w).forEach((x, i) => expect(x).toBeCloseTo(want[i], 12));
+    debiasedEma(v, w).forEach((x, i) => { expect(x).toBeCloseTo(want[i], 12); });
   });
   it("starts at the first value, is the identity at weight 0, and keeps a constant constant", () => {
     expect(debiasedEma([5, 7], 0.9)[0]).toBeCloseTo(5, 12);
     expect(debiasedEma([1, -2, 3], 0)).toEqual([1, -2, 3]);
-    debiasedEma([2, 2, 2, 2, 2], 0.95).forEach((x) => expect(x).toBeCloseTo(2, 12));
+    debiasedEma([2, 2, 2, 2, 2], 0.95).forEach((x) => { expect(x).toBeCloseTo(2, 12); });
   });
   it("leaves gaps as gaps and skips them in the average", () => {
     const out = debiasedEma([1, null, NaN, 3], 0.5);

@@ -87,7 +87,7 @@ describe("group credit (heatmap slice)", () => {
     const want = runCredit({ estimator: "grpo", groups: batch });
     const mine = want.trajectories.filter((t) => t.id.startsWith(`${g.uid}/`)).map((t) => t.advantages);
     expect(r.json.advantages.length).toBe(mine.length);
-    r.json.advantages.forEach((row: number[], i: number) => row.forEach((v, j) => expect(v).toBeCloseTo(mine[i][j], 12)));
+    r.json.advantages.forEach((row: number[], i: number) => { row.forEach((v, j) => { expect(v).toBeCloseTo(mine[i][j], 12); }); });
     expect(r.json.diagnostics.estimator).toBe("grpo");
     expect(r.json.diagnostics.counts.groups).toBe(3);
   });
@@ -98,7 +98,7 @@ describe("group credit (heatmap slice)", () => {
     const r = await call(creditRoute.GET, "GET", `/api/v1/runs/${runId}/steps/0/groups/${g.id}/credit?estimator=gigpo`, { params: { id: runId, step: "0", groupId: g.id } });
     expect(r.json.paramsFrom).toBe("training");
     expect(r.json.params.gamma).toBe(0.95);
-    r.json.advantages.forEach((row: number[], i: number) => row.forEach((v, j) => expect(v).toBeCloseTo(stored.json.advantages[i][j], 12)));
+    r.json.advantages.forEach((row: number[], i: number) => { row.forEach((v, j) => { expect(v).toBeCloseTo(stored.json.advantages[i][j], 12); }); });
     expect(Object.keys(r.json.components)).toEqual(expect.arrayContaining(["episode", "step", "return", "anchorGroup"]));
     expect(r.json.diagnostics.anchorGroups.count).toBeGreaterThan(0);
     // other params change the values

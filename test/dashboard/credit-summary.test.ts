@@ -29,7 +29,8 @@ function bruteForce(step: RolloutStepInput) {
       t.turns.forEach((u, i) => {
         const a = u.advantage;
         if (a === null || a === undefined) return;
-        (byTurn[i] ??= []).push(a);
+        byTurn[i] ??= [];
+        byTurn[i].push(a);
         all.push(a);
       });
   const mean = all.reduce((x, y) => x + y, 0) / all.length;
@@ -61,8 +62,8 @@ function expectBruteForce(ov: ReturnType<typeof creditOverview>) {
   ov.steps.forEach((s, r) => {
     const want = bruteForce(steps[s]);
     expect(ov.count[r].slice(0, want.count.length)).toEqual(want.count);
-    want.mean.forEach((m, i) => expect(ov.mean[r][i]).toBeCloseTo(m, 12));
-    want.meanAbs.forEach((m, i) => expect(ov.meanAbs[r][i]).toBeCloseTo(m, 12));
+    want.mean.forEach((m, i) => { expect(ov.mean[r][i]).toBeCloseTo(m, 12); });
+    want.meanAbs.forEach((m, i) => { expect(ov.meanAbs[r][i]).toBeCloseTo(m, 12); });
     const d = ov.diagnostics[r];
     expect(d.turns).toBe(want.turns);
     expect(d.trajectories).toBe(20);
@@ -116,7 +117,10 @@ describe("credit over training from per-step summaries", () => {
     ov.steps.forEach((s, r) => {
       const res = runCredit({ estimator: "grpo", groups: creditGroups(steps[s]) });
       const byTurn: number[][] = [];
-      for (const t of res.trajectories) t.advantages.forEach((a, i) => (byTurn[i] ??= []).push(a));
+      for (const t of res.trajectories) t.advantages.forEach((a, i) => {
+          byTurn[i] ??= [];
+          byTurn[i].push(a);
+        });
       byTurn.forEach((xs, i) => {
         expect(ov.count[r][i]).toBe(xs.length);
         expect(ov.mean[r][i]).toBeCloseTo(xs.reduce((x, y) => x + y, 0) / xs.length, 12);

@@ -85,7 +85,7 @@ export function gigpoStep(step: number, opts: { groups?: number; G?: number; max
     for (const g of out.groups)
       for (const t of g.trajectories) {
         const adv = res.trajectories[k++].advantages;
-        t.turns.forEach((u, i) => ((u as { advantage?: number }).advantage = adv[i]));
+        t.turns.forEach((u, i) => { (u as { advantage?: number }).advantage = adv[i]; });
       }
   }
   return out;

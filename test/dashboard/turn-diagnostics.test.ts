@@ -63,7 +63,7 @@ describe("turnGrid (the turn x step heatmap)", async () => {
     const share = turnGrid(d, "creditShare");
     // step 0 |A| mass: 4 + 8 + 12 + 0 + 1 + 2 + 2 + 2 = 31
     expect(share[0]).toHaveLength(8);
-    [4, 8, 12, 0, 1, 2, 2, 2].forEach((m, t) => expect(share[0][t]).toBeCloseTo(m / 31, 12));
+    [4, 8, 12, 0, 1, 2, 2, 2].forEach((m, t) => { expect(share[0][t]).toBeCloseTo(m / 31, 12); });
     expect(share[0].reduce((a, v) => a! + v!, 0)).toBeCloseTo(1, 12);
     // step 5: 1.6 + 0.2 = 1.8; turns nobody reached are gaps, not zeros
     expect(share[1][0]).toBeCloseTo(1.6 / 1.8, 12);
@@ -79,7 +79,7 @@ describe("turnGrid (the turn x step heatmap)", async () => {
     const lines = turnDiagnostics(d);
     for (const k of ["creditShare", "meanAdvantage", "reach", "entropy"] as const) {
       const grid = turnGrid(d, k);
-      for (let t = 0; t < TURN_LINES; t++) d.steps.forEach((_, s) => expect(grid[s][t]).toEqual(lines[t][k][s] === null ? null : expect.closeTo(lines[t][k][s]!, 12)));
+      for (let t = 0; t < TURN_LINES; t++) d.steps.forEach((_, s) => { expect(grid[s][t]).toEqual(lines[t][k][s] === null ? null : expect.closeTo(lines[t][k][s]!, 12)); });
     }
   });
 });

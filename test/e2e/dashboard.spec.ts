@@ -23,6 +23,7 @@ const runs: Record<string, string> = {};
 const keys: Record<string, Record<string, string>> = {};
 let api: APIRequestContext;
 
+// biome-ignore lint/suspicious/noExplicitAny: the API responses read here have many shapes, read field by field
 async function ok<T = any>(p: Promise<{ ok(): boolean; status(): number; json(): Promise<T>; text(): Promise<string> }>): Promise<T> {
   const r = await p;
   if (!r.ok()) throw new Error(`HTTP ${r.status()}: ${await r.text()}`);
@@ -70,7 +71,10 @@ async function cellValues(page: Page, testId: string): Promise<number[][]> {
     els.map((e) => ({ r: Number(e.getAttribute("data-row")), c: Number(e.getAttribute("data-col")), v: e.getAttribute("data-value") })),
   );
   const out: number[][] = [];
-  for (const { r, c, v } of cells) (out[r] ??= [])[c] = v === "" || v === null ? NaN : Number(v);
+  for (const { r, c, v } of cells) {
+    out[r] ??= [];
+    out[r][c] = v === "" || v === null ? NaN : Number(v);
+  }
   return out;
 }
 
@@ -193,7 +197,7 @@ test("credit: open a group's heatmap, switch GiGPO to GRPO and get lib/credit's 
   const want = runCredit({ estimator: "grpo", groups: creditGroups(STEPS[2]) }).trajectories.filter((t) => t.id.startsWith(`${uid}/`)).map((t) => t.advantages);
   const got = await cellValues(page, "heatmap-a");
   expect(got.length).toBe(want.length);
-  got.forEach((row, i) => row.forEach((v, j) => expect(v).toBeCloseTo(want[i][j], 9)));
+  got.forEach((row, i) => { row.forEach((v, j) => { expect(v).toBeCloseTo(want[i][j], 9); }); });
   expect(got.flat()).not.toEqual(stored.flat());
   await expect(page).toHaveURL(/est=grpo/);
   await shot(page, "heatmap-grpo");
@@ -207,7 +211,7 @@ test("credit: open a group's heatmap, switch GiGPO to GRPO and get lib/credit's 
   await page.getByRole("radio", { name: "difference (A − B)" }).click();
   await expect(hm).toHaveAttribute("data-view", "diff");
   const d = await cellValues(page, "heatmap-a");
-  d.forEach((row, i) => row.forEach((v, j) => expect(v).toBeCloseTo(want[i][j] - stored[i][j], 9)));
+  d.forEach((row, i) => { row.forEach((v, j) => { expect(v).toBeCloseTo(want[i][j] - stored[i][j], 9); }); });
   await shot(page, "heatmap-difference");
   await page.getByTestId("pb-estimator").selectOption("none");
   await expect(page.getByTestId("heatmap-b")).toHaveCount(0);
@@ -221,7 +225,7 @@ test("credit: open a group's heatmap, switch GiGPO to GRPO and get lib/credit's 
   await expect(page).toHaveURL(/gamma%22%3A0\.5/);
   const g5 = runCredit({ estimator: "gigpo", params: { ...GIGPO_PARAMS, gamma: 0.5 }, groups: creditGroups(STEPS[2]) }).trajectories.filter((t) => t.id.startsWith(`${uid}/`)).map((t) => t.advantages);
   await expect.poll(async () => (await cellValues(page, "heatmap-a"))[0][0]).toBeCloseTo(g5[0][0], 9);
-  (await cellValues(page, "heatmap-a")).forEach((row, i) => row.forEach((v, j) => expect(v).toBeCloseTo(g5[i][j], 9)));
+  (await cellValues(page, "heatmap-a")).forEach((row, i) => { row.forEach((v, j) => { expect(v).toBeCloseTo(g5[i][j], 9); }); });
 
   // back to GRPO, then a cell opens its turn in the trajectory browser
   await page.getByTestId("pa-estimator").selectOption("grpo");

@@ -91,6 +91,7 @@ test("invalid JSON blocks Launch with an error at the field; the fixed value is 
   await expect(launchBtn(page)).toBeEnabled();
   // what Launch sends is what the box shows (the request is stopped before it reaches the server:
   // this test must not start a training job)
+  // biome-ignore lint/suspicious/noExplicitAny: the launch body as sent, read field by field
   let sent: any = null;
   await page.route("**/api/v1/runs", async (route) => {
     if (route.request().method() === "POST") {

@@ -90,7 +90,7 @@ test("the token view shows the token ids a train run stored, tinted by advantage
   await expect.poll(() => colours(all)).not.toEqual(byAdvantage);
   const byEntropy = await colours(all);
   const ents = turns.flatMap((u) => u.tokens!.entropies!);
-  const zero = ents.findIndex((h) => h === 0);
+  const zero = ents.indexOf(0);
   const high = ents.indexOf(Math.max(...ents));
   if (zero >= 0) expect(byEntropy[zero]).not.toEqual(byEntropy[high]);
   await page.getByLabel("Tint tokens by").selectOption("logprob");

@@ -6,6 +6,7 @@ import { playEpisode } from "../../lib/envs/play";
 import { candidateActions, randomAction, randomPolicy } from "../../lib/envs/random-policy";
 import { createRng } from "../../lib/envs/rng";
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the check itself: tab, newline and carriage return are the control characters allowed
 const ASCII = /^[\x09\x0a\x0d\x20-\x7e]*$/;
 
 // Text an agent might emit that no environment accepts (no bare digits: tic-tac-toe takes "5").

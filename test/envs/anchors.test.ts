@@ -5,11 +5,11 @@ import { createEnv } from "../../lib/envs/registry";
 import { playEpisode } from "../../lib/envs/play";
 import { randomPolicy } from "../../lib/envs/random-policy";
 import type { Env } from "../../lib/envs/types";
-import { CountdownEnv, countdownSteps } from "../../lib/envs/countdown";
-import { HouseholdEnv } from "../../lib/envs/household";
-import { KuhnPokerEnv } from "../../lib/envs/kuhnpoker";
-import { SokobanEnv } from "../../lib/envs/sokoban";
-import { SearchQaEnv } from "../../lib/envs/searchqa";
+import { type CountdownEnv, countdownSteps } from "../../lib/envs/countdown";
+import type { HouseholdEnv } from "../../lib/envs/household";
+import type { KuhnPokerEnv } from "../../lib/envs/kuhnpoker";
+import type { SokobanEnv } from "../../lib/envs/sokoban";
+import type { SearchQaEnv } from "../../lib/envs/searchqa";
 
 /** Anchor after playing `actions` from reset(seed); every action must be valid. */
 function anchorAfter(env: Env, seed: number, actions: string[]): string {

@@ -30,6 +30,7 @@ async function call<P = Record<string, never>>(h: Handler<P>, method: string, pa
   else if (opts.body !== undefined) init.body = JSON.stringify(opts.body);
   const res = await h(new NextRequest(new URL(path, "http://127.0.0.1:3000"), init), { params: Promise.resolve((opts.params ?? {}) as P) });
   const text = await res.text();
+  // biome-ignore lint/suspicious/noExplicitAny: responses of every route, read field by field
   let json: any = null;
   try {
     json = JSON.parse(text);

@@ -13,7 +13,10 @@ const { listSeries, readSeries } = await import("@/lib/db/metrics");
 const { metricRows } = await import("../helpers/metric-rows");
 
 let seed = 11;
-const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+const rand = () => {
+  seed = (seed * 1103515245 + 12345) % 2 ** 31;
+  return seed / 2 ** 31;
+};
 const pick = <T,>(xs: T[]): T => xs[Math.floor(rand() * xs.length)];
 
 function validBody(): Record<string, unknown> {
@@ -30,6 +33,7 @@ function validBody(): Record<string, unknown> {
 function mutate(b: Record<string, unknown>): Record<string, unknown> {
   const c = structuredClone(b) as { steps: unknown[]; values: Record<string, unknown[]>; wallTimes?: unknown[]; [k: string]: unknown };
   const keys = Object.keys(c.values);
+  // biome-ignore lint/correctness/noPrecisionLoss: 1e400 is a literal past the float range on purpose
   const bad = [-1, 1.5, 2 ** 31, "3", null, true, Infinity, NaN, 1e400, {}, [], 0, 7];
   switch (Math.floor(rand() * 12)) {
     case 0: c.steps[Math.floor(rand() * c.steps.length)] = pick(bad); break;

@@ -64,7 +64,10 @@ describe("writeMetrics + readSeries", () => {
   it("matches brute-force min/max buckets at every level, with overwrites", () => {
     const truth = new Map<number, number>();
     let seed = 7;
-    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rand = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
     // 70,000 steps with gaps, written in uneven batches, some steps overwritten later.
     for (let start = 0; start < 70_000; start += 5_000) {
       const pts = [];
@@ -106,7 +109,7 @@ describe("writeMetrics + readSeries", () => {
         return { key, step, value: Math.cos(step / 40) * (step % 13), wallTime: step };
       });
       writeMetrics(runId, pts);
-      const cursor = client && client.steps.length ? { after: client.steps[client.steps.length - 1], stride: client.stride } : {};
+      const cursor = client?.steps.length ? { after: client.steps[client.steps.length - 1], stride: client.stride } : {};
       const res = readSeries(runId, key, { maxPoints: 300, ...cursor });
       client = mergeSeries(client, res);
       const full = readSeries(runId, key, { maxPoints: 300 });

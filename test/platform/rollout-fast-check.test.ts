@@ -5,7 +5,10 @@ import { describe, expect, it } from "vitest";
 import { rolloutStepFast, rolloutStepInputSchema, rolloutStepsBatchFast, rolloutStepsBatchSchema } from "@/lib/schemas/rollouts";
 
 let seed = 23;
-const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+const rand = () => {
+  seed = (seed * 1103515245 + 12345) % 2 ** 31;
+  return seed / 2 ** 31;
+};
 const pick = <T,>(xs: T[]): T => xs[Math.floor(rand() * xs.length)];
 const maybe = (p: number) => rand() < p;
 

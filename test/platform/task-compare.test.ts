@@ -15,7 +15,7 @@ const newRun = (name: string) => createRun({ project: "t", name, kind: "imported
 
 /** `wins[s][k]` = successes of task k's trajectories at step s (of 2); uids per step like the trainer's */
 function write(runId: string, wins: boolean[][][], seeds = true) {
-  wins.forEach((tasks, s) =>
+  wins.forEach((tasks, s) => {
     writeRolloutStep(runId, {
       step: s,
       groups: tasks.map((traj, k) => ({
@@ -24,8 +24,8 @@ function write(runId: string, wins: boolean[][][], seeds = true) {
         taskSeed: seeds ? 100 + k : 0,
         trajectories: traj.map((ok) => ({ success: ok, truncated: false, turns: [{ observation: "o", action: "a", reward: ok ? 1 : 0, valid: true, done: true }] })),
       })),
-    } satisfies RolloutStepInput),
-  );
+    } satisfies RolloutStepInput);
+  });
 }
 
 describe("compareTasks", () => {

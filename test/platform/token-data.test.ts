@@ -62,6 +62,7 @@ type Handler<P> = (req: NextRequest, ctx: { params: Promise<P> }) => Promise<Res
 async function call<P>(h: Handler<P>, method: string, path: string, params: P, body?: unknown, headers: Record<string, string> = {}) {
   const init = { method, headers: { "content-type": "application/json", ...headers }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) };
   const res = await h(new NextRequest(new URL(path, "http://127.0.0.1:3000"), init), { params: Promise.resolve(params) });
+  // biome-ignore lint/suspicious/noExplicitAny: responses of several routes, read field by field
   return { status: res.status, json: (await res.json()) as any };
 }
 
@@ -105,7 +106,10 @@ describe("ingest with per-token fields", () => {
   it("takes token numbers packed (base64 of little-endian int32 / float32) and stores what the arrays store", async () => {
     const pack = (dtype: "int32" | "float32", xs: number[]) => {
       const b = Buffer.alloc(4 * xs.length);
-      xs.forEach((x, i) => (dtype === "int32" ? b.writeInt32LE(x, 4 * i) : b.writeFloatLE(x, 4 * i)));
+      xs.forEach((x, i) => {
+        if (dtype === "int32") b.writeInt32LE(x, 4 * i);
+        else b.writeFloatLE(x, 4 * i);
+      });
       return { dtype, data: b.toString("base64") };
     };
     const ids = [11, -5, 151_643];
@@ -128,7 +132,7 @@ describe("ingest with per-token fields", () => {
     const before = turnCount();
     const f = (xs: number[]) => {
       const b = Buffer.alloc(4 * xs.length);
-      xs.forEach((x, i) => b.writeFloatLE(x, 4 * i));
+      xs.forEach((x, i) => { b.writeFloatLE(x, 4 * i); });
       return { dtype: "float32", data: b.toString("base64") };
     };
     const cases: [Record<string, unknown>, string, RegExp][] = [

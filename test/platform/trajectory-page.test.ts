@@ -13,7 +13,10 @@ describe("listTrajectories", () => {
     const mk = (name: string) => createRun({ project: "t", name, kind: "imported", jobKind: null, config: {}, status: "running" }).runId;
     const [run, other] = [mk("a"), mk("b")];
     let seed = 3;
-    const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const rand = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
     for (const r of [run, other])
       // steps written out of order, uneven groups (uids not in insertion order) and trajectory counts
       for (const step of [3, 0, 7, 1, 5]) {

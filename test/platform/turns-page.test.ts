@@ -29,8 +29,7 @@ describe("turnsPage", () => {
         })),
       });
     const all = listTrajectories(runId, { pageSize: 200 })
-      .trajectories.map((t) => getTrajectory(t.id)!.turns)
-      .flat()
+      .trajectories.flatMap((t) => getTrajectory(t.id)!.turns)
       .sort((a, b) => a.seq - b.seq);
     expect(all.map((u) => u.seq)).toEqual(all.map((_, i) => i)); // one numbering across the run
     for (const limit of [1, 3, 7, 50, 1000])

@@ -126,9 +126,9 @@ export const checkpointEval: JobRunner = async (ctx) => {
             { groupSize: mode === "greedy" ? 1 : n, recordView: true, signal: ctx.signal },
           );
           if (ctx.signal.aborted) return { stoppedAt: b };
-          played.forEach((g, j) =>
-            batch.push({ mode, index: tasks[j].index, n: g.trajectories.length, c: g.trajectories.filter((t) => t.success).length, reward: g.trajectories.reduce((a, t) => a + t.reward, 0) }),
-          );
+          played.forEach((g, j) => {
+            batch.push({ mode, index: tasks[j].index, n: g.trajectories.length, c: g.trajectories.filter((t) => t.success).length, reward: g.trajectories.reduce((a, t) => a + t.reward, 0) });
+          });
           groups.push(...played.map((g) => toStoredGroup(g, train.envId)));
         }
         scores.push(...batch);
