@@ -3,8 +3,8 @@
 // real route handlers on a seeded SQLite file, each answer parsed against its route's schema
 // both before serialisation (TURNLENS_CHECK_RESPONSES, the contract test's server check) and as
 // the client receives it (JSON), with nothing the schema does not know.
+import { routeCaller } from "../helpers/route-call";
 import { beforeAll, describe, expect, it } from "vitest";
-import { NextRequest } from "next/server";
 import type { z } from "zod";
 import { useTempDatabase } from "../helpers/temp-db";
 import { curve, gigpoStep, GIGPO_PARAMS } from "../dashboard/fixtures";
@@ -24,16 +24,7 @@ const overviewRoute = await import("@/app/api/v1/runs/[id]/credit/route");
 const groupCreditRoute = await import("@/app/api/v1/runs/[id]/steps/[step]/groups/[groupId]/credit/route");
 const openapiRoute = await import("@/app/api/v1/openapi.json/route");
 
-type Handler<P> = (req: NextRequest, ctx: { params: Promise<P> }) => Promise<Response>;
-const writeKeys = new Map<string, string>();
-async function call<P = Record<string, never>>(h: Handler<P>, method: string, path: string, opts: { body?: unknown; params?: P } = {}) {
-  const key = writeKeys.get((opts.params as { id?: string } | undefined)?.id ?? "");
-  const init = { method, headers: { "content-type": "application/json", ...(key ? { "x-turnlens-write-key": key } : {}) }, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) };
-  const res = await h(new NextRequest(new URL(path, "http://127.0.0.1:3000"), init), { params: Promise.resolve((opts.params ?? {}) as P) });
-  const json = await res.json();
-  if (json?.writeKey) writeKeys.set(json.id, json.writeKey);
-  return { status: res.status, json };
-}
+const call = routeCaller();
 
 /** The answer parses against the route's schema and the schema keeps all of it (no unknown key dropped, no value changed). */
 function expectMatches(route: { id: string; response?: z.ZodType }, json: unknown) {

@@ -1,8 +1,8 @@
 // The dashboard's read endpoints through their real route handlers on a real SQLite file:
 // credit recompute (heatmap slice), credit over training, compare data, run-list filters and
 // config-value filters.
+import { routeCaller } from "../helpers/route-call";
 import { beforeAll, describe, expect, it } from "vitest";
-import { NextRequest } from "next/server";
 import { useTempDatabase } from "../helpers/temp-db";
 import { creditGroups, curve, gigpoStep, GIGPO_PARAMS } from "./fixtures";
 
@@ -18,17 +18,7 @@ const filtersRoute = await import("@/app/api/v1/runs/filters/route");
 const runsRoute = await import("@/app/api/v1/runs/route");
 const { runCredit } = await import("@/lib/credit");
 
-type Handler<P> = (req: NextRequest, ctx: { params: Promise<P> }) => Promise<Response>;
-/** write keys of the runs this file imported, sent with every write to them */
-const writeKeys = new Map<string, string>();
-async function call<P = Record<string, never>>(h: Handler<P>, method: string, path: string, opts: { body?: unknown; params?: P } = {}) {
-  const key = writeKeys.get((opts.params as { id?: string } | undefined)?.id ?? "");
-  const init = { method, headers: { "content-type": "application/json", ...(key ? { "x-turnlens-write-key": key } : {}) }, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) };
-  const res = await h(new NextRequest(new URL(path, "http://127.0.0.1:3000"), init), { params: Promise.resolve((opts.params ?? {}) as P) });
-  const json = await res.json();
-  if (json?.writeKey) writeKeys.set(json.id, json.writeKey);
-  return { status: res.status, json };
-}
+const call = routeCaller();
 
 const steps = [0, 1, 2].map((s) => gigpoStep(s, { groups: 3, G: 4, maxTurns: 6 }));
 let runId = "";
