@@ -12,7 +12,8 @@ export function proxy(req: NextRequest) {
   } catch (e) {
     return new NextResponse(`TurnLens is misconfigured: ${(e as Error).message}\n`, { status: 500, headers: { "content-type": "text/plain" } });
   }
-  if (!hostAllowed(req.headers.get("host"), cfg)) return new NextResponse("Host not allowed; add it to TURNLENS_ALLOWED_HOSTS\n", { status: 403, headers: { "content-type": "text/plain" } });
+  if (!hostAllowed(req.headers.get("host"), cfg))
+    return new NextResponse("Host not allowed; add it to TURNLENS_ALLOWED_HOSTS\n", { status: 403, headers: { "content-type": "text/plain" } });
   const given = req.nextUrl.searchParams.get("token");
   if (given !== null) {
     const url = req.nextUrl.clone();

@@ -9,7 +9,12 @@ export const metadata: Metadata = {
   title: { default: "TurnLens", template: "%s · TurnLens" },
   description: "Multi-turn LLM-agent RL: runs, trajectories and per-turn credit assignment.",
   // static assets live in public/ (served as they are); .ico for clients that ask for it by name
-  icons: { icon: [{ url: "/favicon.svg", type: "image/svg+xml" }, { url: "/favicon.ico", sizes: "32x32" }] },
+  icons: {
+    icon: [
+      { url: "/favicon.svg", type: "image/svg+xml" },
+      { url: "/favicon.ico", sizes: "32x32" },
+    ],
+  },
 };
 
 // Applies the saved (or system) theme before first paint, so dark mode never flashes light.

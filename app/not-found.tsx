@@ -9,9 +9,13 @@ export default function NotFound() {
       <h1 className="text-xl font-semibold tracking-tight">Not found</h1>
       <p className="text-sm text-zinc-500">No page or run lives at this address. It may have been deleted, or the link is mistyped.</p>
       <p className="text-sm">
-        <Link href="/runs" className="text-indigo-600 hover:underline dark:text-indigo-400">All runs</Link>
+        <Link href="/runs" className="text-indigo-600 hover:underline dark:text-indigo-400">
+          All runs
+        </Link>
         {" · "}
-        <Link href="/runs/new" className="text-indigo-600 hover:underline dark:text-indigo-400">Launch a run</Link>
+        <Link href="/runs/new" className="text-indigo-600 hover:underline dark:text-indigo-400">
+          Launch a run
+        </Link>
       </p>
     </div>
   );

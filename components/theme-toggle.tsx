@@ -12,7 +12,12 @@ export function ThemeToggle() {
     setDark(next);
   };
   return (
-    <button type="button" onClick={toggle} className="rounded-md px-2 py-1 text-sm text-zinc-600 hover:bg-zinc-100 dark:text-zinc-300 dark:hover:bg-zinc-800" aria-label="Toggle dark mode">
+    <button
+      type="button"
+      onClick={toggle}
+      className="rounded-md px-2 py-1 text-sm text-zinc-600 hover:bg-zinc-100 dark:text-zinc-300 dark:hover:bg-zinc-800"
+      aria-label="Toggle dark mode"
+    >
       {dark ? "☀ Light" : "☾ Dark"}
     </button>
   );

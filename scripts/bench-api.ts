@@ -25,7 +25,8 @@ const metricRun = createRun({ project: "bench", name: "metrics-1e6", kind: "impo
 let t0 = performance.now();
 for (let start = 0; start < N_POINTS; start += 10_000) {
   const pts = [];
-  for (let s = start; s < start + 10_000; s++) pts.push({ key: "train/reward", step: s, value: Math.sin(s / 10_000) + ((s * 7919) % 1000) / 5000, wallTime: 1.7e9 + s });
+  for (let s = start; s < start + 10_000; s++)
+    pts.push({ key: "train/reward", step: s, value: Math.sin(s / 10_000) + ((s * 7919) % 1000) / 5000, wallTime: 1.7e9 + s });
   writeMetrics(metricRun, pts);
 }
 const metricSecs = (performance.now() - t0) / 1000;
@@ -63,9 +64,13 @@ for (let step = 0; step < N_TURNS / TURNS_PER_STEP; step++) {
 const turnSecs = (performance.now() - t0) / 1000;
 
 // ---- read path over HTTP against the production server
-if (!fs.existsSync(".next/BUILD_ID")) execFileSync("node_modules/.bin/next", ["build"], { stdio: "inherit", env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1" } });
+if (!fs.existsSync(".next/BUILD_ID"))
+  execFileSync("node_modules/.bin/next", ["build"], { stdio: "inherit", env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1" } });
 const PORT = 3190;
-const server = spawn("node_modules/.bin/next", ["start", "-H", "127.0.0.1", "-p", String(PORT)], { env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1" }, stdio: "ignore" });
+const server = spawn("node_modules/.bin/next", ["start", "-H", "127.0.0.1", "-p", String(PORT)], {
+  env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1" },
+  stdio: "ignore",
+});
 const base = `http://127.0.0.1:${PORT}/api/v1`;
 for (let i = 0; ; i++) {
   try {
@@ -93,7 +98,10 @@ try {
   const warm = (urls: string[]) => timeGets(urls.slice(0, 5));
   // A chart's first load (full series) and live polls by cursor, as the run page issues them.
   const seriesUrls = Array.from({ length: 100 }, () => `${base}/runs/${metricRun}/metrics/series?key=train/reward&maxPoints=1500`);
-  const liveUrls = Array.from({ length: 100 }, (_, i) => `${base}/runs/${metricRun}/metrics/series?key=train/reward&maxPoints=1500&after=${999_000 + i * 10}&stride=2048`);
+  const liveUrls = Array.from(
+    { length: 100 },
+    (_, i) => `${base}/runs/${metricRun}/metrics/series?key=train/reward&maxPoints=1500&after=${999_000 + i * 10}&stride=2048`,
+  );
   const turnUrls = Array.from({ length: 200 }, (_, i) => `${base}/runs/${turnsRun}/turns?limit=100&after=${Math.floor(((i * 7919) % 1000) * 999)}`);
   await warm(seriesUrls);
   await warm(turnUrls);
@@ -111,7 +119,9 @@ try {
   row("one page of 100 turns, run with 10^6 turns", turns, "< 50 ms");
   console.log(`\nwrite path (lib/db, fenced transactions):`);
   console.log(`  metrics: ${N_POINTS.toLocaleString()} points in ${metricSecs.toFixed(2)} s = ${Math.round(N_POINTS / metricSecs).toLocaleString()} points/s`);
-  console.log(`  turns:   ${N_TURNS.toLocaleString()} turns in ${turnSecs.toFixed(2)} s = ${Math.round(N_TURNS / turnSecs).toLocaleString()} turns/s (target >= 50,000/s)`);
+  console.log(
+    `  turns:   ${N_TURNS.toLocaleString()} turns in ${turnSecs.toFixed(2)} s = ${Math.round(N_TURNS / turnSecs).toLocaleString()} turns/s (target >= 50,000/s)`,
+  );
   console.log(`  database file: ${(fs.statSync(DB).size / 2 ** 20).toFixed(0)} MiB`);
 } finally {
   server.kill("SIGTERM");

@@ -23,7 +23,6 @@ import { runCredit } from "../lib/credit/index";
 import { estimators } from "../lib/credit/registry";
 import type { Batch, Group, Turn } from "../lib/credit/types";
 
-
 function rng(seed: number) {
   let s = seed >>> 0;
   return () => {
@@ -211,12 +210,17 @@ function maxAbsDiff(fileA: string, fileB: string): number {
   a.forEach((t, i) => {
     const u = b[i];
     if (t.id !== u.id || t.advantages.length !== u.advantages.length) throw new Error(`trajectory ${i}: ${t.id} vs ${u.id}`);
-    t.advantages.forEach((x, j) => { worst = Math.max(worst, Math.abs(x - u.advantages[j])); });
+    t.advantages.forEach((x, j) => {
+      worst = Math.max(worst, Math.abs(x - u.advantages[j]));
+    });
   });
   return worst;
 }
 
-const loadavg = () => loadavg1().map((x) => x.toFixed(2)).join(" ");
+const loadavg = () =>
+  loadavg1()
+    .map((x) => x.toFixed(2))
+    .join(" ");
 
 /**
  * The CLI against scripts/credit_numpy_port.py (GiGPO in float64 numpy as a Python user writes it:
@@ -231,7 +235,9 @@ function endToEnd(): void {
     const mb = (f: string) => (readFileSync(f).length / 2 ** 20).toFixed(0);
     const py = process.env.TURNLENS_PYTHON ?? "python3";
     const hasNumpy = spawnSync(py, ["-c", "import numpy"]).status === 0;
-    console.log(`\nend to end, gigpo, 10^6 turns, request ${mb(input)} MB (best of 3, process start included; ${cpus().length} cores, load average ${loadavg()}):`);
+    console.log(
+      `\nend to end, gigpo, 10^6 turns, request ${mb(input)} MB (best of 3, process start included; ${cpus().length} cores, load average ${loadavg()}):`,
+    );
     spawnSync("node", ["scripts/credit-cli.mjs", "--build"], { cwd: join(import.meta.dirname, "..") });
     const run = (label: string, cmd: string, args: string[], out: string) => {
       const t = timeCommand(cmd, args, input, join(dir, out), 3);
@@ -251,7 +257,9 @@ function endToEnd(): void {
     const diffAdv = maxAbsDiff(join(dir, "adv.json"), join(dir, "py.json"));
     const diffFull = maxAbsDiff(join(dir, "full.json"), join(dir, "py.json"));
     const ok = diffAdv < 1e-9 && diffFull < 1e-9;
-    console.log(`  max abs difference of the advantages, CLI vs numpy port: ${diffAdv.toExponential(2)} (advantages-only), ${diffFull.toExponential(2)} (full)  ${ok ? "ok (< 1e-9)" : "FAIL (>= 1e-9)"}`);
+    console.log(
+      `  max abs difference of the advantages, CLI vs numpy port: ${diffAdv.toExponential(2)} (advantages-only), ${diffFull.toExponential(2)} (full)  ${ok ? "ok (< 1e-9)" : "FAIL (>= 1e-9)"}`,
+    );
     if (!ok) process.exitCode = 1;
     const ratio = (k: "wall" | "cpu") =>
       `full ${(pyT[k] / npmFull[k]).toFixed(1)}x, advantages-only ${(pyT[k] / npmAdv[k]).toFixed(1)}x (npm run); ` +

@@ -24,7 +24,14 @@ function verlDump(steps: number, samples: number): Case {
   fs.mkdirSync(d);
   for (let s = 1; s <= steps; s++) {
     const lines = Array.from({ length: samples }, (_, i) =>
-      JSON.stringify({ input: `Question ${Math.floor(i / 8)}: what is ${i % 97} + ${s}?`, output: `The answer is ${(i % 97) + s + (i % 3)}.`, gts: String((i % 97) + s), score: i % 3 === 0 ? 1 : 0, step: s, acc: i % 3 === 0 ? 1 : 0 }),
+      JSON.stringify({
+        input: `Question ${Math.floor(i / 8)}: what is ${i % 97} + ${s}?`,
+        output: `The answer is ${(i % 97) + s + (i % 3)}.`,
+        gts: String((i % 97) + s),
+        score: i % 3 === 0 ? 1 : 0,
+        step: s,
+        acc: i % 3 === 0 ? 1 : 0,
+      }),
     );
     fs.writeFileSync(path.join(d, `${s}.jsonl`), lines.join("\n") + "\n");
   }
@@ -36,7 +43,10 @@ function verlDump(steps: number, samples: number): Case {
 function metricsJsonl(lines: number, keys: number): Case {
   const file = path.join(dir, "metrics.jsonl");
   const out = [JSON.stringify({ type: "run", name: "bench-import-metrics" })];
-  for (let s = 0; s < lines; s++) out.push(JSON.stringify({ type: "metrics", step: s, values: Object.fromEntries(Array.from({ length: keys }, (_, k) => [`train/k${k}`, Math.sin(s + k)])) }));
+  for (let s = 0; s < lines; s++)
+    out.push(
+      JSON.stringify({ type: "metrics", step: s, values: Object.fromEntries(Array.from({ length: keys }, (_, k) => [`train/k${k}`, Math.sin(s + k)])) }),
+    );
   fs.writeFileSync(file, out.join("\n") + "\n");
   return { format: "jsonl", file, rows: lines * keys };
 }
@@ -50,7 +60,10 @@ async function importOnce(c: Case) {
   const { id } = (await res.json()) as { id: string };
   const tUploaded = performance.now();
   for (;;) {
-    const imp = (await (await fetch(`${base}/imports/${id}`)).json()) as { job: { status: string; error: string | null }; report: { imported: number; alreadyPresent: number; rejected: number } | null };
+    const imp = (await (await fetch(`${base}/imports/${id}`)).json()) as {
+      job: { status: string; error: string | null };
+      report: { imported: number; alreadyPresent: number; rejected: number } | null;
+    };
     if ((TERMINAL_STATUSES as readonly string[]).includes(imp.job.status)) {
       if (imp.job.status !== "succeeded") throw new Error(`import ${imp.job.status}: ${imp.job.error}`);
       const total = (performance.now() - t0) / 1000;
@@ -74,7 +87,9 @@ for (const c of cases) {
     const r = await importOnce(c);
     const rows = round === "first" ? r.report.imported : r.report.alreadyPresent;
     if (rows !== c.rows) throw new Error(`${c.format} ${round}: expected ${c.rows} rows, report says ${JSON.stringify(r.report)}`);
-    console.log(`| ${c.format} ${path.basename(c.file)} (${round === "first" ? "new" : "same upload again"}) | ${r.mb.toFixed(1)} | ${rows} | ${r.upload.toFixed(2)} | ${r.total.toFixed(2)} | ${r.readS.toFixed(2)} | ${r.storeS.toFixed(2)} | ${Math.round(rows / r.total)} |`);
+    console.log(
+      `| ${c.format} ${path.basename(c.file)} (${round === "first" ? "new" : "same upload again"}) | ${r.mb.toFixed(1)} | ${rows} | ${r.upload.toFixed(2)} | ${r.total.toFixed(2)} | ${r.readS.toFixed(2)} | ${r.storeS.toFixed(2)} | ${Math.round(rows / r.total)} |`,
+    );
   }
 }
 fs.rmSync(dir, { recursive: true, force: true });

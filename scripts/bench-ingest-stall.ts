@@ -12,11 +12,22 @@ const base = (process.argv[2] ?? "http://127.0.0.1:3000").replace(/\/$/, "") + "
 const json = { "content-type": "application/json" };
 
 function stepBody(targetBytes: number, step: number): string {
-  const turn = (i: number) => ({ observation: `obs ${i} `.padEnd(700, "x"), action: "left", reward: i % 7 === 0 ? 1 : 0, anchor: `s${i % 50}`, advantage: 0.1 });
+  const turn = (i: number) => ({
+    observation: `obs ${i} `.padEnd(700, "x"),
+    action: "left",
+    reward: i % 7 === 0 ? 1 : 0,
+    anchor: `s${i % 50}`,
+    advantage: 0.1,
+  });
   const groups = [];
   let size = 0;
   for (let g = 0; size < targetBytes; g++) {
-    const group = { uid: `task-${g}`, envId: "sokoban", taskSeed: g, trajectories: Array.from({ length: 8 }, (_, t) => ({ success: t === 0, turns: Array.from({ length: 10 }, (_, i) => turn(g * 80 + t * 10 + i)) })) };
+    const group = {
+      uid: `task-${g}`,
+      envId: "sokoban",
+      taskSeed: g,
+      trajectories: Array.from({ length: 8 }, (_, t) => ({ success: t === 0, turns: Array.from({ length: 10 }, (_, i) => turn(g * 80 + t * 10 + i)) })),
+    };
     size += JSON.stringify(group).length;
     groups.push(group);
   }
@@ -49,7 +60,20 @@ const t0 = performance.now();
 const upload = new Promise<{ status: number; body: string }>((resolve) => {
   execFile(
     "curl",
-    ["-s", "-w", "\\n%{http_code}", "-X", "POST", "-H", "content-type: application/json", "-H", `x-turnlens-write-key: ${run.writeKey}`, "--data-binary", `@${file}`, `${base}/runs/${run.id}/steps`],
+    [
+      "-s",
+      "-w",
+      "\\n%{http_code}",
+      "-X",
+      "POST",
+      "-H",
+      "content-type: application/json",
+      "-H",
+      `x-turnlens-write-key: ${run.writeKey}`,
+      "--data-binary",
+      `@${file}`,
+      `${base}/runs/${run.id}/steps`,
+    ],
     { maxBuffer: 1 << 20 },
     (_err, stdout) => {
       const lines = stdout.trim().split("\n");
@@ -63,6 +87,10 @@ const busy = await poll(() => done);
 const res = await upload;
 const secs = (performance.now() - t0) / 1000;
 console.log(`step body: ${(body.length / 1e6).toFixed(1)} MB -> HTTP ${res.status} ${res.body.slice(0, 80)} in ${secs.toFixed(2)} s`);
-console.log(`GET /projects with no upload:  p50 ${pct(idle, 50).toFixed(1)} ms, p99 ${pct(idle, 99).toFixed(1)} ms, max ${Math.max(...idle).toFixed(1)} ms (${idle.length} requests)`);
-console.log(`GET /projects during upload:   p50 ${pct(busy, 50).toFixed(1)} ms, p99 ${pct(busy, 99).toFixed(1)} ms, max ${Math.max(...busy).toFixed(1)} ms (${busy.length} requests)`);
+console.log(
+  `GET /projects with no upload:  p50 ${pct(idle, 50).toFixed(1)} ms, p99 ${pct(idle, 99).toFixed(1)} ms, max ${Math.max(...idle).toFixed(1)} ms (${idle.length} requests)`,
+);
+console.log(
+  `GET /projects during upload:   p50 ${pct(busy, 50).toFixed(1)} ms, p99 ${pct(busy, 99).toFixed(1)} ms, max ${Math.max(...busy).toFixed(1)} ms (${busy.length} requests)`,
+);
 console.log(`worst added delay: ${(Math.max(...busy) - pct(idle, 50)).toFixed(1)} ms (goal <= 100 ms)`);

@@ -56,7 +56,8 @@ for (let s0 = 0; s0 < 100_000; s0 += 10_000) {
   await call(`${api}/runs/${chart.id}/metrics`, { body: { batchId: `seed-${s0}`, steps, values }, headers: writeHeaders(chart) });
 }
 const rollouts = await importRun("rollouts", { lr: 1e-5 });
-for (let step = 0; step < 100; step++) await call(`${api}/runs/${rollouts.id}/steps`, { body: stepBody(step, `seed-${step}`), headers: writeHeaders(rollouts) });
+for (let step = 0; step < 100; step++)
+  await call(`${api}/runs/${rollouts.id}/steps`, { body: stepBody(step, `seed-${step}`), headers: writeHeaders(rollouts) });
 const trajIds = new Set<string>();
 for (let after = -1; trajIds.size < 2000; after += 5000) {
   const page = await call<{ turns: { trajectoryId: string }[] }>(`${api}/runs/${rollouts.id}/turns?limit=1000&after=${after}`);
@@ -95,7 +96,13 @@ const rows: Row[] = [
       const run = ingest[n % INGEST_RUNS];
       const base = Math.floor(n / INGEST_RUNS) * METRIC_STEPS_PER_REQUEST;
       const steps = Array.from({ length: METRIC_STEPS_PER_REQUEST }, (_, i) => base + i);
-      return { ...req, method: "POST", path: `/api/v1/runs/${run.id}/metrics`, headers: writeHeaders(run), body: `{"batchId":"m-${runId()}","steps":[${steps.join(",")}],"values":${metricValues}}` };
+      return {
+        ...req,
+        method: "POST",
+        path: `/api/v1/runs/${run.id}/metrics`,
+        headers: writeHeaders(run),
+        body: `{"batchId":"m-${runId()}","steps":[${steps.join(",")}],"values":${metricValues}}`,
+      };
     },
   },
   {
@@ -105,13 +112,23 @@ const rows: Row[] = [
     setup: (req) => {
       const n = counter++;
       const run = ingest[n % INGEST_RUNS];
-      return { ...req, method: "POST", path: `/api/v1/runs/${run.id}/steps`, headers: writeHeaders(run), body: `${stepHead}${Math.floor(n / INGEST_RUNS)}${stepMid}s-${runId()}${stepEnd}` };
+      return {
+        ...req,
+        method: "POST",
+        path: `/api/v1/runs/${run.id}/steps`,
+        headers: writeHeaders(run),
+        body: `${stepHead}${Math.floor(n / INGEST_RUNS)}${stepMid}s-${runId()}${stepEnd}`,
+      };
     },
   },
   {
     name: "GET metric series (chart: 10^5 steps of a key, maxPoints 1500)",
     kind: "read",
-    setup: (req) => ({ ...req, method: "GET", path: `/api/v1/runs/${chart.id}/metrics/series?key=${encodeURIComponent(KEYS[rand(KEYS.length)])}&maxPoints=1500` }),
+    setup: (req) => ({
+      ...req,
+      method: "GET",
+      path: `/api/v1/runs/${chart.id}/metrics/series?key=${encodeURIComponent(KEYS[rand(KEYS.length)])}&maxPoints=1500`,
+    }),
   },
   {
     name: "GET /runs/{id}/turns (100 turns at a random offset of 102,400)",
@@ -153,7 +170,17 @@ try {
         .filter(([code]) => !code.startsWith("2"))
         .map(([code, s]) => `${code} x${s.count}`)
         .join(", ");
-      const m: Measured = { row, connections: c, ok: r["2xx"], seconds: r.duration, p50: r.latency.p50, p99: r.latency.p99, codes: bad, errors: r.errors + r.timeouts, load: loadAverage() };
+      const m: Measured = {
+        row,
+        connections: c,
+        ok: r["2xx"],
+        seconds: r.duration,
+        p50: r.latency.p50,
+        p99: r.latency.p99,
+        codes: bad,
+        errors: r.errors + r.timeouts,
+        load: loadAverage(),
+      };
       results.push(m);
       console.error(`  ${row.name} c=${c}: ${(m.ok / m.seconds).toFixed(1)} req/s p50 ${m.p50} ms p99 ${m.p99} ms ${bad} errors ${m.errors} (load ${m.load})`);
     }
@@ -174,7 +201,9 @@ try {
     `steps stored ${stored.toLocaleString()} for ${okOf("POST /runs/{id}/steps").toLocaleString()} 2xx answers (${verdict(stored, okOf("POST /runs/{id}/steps"))}); ` +
     `up to ${slack} more may be stored from requests in flight when a cell ended`;
 
-  console.log(`\nbench:load on ${kind}, ${startedAt}, ${duration} s a cell, TURNLENS_INGEST_QUEUE ${queue || "default (16)"}, load average at start ${loadStart}, at end ${loadAverage()}\n`);
+  console.log(
+    `\nbench:load on ${kind}, ${startedAt}, ${duration} s a cell, TURNLENS_INGEST_QUEUE ${queue || "default (16)"}, load average at start ${loadStart}, at end ${loadAverage()}\n`,
+  );
   console.log("| endpoint | conns | req/s | turns/s or points/s | p50 ms | p99 ms | non-2xx / errors | load avg (1/5/15 min) |");
   console.log("| --- | --- | --- | --- | --- | --- | --- | --- |");
   for (const m of results) {

@@ -53,7 +53,6 @@ interface Meta {
   trajectoryId: string;
 }
 
-
 const median = (xs: number[]) => percentile(xs, 50);
 
 /** The run's steps through the Python client against the server, Trackio beside it; returns the run id. */
@@ -73,13 +72,19 @@ async function ingest(): Promise<{ runId: string; json: number; zstd: number | n
   const venvPython = path.resolve("node_modules/.turnlens-peers-venv/bin/python");
   const server = await startServer();
   try {
-    const py = spawn(fs.existsSync(venvPython) ? venvPython : "python3", ["scripts/bench-realistic-ingest.py", stepsFile, `http://127.0.0.1:${PORT}`, path.join(work, "trackio")], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
+    const py = spawn(
+      fs.existsSync(venvPython) ? venvPython : "python3",
+      ["scripts/bench-realistic-ingest.py", stepsFile, `http://127.0.0.1:${PORT}`, path.join(work, "trackio")],
+      {
+        stdio: ["ignore", "pipe", "inherit"],
+      },
+    );
     let runId = "";
     const rows: { step: number; blocked: number; stored: number; trackio_blocked: number; trackio_stored: number }[] = [];
     console.log(`\ningest: ${STEPS} steps x 6,400 turns, ${TOKENS} tokens a turn, through the Python client; Trackio on the same turns`);
-    console.log("| step | log_rollouts held the loop, ms | stored after, s | store grew, bytes a turn | Trackio log() held, ms | Trackio stored after, s | Trackio / TurnLens |");
+    console.log(
+      "| step | log_rollouts held the loop, ms | stored after, s | store grew, bytes a turn | Trackio log() held, ms | Trackio stored after, s | Trackio / TurnLens |",
+    );
     console.log("|---:|---:|---:|---:|---:|---:|---:|");
     // the database's size as a reader sees it (WAL included): pages in use x page size
     const reader = new Database(DB, { readonly: true });
@@ -99,7 +104,9 @@ async function ingest(): Promise<{ runId: string; json: number; zstd: number | n
           const now = size();
           const grew = (now - last) / (TASKS * G * T);
           last = now;
-          console.log(`| ${r.step} | ${(r.blocked * 1e3).toFixed(3)} | ${r.stored.toFixed(2)} | ${grew.toFixed(0)} | ${(r.trackio_blocked * 1e3).toFixed(0)} | ${r.trackio_stored.toFixed(2)} | ${(r.trackio_stored / r.stored).toFixed(2)}x |`);
+          console.log(
+            `| ${r.step} | ${(r.blocked * 1e3).toFixed(3)} | ${r.stored.toFixed(2)} | ${grew.toFixed(0)} | ${(r.trackio_blocked * 1e3).toFixed(0)} | ${r.trackio_stored.toFixed(2)} | ${(r.trackio_stored / r.stored).toFixed(2)}x |`,
+          );
         }
       }
     });
@@ -123,7 +130,16 @@ async function ingest(): Promise<{ runId: string; json: number; zstd: number | n
 async function writeDirect(): Promise<string> {
   const { createRun } = await import("../lib/db/runs");
   const { writeRolloutStep } = await import("../lib/db/rollouts");
-  const runId = createRun({ project: "bench", name: `alfworld-${STEPS}x6400`, kind: "imported", jobKind: null, config: { estimator: "gigpo", estimatorParams: GIGPO_PARAMS }, envId: "alfworld", estimator: "gigpo", status: "running" }).runId;
+  const runId = createRun({
+    project: "bench",
+    name: `alfworld-${STEPS}x6400`,
+    kind: "imported",
+    jobKind: null,
+    config: { estimator: "gigpo", estimatorParams: GIGPO_PARAMS },
+    envId: "alfworld",
+    estimator: "gigpo",
+    status: "running",
+  }).runId;
   const t0 = performance.now();
   for (let step = 0; step < STEPS; step++) {
     writeRolloutStep(runId, await realisticStep(step, STEPS, TOKENS));
@@ -154,9 +170,14 @@ async function seed(): Promise<Meta> {
   const bytes = fs.statSync(DB).size; // a database of this run only, checkpointed
   const meta: Meta = { runId, steps: STEPS, turns, step, groupId, trajectoryId };
   fs.writeFileSync(META, JSON.stringify(meta, null, 2));
-  console.log(`\nstored ${turns.toLocaleString()} turns in ${((performance.now() - t0) / 1000).toFixed(0)} s: ${(bytes / 2 ** 30).toFixed(2)} GiB, ${(bytes / turns).toFixed(0)} bytes a turn (the whole database)`);
+  console.log(
+    `\nstored ${turns.toLocaleString()} turns in ${((performance.now() - t0) / 1000).toFixed(0)} s: ${(bytes / 2 ** 30).toFixed(2)} GiB, ${(bytes / turns).toFixed(0)} bytes a turn (the whole database)`,
+  );
   if (sent) {
-    const z = sent.zstd === null ? "zstd -3 n/a (apt-get install zstd)" : `zstd -3 of it ${(sent.zstd / turns).toFixed(0)} (stored / zstd: ${(bytes / sent.zstd).toFixed(2)}x)`;
+    const z =
+      sent.zstd === null
+        ? "zstd -3 n/a (apt-get install zstd)"
+        : `zstd -3 of it ${(sent.zstd / turns).toFixed(0)} (stored / zstd: ${(bytes / sent.zstd).toFixed(2)}x)`;
     console.log(`the JSON the client was given: ${(sent.json / turns).toFixed(0)} bytes a turn; ${z}`);
   }
   return meta;
@@ -210,7 +231,12 @@ const cases: [string, string][] = [
   ["credit over training (page)", `/runs/${runId}/credit`],
 ];
 console.log(`\nbench:realistic — ${meta.steps} steps x 6,400 turns (${meta.turns.toLocaleString()} turns), server ${SERVER}`);
-console.log(`load average before: ${os.loadavg().map((x) => x.toFixed(2)).join(" ")} (${os.cpus().length} cores)\n`);
+console.log(
+  `load average before: ${os
+    .loadavg()
+    .map((x) => x.toFixed(2))
+    .join(" ")} (${os.cpus().length} cores)\n`,
+);
 console.log("| what | cold ms | warm ms (median of 5) | KB | status |");
 console.log("|---|---:|---:|---:|---|");
 const loads: number[] = [];
@@ -227,4 +253,9 @@ for (const [name, url] of cases) {
     await stopServer(server);
   }
 }
-console.log(`\nload average (1 min) during the cases: ${Math.min(...loads).toFixed(2)}-${Math.max(...loads).toFixed(2)}; after: ${os.loadavg().map((x) => x.toFixed(2)).join(" ")}`);
+console.log(
+  `\nload average (1 min) during the cases: ${Math.min(...loads).toFixed(2)}-${Math.max(...loads).toFixed(2)}; after: ${os
+    .loadavg()
+    .map((x) => x.toFixed(2))
+    .join(" ")}`,
+);

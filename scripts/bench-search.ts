@@ -41,7 +41,10 @@ if (!opts.child) {
 }
 
 const kind = parseStore(opts.child);
-const sizes = opts.turns.split(",").map(Number).sort((a, b) => a - b);
+const sizes = opts.turns
+  .split(",")
+  .map(Number)
+  .sort((a, b) => a - b);
 const repeats = Number(opts.repeats);
 const { createRun } = await import("../lib/db/runs");
 const { writeRolloutStep } = await import("../lib/db/rollouts");
@@ -61,7 +64,8 @@ const writeMs: number[] = [];
 /** Writes whole steps until the store holds `target` turns. */
 function fill(target: number) {
   while (turns < target) {
-    if (step % STEPS_PER_RUN === 0) runs.push(createRun({ project: "bench-search", name: `run-${runs.length}`, kind: "imported", jobKind: null, config: {}, status: "running" }).runId);
+    if (step % STEPS_PER_RUN === 0)
+      runs.push(createRun({ project: "bench-search", name: `run-${runs.length}`, kind: "imported", jobKind: null, config: {}, status: "running" }).runId);
     const t0 = performance.now();
     writeRolloutStep(runs[runs.length - 1], { ...templates[step % DISTINCT], step: step % STEPS_PER_RUN });
     writeMs.push(performance.now() - t0);
@@ -77,7 +81,14 @@ function fill(target: number) {
  * again from the stored texts (which also inflates the texts: an upper bound of what writing pays).
  */
 function indexCostMs(): number {
-  const run = createRun({ project: "bench-search-scratch", name: `reindex-${Date.now()}`, kind: "imported", jobKind: null, config: {}, status: "running" }).runId;
+  const run = createRun({
+    project: "bench-search-scratch",
+    name: `reindex-${Date.now()}`,
+    kind: "imported",
+    jobKind: null,
+    config: {},
+    status: "running",
+  }).runId;
   for (let i = 0; i < 3; i++) writeRolloutStep(run, { ...templates[i], step: i });
   dropSearchIndex(run);
   const t0 = performance.now();
@@ -112,7 +123,9 @@ for (const size of sizes) {
     `\n${kind}, ${turns.toLocaleString()} turns (${runs.length} run(s) of up to ${(STEPS_PER_RUN * STEP_TURNS).toLocaleString()}): written in ${loadS.toFixed(0)} s, a ${STEP_TURNS}-turn step in ${percentile(writeMs, 50).toFixed(0)} ms (median), indexing a step from its stored texts ${indexCostMs().toFixed(0)} ms; index ${(b.search / turns).toFixed(1)} + ${(b.text / turns).toFixed(1)} bytes a turn (keys + words)` +
       (kind === "sqlite" ? `, database ${(sqliteBytesInUse(getRawDb() as never) / turns).toFixed(0)} bytes a turn` : ""),
   );
-  console.log(`  ${"search".padEnd(38)} ${"hits".padStart(5)} ${"scanned".padStart(8)} ${"cold ms".padStart(8)} ${"p50 ms".padStart(8)} ${"max ms".padStart(8)}`);
+  console.log(
+    `  ${"search".padEnd(38)} ${"hits".padStart(5)} ${"scanned".padStart(8)} ${"cold ms".padStart(8)} ${"p50 ms".padStart(8)} ${"max ms".padStart(8)}`,
+  );
   for (const [name, make] of SEARCHES) {
     const ms: number[] = [];
     let hits = 0;
@@ -125,7 +138,13 @@ for (const size of sizes) {
       hits = res.trajectories.length;
       scanned = res.scanned;
     }
-    console.log(`  ${name.padEnd(38)} ${String(hits).padStart(5)} ${String(scanned).padStart(8)} ${ms[0].toFixed(1).padStart(8)} ${percentile(ms, 50).toFixed(1).padStart(8)} ${Math.max(...ms).toFixed(1).padStart(8)}`);
+    console.log(
+      `  ${name.padEnd(38)} ${String(hits).padStart(5)} ${String(scanned).padStart(8)} ${ms[0].toFixed(1).padStart(8)} ${percentile(ms, 50).toFixed(1).padStart(8)} ${Math.max(
+        ...ms,
+      )
+        .toFixed(1)
+        .padStart(8)}`,
+    );
   }
 }
 console.log(`\nload ${loadAverage()}`);

@@ -49,7 +49,16 @@ async function child(kind: StoreKind, url: string, tokens: number): Promise<Figu
     f.close();
     return n;
   };
-  const runId = createRun({ project: "bench", name: `storage-${tokens}`, kind: "imported", jobKind: null, config: {}, envId: "alfworld", estimator: "gigpo", status: "running" }).runId;
+  const runId = createRun({
+    project: "bench",
+    name: `storage-${tokens}`,
+    kind: "imported",
+    jobKind: null,
+    config: {},
+    envId: "alfworld",
+    estimator: "gigpo",
+    status: "running",
+  }).runId;
   const before = size();
   let turns = 0;
   let json = 0;
@@ -104,17 +113,25 @@ if (opts.child) {
 const stores = opts.stores.split(",").map((s) => parseStore(s.trim()));
 const workloads = [0, ...(Number(opts.tokens) > 0 ? [Number(opts.tokens)] : [])];
 console.log(`bench:storage: ${steps} steps x 6,400 turns a workload; ${os.cpus().length} cores, load ${loadAverage()}`);
-console.log("\n| store | tokens a turn | bytes/turn | JSON bytes/turn | zstd -3 bytes/turn | bytes / zstd | write ms a step | " + ["trajectory (50 turns)", "step credit inputs", "group text excerpts", "1,000 turns of the run"].map((r) => `${r} ms`).join(" | ") + " |");
+console.log(
+  "\n| store | tokens a turn | bytes/turn | JSON bytes/turn | zstd -3 bytes/turn | bytes / zstd | write ms a step | " +
+    ["trajectory (50 turns)", "step credit inputs", "group text excerpts", "1,000 turns of the run"].map((r) => `${r} ms`).join(" | ") +
+    " |",
+);
 console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
 for (const kind of stores)
   for (const tokens of workloads) {
     const store = await openStore(kind);
     try {
-      const r = spawnSync(process.execPath, ["--import", "tsx", process.argv[1], "--child", kind, "--url", store.url, "--with-tokens", String(tokens), "--steps", String(steps)], {
-        encoding: "utf8",
-        maxBuffer: 1 << 26,
-        env: process.env,
-      });
+      const r = spawnSync(
+        process.execPath,
+        ["--import", "tsx", process.argv[1], "--child", kind, "--url", store.url, "--with-tokens", String(tokens), "--steps", String(steps)],
+        {
+          encoding: "utf8",
+          maxBuffer: 1 << 26,
+          env: process.env,
+        },
+      );
       if (r.status !== 0) throw new Error(`bench:storage child (${kind}, ${tokens} tokens) failed:\n${r.stderr.slice(-3000)}`);
       const f = JSON.parse(r.stdout.trim().split("\n").at(-1)!) as Figures;
       const z = f.zstdPerTurn;

@@ -31,7 +31,12 @@ export function parseArgs(argv: string[], known: Record<string, string>): Record
   const out = { ...known };
   for (let i = 0; i < argv.length; i++) {
     const m = /^--([\w-]+)(?:=(.*))?$/.exec(argv[i]);
-    if (!m || !(m[1] in known)) throw new Error(`unknown argument ${argv[i]}; options: ${Object.keys(known).map((k) => `--${k}`).join(" ")}`);
+    if (!m || !(m[1] in known))
+      throw new Error(
+        `unknown argument ${argv[i]}; options: ${Object.keys(known)
+          .map((k) => `--${k}`)
+          .join(" ")}`,
+      );
     out[m[1]] = m[2] ?? argv[++i];
     if (out[m[1]] === undefined) throw new Error(`--${m[1]} needs a value`);
   }
@@ -76,7 +81,14 @@ export async function startServer(databaseUrl: string, logFile: string, extraEnv
     execFileSync("node_modules/.bin/next", ["build"], { stdio: "inherit", env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1" } });
   }
   const port = await freeLoopbackPort();
-  const env: NodeJS.ProcessEnv = { ...process.env, ...extraEnv, DATABASE_URL: databaseUrl, TURNLENS_HOST: "127.0.0.1", PORT: String(port), NEXT_TELEMETRY_DISABLED: "1" };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    ...extraEnv,
+    DATABASE_URL: databaseUrl,
+    TURNLENS_HOST: "127.0.0.1",
+    PORT: String(port),
+    NEXT_TELEMETRY_DISABLED: "1",
+  };
   delete env.TURNLENS_API_TOKEN;
   delete env.TURNLENS_READ_TOKEN;
   const log = fs.openSync(logFile, "w");

@@ -29,7 +29,8 @@ if (!meta.tokenView) {
   meta.tokenView = await seedTokenViewRun();
   fs.writeFileSync(BENCH_META, JSON.stringify(meta, null, 2));
 }
-if (!fs.existsSync(".next/BUILD_ID")) execFileSync("node_modules/.bin/next", ["build"], { stdio: "inherit", env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1" } });
+if (!fs.existsSync(".next/BUILD_ID"))
+  execFileSync("node_modules/.bin/next", ["build"], { stdio: "inherit", env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1" } });
 
 const server = spawn("node_modules/.bin/next", ["start", "-H", "127.0.0.1", "-p", String(PORT)], {
   env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1", DATABASE_URL: `file:./${BENCH_DB}` },
@@ -48,7 +49,16 @@ for (let i = 0; ; i++) {
 
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+  args: [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+  ],
 });
 
 interface Case {

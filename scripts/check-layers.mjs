@@ -23,8 +23,21 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 /** layer -> the layers it may import. Read top to bottom: app -> lib/api -> lib/runs -> stores -> pure rooms. */
 export const LAYERS = {
   // Next.js pages and route handlers. Server pages read lib/db directly (a read-only page needs no service).
-  app: ["components", "lib/api", "lib/runs", "lib/ingest", "lib/jobs", "lib/db", "lib/queries", "lib/client",
-    "lib/schemas", "lib/charts", "lib/forms", "lib/credit", "lib/envs"],
+  app: [
+    "components",
+    "lib/api",
+    "lib/runs",
+    "lib/ingest",
+    "lib/jobs",
+    "lib/db",
+    "lib/queries",
+    "lib/client",
+    "lib/schemas",
+    "lib/charts",
+    "lib/forms",
+    "lib/credit",
+    "lib/envs",
+  ],
   // React components: data through lib/queries (HTTP), never the database.
   components: ["lib/queries", "lib/client", "lib/schemas", "lib/charts", "lib/forms", "lib/credit", "lib/envs"],
   // Job processes: the queue, the stores and the pure rooms; the import job stores its rows through
@@ -149,7 +162,12 @@ export function pythonImports(text) {
     list
       .replace(/[()]/g, "")
       .split(",")
-      .map((n) => n.trim().split(/\s+as\s+/)[0].trim())
+      .map((n) =>
+        n
+          .trim()
+          .split(/\s+as\s+/)[0]
+          .trim(),
+      )
       .filter(Boolean);
   for (let i = 0; i < lines.length; i++) {
     let stmt = lines[i].replace(/#.*$/, "");
@@ -173,9 +191,7 @@ export function pythonImports(text) {
 
 /** Import edges { from, to, line } between the modules of PY_PACKAGES, as repository files. */
 export function pythonImportGraph(root = ROOT) {
-  const files = PY_PACKAGES.flatMap((d) => pythonFiles(path.join(root, d))).map((f) =>
-    path.relative(root, f).split(path.sep).join("/"),
-  );
+  const files = PY_PACKAGES.flatMap((d) => pythonFiles(path.join(root, d))).map((f) => path.relative(root, f).split(path.sep).join("/"));
   const fileOf = new Map(files.map((f) => [pythonModule(f), f]));
   const edges = [];
   for (const file of files) {

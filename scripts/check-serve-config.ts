@@ -6,7 +6,9 @@ const host = process.env.TURNLENS_HOST || "127.0.0.1";
 try {
   const cfg = securityConfig();
   if (!isLoopbackHostname(host) && !cfg.apiToken) {
-    console.error(`serve: refusing to listen on ${host} without TURNLENS_API_TOKEN (write endpoints would be open to the network); consider TURNLENS_READ_TOKEN too, and list the names clients use in TURNLENS_ALLOWED_HOSTS`);
+    console.error(
+      `serve: refusing to listen on ${host} without TURNLENS_API_TOKEN (write endpoints would be open to the network); consider TURNLENS_READ_TOKEN too, and list the names clients use in TURNLENS_ALLOWED_HOSTS`,
+    );
     process.exit(1);
   }
 } catch (e) {

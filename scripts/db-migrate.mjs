@@ -35,7 +35,11 @@ const filters = { externalTables: provider === "sqlite" ? SEARCH_TABLES : SEARCH
 function migrationsList() {
   fs.mkdirSync(migrationsDir, { recursive: true });
   const lockPath = path.join(migrationsDir, "migration_lock.toml");
-  const dirs = fs.readdirSync(migrationsDir, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort();
+  const dirs = fs
+    .readdirSync(migrationsDir, { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .map((d) => d.name)
+    .sort();
   return {
     baseDir: migrationsDir,
     lockfile: { path: "migration_lock.toml", content: fs.existsSync(lockPath) ? fs.readFileSync(lockPath, "utf8") : null },
@@ -44,7 +48,10 @@ function migrationsList() {
       const f = path.join(migrationsDir, d, "migration.sql");
       return {
         path: d,
-        migrationFile: { path: "migration.sql", content: fs.existsSync(f) ? { tag: "ok", value: fs.readFileSync(f, "utf8") } : { tag: "error", value: "missing" } },
+        migrationFile: {
+          path: "migration.sql",
+          content: fs.existsSync(f) ? { tag: "ok", value: fs.readFileSync(f, "utf8") } : { tag: "error", value: "missing" },
+        },
       };
     }),
   };
@@ -97,24 +104,45 @@ async function pgFactory() {
   // lets a connectionString override that database.
   return new PgFactory({
     port: u.port ? Number(u.port) : undefined,
-    user: decodeURIComponent(u.username) || undefined, password: decodeURIComponent(u.password) || undefined,
+    user: decodeURIComponent(u.username) || undefined,
+    password: decodeURIComponent(u.password) || undefined,
     database: decodeURIComponent(u.pathname.slice(1)) || undefined,
     host: u.searchParams.get("host") ?? (decodeURIComponent(u.hostname) || undefined),
   });
 }
 const adapter = bindMigrationAwareSqlAdapterFactory(provider === "sqlite" ? new Factory({ url }) : await pgFactory());
-const engine = await bg.SchemaEngine.new({ datamodels: schema.files.map((f) => [f.path, f.content]) }, (log) => process.env.DEBUG && console.error(log), adapter);
+const engine = await bg.SchemaEngine.new(
+  { datamodels: schema.files.map((f) => [f.path, f.content]) },
+  (log) => process.env.DEBUG && console.error(log),
+  adapter,
+);
 
 if (cmd === "check") {
   // The history replayed on a shadow DB, diffed against the schema: empty when in step.
-  const r = await engine.diff({ from: { tag: "migrations", ...migrationsList() }, to: { tag: "schemaDatamodel", ...schema }, script: true, shadowDatabaseUrl: null, exitCode: null, filters });
+  const r = await engine.diff({
+    from: { tag: "migrations", ...migrationsList() },
+    to: { tag: "schemaDatamodel", ...schema },
+    script: true,
+    shadowDatabaseUrl: null,
+    exitCode: null,
+    filters,
+  });
   const missing = r.stdout.trim();
   if (missing && missing !== "-- This is an empty migration.") {
-    console.error(`${path.relative(process.cwd(), migrationsDir)} is behind ${SCHEMA_PATH}; run \`${provider === "sqlite" ? "" : "node --import tsx scripts/pg-temp.ts -- "}node scripts/db-migrate.mjs dev <name>\`${provider === "sqlite" ? " with DATABASE_URL set to a scratch SQLite file" : ""}. Missing:\n${missing}`);
+    console.error(
+      `${path.relative(process.cwd(), migrationsDir)} is behind ${SCHEMA_PATH}; run \`${provider === "sqlite" ? "" : "node --import tsx scripts/pg-temp.ts -- "}node scripts/db-migrate.mjs dev <name>\`${provider === "sqlite" ? " with DATABASE_URL set to a scratch SQLite file" : ""}. Missing:\n${missing}`,
+    );
     process.exitCode = 1;
   } else console.log(`${provider}: migrations in step with ${SCHEMA_PATH}`);
 } else if (cmd === "diff") {
-  const r = await engine.diff({ from: { tag: "empty" }, to: { tag: "schemaDatamodel", ...schema }, script: true, shadowDatabaseUrl: null, exitCode: null, filters });
+  const r = await engine.diff({
+    from: { tag: "empty" },
+    to: { tag: "schemaDatamodel", ...schema },
+    script: true,
+    shadowDatabaseUrl: null,
+    exitCode: null,
+    filters,
+  });
   console.log(r.stdout);
 } else if (cmd === "dev") {
   // devDiagnostic builds the migration-history schema on a shadow DB (adapter.connectToShadowDb)

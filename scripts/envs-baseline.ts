@@ -14,7 +14,8 @@ import { createRng, mixSeed } from "../lib/envs/rng";
 // What "random" means where the action space is open (see lib/envs/README.md).
 const NOTES: Partial<Record<EnvId, string>> = {
   shop: "search page: one of 4 generated queries (the instruction, the product type, attribute + type, another type); other pages: uniform over the page's clickables",
-  searchqa: "uniform over search[name] for each entity in the questions and in the last passages, plus 4 answer[...] candidates (each question's gold answer is in exactly one)",
+  searchqa:
+    "uniform over search[name] for each entity in the questions and in the last passages, plus 4 answer[...] candidates (each question's gold answer is in exactly one)",
   countdown: "uniform over the legal combinations of two numbers (whole-expression answers are not sampled)",
   twentyq: "uniform over the 20 yes/no questions and a guess for each of the 16 candidates",
   tictactoe: "both players random; success = player 0 (X) wins; return = player 0's",
@@ -63,7 +64,10 @@ function measure(id: EnvId, episodes: number): Row {
       stepMs += performance.now() - s0;
       turns++;
       if (!r.info.valid) invalid++;
-      if (r.rewards) r.rewards.forEach((x, i) => { returns[i] += x; });
+      if (r.rewards)
+        r.rewards.forEach((x, i) => {
+          returns[i] += x;
+        });
       else returns[0] += r.reward;
       if (r.done || r.truncated) {
         if (r.truncated) truncated++;
@@ -132,8 +136,16 @@ function instanceTable(ids: EnvId[], n: number): string[] {
   ];
   for (const id of ids) {
     const r = sampleInstances(id, {}, n);
-    const estimate = r.estimate === null ? `> ${(n * n / 2).toExponential(0)} (no repeat)` : r.distinct === r.estimate ? `${r.estimate} (exhausted)` : `~${r.estimate.toPrecision(2)}`;
-    const cfg = Object.entries(defaultConfig(id)).filter(([k]) => k !== "maxTurns").map(([k, v]) => `${k} ${JSON.stringify(v)}`).join(", ");
+    const estimate =
+      r.estimate === null
+        ? `> ${((n * n) / 2).toExponential(0)} (no repeat)`
+        : r.distinct === r.estimate
+          ? `${r.estimate} (exhausted)`
+          : `~${r.estimate.toPrecision(2)}`;
+    const cfg = Object.entries(defaultConfig(id))
+      .filter(([k]) => k !== "maxTurns")
+      .map(([k, v]) => `${k} ${JSON.stringify(v)}`)
+      .join(", ");
     lines.push(`| ${id} | ${cfg} | ${r.distinct.toLocaleString("en-US")} | ${estimate} | ${((1e6 * r.seconds) / n).toFixed(0)} |`);
     process.stderr.write(`${id}: ${r.distinct} distinct in ${r.seconds.toFixed(1)} s\n`);
   }

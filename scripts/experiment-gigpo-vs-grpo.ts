@@ -61,7 +61,12 @@ const planned: Planned[] = [];
 for (let seed = 0; seed < SEEDS; seed++)
   for (const estimator of ESTIMATORS) {
     const steps = stepsOf(estimator);
-    const launch = launchRunSchema.parse({ jobKind: "train", name: `${estimator}-sokoban-s${seed}`, tags: [TAG, estimator], config: { ...base, estimator, seed, steps, checkpointInterval: steps } });
+    const launch = launchRunSchema.parse({
+      jobKind: "train",
+      name: `${estimator}-sokoban-s${seed}`,
+      tags: [TAG, estimator],
+      config: { ...base, estimator, seed, steps, checkpointInterval: steps },
+    });
     const { runId, jobId } = await launchRun(launch);
     planned.push({ estimator, seed, runId, jobId: jobId! });
   }
@@ -115,7 +120,10 @@ const tail = (p: Planned, key: string, k: number) => {
   const v = readSeries(p.runId, key, { maxPoints: 100_000 }).values.slice(0, STEPS).slice(-k);
   return v.reduce((a, b) => a + b, 0) / v.length;
 };
-const pair = (seed: number) => ({ grpo: planned.find((p) => p.seed === seed && p.estimator === "grpo")!, gigpo: planned.find((p) => p.seed === seed && p.estimator === "gigpo")! });
+const pair = (seed: number) => ({
+  grpo: planned.find((p) => p.seed === seed && p.estimator === "grpo")!,
+  gigpo: planned.find((p) => p.seed === seed && p.estimator === "gigpo")!,
+});
 
 const stats = (xs: number[]) => {
   const m = xs.reduce((a, b) => a + b, 0) / xs.length;

@@ -20,7 +20,24 @@ import { execFileSync } from "node:child_process";
 import pg from "pg";
 import { from as copyFrom } from "pg-copy-streams";
 import { orderedId } from "../lib/db/ids";
-import { call, loadAverage, openStore, parseArgs, parseStore, percentile, startServer, stepBody, stepRows, GROUP_COLS, STEP_COLS, TRAJECTORY_COLS, STEP_TURNS, TURNS_PER_STEP as PER_STEP, type Cell, type Store } from "./bench-store";
+import {
+  call,
+  loadAverage,
+  openStore,
+  parseArgs,
+  parseStore,
+  percentile,
+  startServer,
+  stepBody,
+  stepRows,
+  GROUP_COLS,
+  STEP_COLS,
+  TRAJECTORY_COLS,
+  STEP_TURNS,
+  TURNS_PER_STEP as PER_STEP,
+  type Cell,
+  type Store,
+} from "./bench-store";
 
 const opts = parseArgs(process.argv.slice(2), { store: "postgresql", turns: "10000000", requests: "300", dir: "" });
 const kind = parseStore(opts.store);
@@ -63,7 +80,13 @@ function sqliteSink(file: string): Sink {
   const tx = db.transaction((tables: [string, string[], Cell[][]][]) => {
     for (const [table, cols, rows] of tables) {
       let i = 0;
-      for (; i + ROWS <= rows.length; i += ROWS) stmt(table, cols, ROWS).run(rows.slice(i, i + ROWS).flat().map(conv));
+      for (; i + ROWS <= rows.length; i += ROWS)
+        stmt(table, cols, ROWS).run(
+          rows
+            .slice(i, i + ROWS)
+            .flat()
+            .map(conv),
+        );
       for (; i < rows.length; i++) stmt(table, cols, 1).run(rows[i].map(conv));
     }
   });
@@ -72,7 +95,17 @@ function sqliteSink(file: string): Sink {
 
 /** COPY text format: backslash escapes, \N for NULL, t/f booleans. */
 const copyCell = (v: Cell) =>
-  v === null ? "\\N" : v instanceof Uint8Array ? `\\\\x${Buffer.from(v).toString("hex")}` : typeof v === "boolean" ? (v ? "t" : "f") : typeof v === "number" ? String(v) : v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/\r/g, "\\r").replace(/\t/g, "\\t");
+  v === null
+    ? "\\N"
+    : v instanceof Uint8Array
+      ? `\\\\x${Buffer.from(v).toString("hex")}`
+      : typeof v === "boolean"
+        ? v
+          ? "t"
+          : "f"
+        : typeof v === "number"
+          ? String(v)
+          : v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/\r/g, "\\r").replace(/\t/g, "\\t");
 
 async function pgSink(url: string): Promise<Sink & { client: pg.Client }> {
   const client = new pg.Client({ connectionString: url });
@@ -110,7 +143,8 @@ const loadStart = loadAverage();
 const store: Store = await openStore(kind, kind === "sqlite" && opts.dir ? opts.dir : undefined);
 const scratchDir = fs.mkdtempSync(path.join(os.tmpdir(), "turnlens-gen-"));
 const appFile = store.file ?? path.join(scratchDir, "app.db");
-if (!store.file) execFileSync(process.execPath, ["scripts/db-migrate.mjs", "deploy"], { stdio: "pipe", env: { ...process.env, DATABASE_URL: `file:${appFile}` } });
+if (!store.file)
+  execFileSync(process.execPath, ["scripts/db-migrate.mjs", "deploy"], { stdio: "pipe", env: { ...process.env, DATABASE_URL: `file:${appFile}` } });
 process.env.DATABASE_URL = `file:${appFile}`;
 const { createRun } = await import("../lib/db/runs");
 const { writeMetrics } = await import("../lib/db/metrics");
@@ -119,7 +153,12 @@ const chartRun = newRun("chart-1e6");
 for (let s0 = 0; s0 < CHART_POINTS; s0 += 10_000)
   writeMetrics(
     chartRun,
-    Array.from({ length: 10_000 }, (_, i) => ({ key: "train/reward", step: s0 + i, value: Math.sin((s0 + i) / 10_000) + (((s0 + i) * 7919) % 1000) / 5000, wallTime: 1.7e9 + s0 + i })),
+    Array.from({ length: 10_000 }, (_, i) => ({
+      key: "train/reward",
+      step: s0 + i,
+      value: Math.sin((s0 + i) / 10_000) + (((s0 + i) * 7919) % 1000) / 5000,
+      wallTime: 1.7e9 + s0 + i,
+    })),
   );
 const turnRuns = Array.from({ length: nRuns }, (_, r) => newRun(`turns-${r}`));
 for (const run of turnRuns)
@@ -166,7 +205,9 @@ for (let r = 0; r < nRuns; r++) {
     written += all.trajectories.reduce((n, t) => n + (t[TRAJECTORY_COLS.indexOf("length")] as number), 0);
   }
   const secs = (performance.now() - t0) / 1000;
-  console.error(`gen: ${written.toLocaleString()} turns in ${secs.toFixed(0)} s (${Math.round(written / secs).toLocaleString()} turns/s), load ${loadAverage()}`);
+  console.error(
+    `gen: ${written.toLocaleString()} turns in ${secs.toFixed(0)} s (${Math.round(written / secs).toLocaleString()} turns/s), load ${loadAverage()}`,
+  );
 }
 const loadSecs = (performance.now() - t0) / 1000;
 if (pgClient) {
@@ -203,7 +244,9 @@ try {
   server = await startServer(store.url, "/tmp/turnlens-gen-scale-server.log");
 } catch (e) {
   if (kind !== "postgresql") throw e;
-  console.error(`gen: the server did not start on PostgreSQL (${(e as Error).message.split("\n").slice(0, 3).join(" ")}); timing the endpoints' SQL through pg instead`);
+  console.error(
+    `gen: the server did not start on PostgreSQL (${(e as Error).message.split("\n").slice(0, 3).join(" ")}); timing the endpoints' SQL through pg instead`,
+  );
 }
 try {
   if (server) {
@@ -223,7 +266,10 @@ try {
       return ms;
     };
     const probe = await call<{ stride: number; steps: number[] }>(`${api}/runs/${chartRun}/metrics/series?key=train/reward&maxPoints=1500`);
-    row(`metric series, full fetch (10^6 points, ${probe.steps.length} returned, stride ${probe.stride})`, await timeAll(() => `${api}/runs/${chartRun}/metrics/series?key=train/reward&maxPoints=1500`));
+    row(
+      `metric series, full fetch (10^6 points, ${probe.steps.length} returned, stride ${probe.stride})`,
+      await timeAll(() => `${api}/runs/${chartRun}/metrics/series?key=train/reward&maxPoints=1500`),
+    );
     row(
       "metric series, live poll at a random step (10^6 points)",
       await timeAll(() => `${api}/runs/${chartRun}/metrics/series?key=train/reward&maxPoints=1500&after=${rand(CHART_POINTS)}&stride=${probe.stride}`),
@@ -232,12 +278,16 @@ try {
       "metric series, a turn run's key (977 points)",
       await timeAll(() => `${api}/runs/${turnRuns[rand(nRuns)]}/metrics/series?key=${encodeURIComponent(KEYS[rand(KEYS.length)])}&maxPoints=1500`),
     );
-    row("turn page (100 turns, random run and offset)", await timeAll(() => {
-      const r = rand(nRuns);
-      return `${api}/runs/${turnRuns[r]}/turns?limit=100&after=${rand(turnsIn(r) - 100) - 1}`;
-    }));
+    row(
+      "turn page (100 turns, random run and offset)",
+      await timeAll(() => {
+        const r = rand(nRuns);
+        return `${api}/runs/${turnRuns[r]}/turns?limit=100&after=${rand(turnsIn(r) - 100) - 1}`;
+      }),
+    );
   } else {
-    how = "as raw SQL through pg (the server does not serve PostgreSQL yet): the queries lib/db runs for these endpoints, in PostgreSQL's dialect, without HTTP or JSON";
+    how =
+      "as raw SQL through pg (the server does not serve PostgreSQL yet): the queries lib/db runs for these endpoints, in PostgreSQL's dialect, without HTTP or JSON";
     const c = new pg.Client({ connectionString: store.url });
     await c.connect();
     const timeAll = async (q: () => Promise<unknown>) => {
@@ -253,11 +303,17 @@ try {
     // readSeries on 10^6 points, maxPoints 1500: stride 2048 over level-256 rollups (ratio 8); the
     // bucket's min and max rows (SQLite's bare-column MIN/MAX is DISTINCT ON here), then wall times.
     const series = async (after: number) => {
-      const meta = await c.query(`SELECT "id","count","firstStep","lastStep","lastValue" FROM "MetricSeries" WHERE "runId" = $1 AND "key" = $2`, [chartRun, "train/reward"]);
+      const meta = await c.query(`SELECT "id","count","firstStep","lastStep","lastValue" FROM "MetricSeries" WHERE "runId" = $1 AND "key" = $2`, [
+        chartRun,
+        "train/reward",
+      ]);
       const id = meta.rows[0].id as number;
       const from = Math.floor(after / 2048) * 8;
       const pts: number[] = [];
-      for (const [agg, step, value, dir] of [["MIN", "minStep", "minValue", "ASC"], ["MAX", "maxStep", "maxValue", "DESC"]]) {
+      for (const [agg, step, value, dir] of [
+        ["MIN", "minStep", "minValue", "ASC"],
+        ["MAX", "maxStep", "maxValue", "DESC"],
+      ]) {
         void agg;
         const r = await c.query({
           text: `SELECT DISTINCT ON ("bucket" / 8) "${step}", "${value}" FROM "MetricRollup" WHERE "seriesId" = $1 AND "level" = 256 AND "bucket" >= $2 ORDER BY "bucket" / 8, "${value}" ${dir}`,
@@ -270,28 +326,40 @@ try {
     };
     row("metric series SQL, full fetch (10^6 points, stride 2048)", await timeAll(() => series(0)));
     row("metric series SQL, live poll at a random step (10^6 points)", await timeAll(() => series(rand(CHART_POINTS))));
-    row("turn page SQL (100 turns, random run and offset)", await timeAll(async () => {
-      const r = rand(nRuns);
-      // lib/db/rollouts.ts turnsPage's two queries: the trajectories' spans, then the packed columns of those the page needs
-      const after = rand(turnsIn(r) - 100) - 1;
-      const spans = await c.query(
-        `SELECT "id","firstSeq","length" FROM "Trajectory" WHERE "runId" = $1 AND "firstSeq" >=
+    row(
+      "turn page SQL (100 turns, random run and offset)",
+      await timeAll(async () => {
+        const r = rand(nRuns);
+        // lib/db/rollouts.ts turnsPage's two queries: the trajectories' spans, then the packed columns of those the page needs
+        const after = rand(turnsIn(r) - 100) - 1;
+        const spans = await c.query(
+          `SELECT "id","firstSeq","length" FROM "Trajectory" WHERE "runId" = $1 AND "firstSeq" >=
            COALESCE((SELECT MAX("firstSeq") FROM "Trajectory" WHERE "runId" = $1 AND "firstSeq" <= $2), 0) ORDER BY "firstSeq" LIMIT 101`,
-        [turnRuns[r], after + 1],
-      );
-      const ids = spans.rows.filter((x) => x.firstSeq + x.length - 1 > after).slice(0, Math.ceil(100 / STEP_TURNS) + 1).map((x) => x.id);
-      return c.query(`SELECT "id","firstSeq","length","turnData","turnTexts","turnTokens" FROM "Trajectory" WHERE "id" = ANY($1) ORDER BY "firstSeq"`, [ids]);
-    }));
+          [turnRuns[r], after + 1],
+        );
+        const ids = spans.rows
+          .filter((x) => x.firstSeq + x.length - 1 > after)
+          .slice(0, Math.ceil(100 / STEP_TURNS) + 1)
+          .map((x) => x.id);
+        return c.query(`SELECT "id","firstSeq","length","turnData","turnTexts","turnTokens" FROM "Trajectory" WHERE "id" = ANY($1) ORDER BY "firstSeq"`, [ids]);
+      }),
+    );
     await c.end();
   }
 
   console.log(`\ngen:scale on ${kind}, ${startedAt}; load average at start ${loadStart}, at end ${loadAverage()}`);
-  console.log(`turns: ${written.toLocaleString()} in ${nRuns} runs, stored in ${loadSecs.toFixed(0)} s (${Math.round(written / loadSecs).toLocaleString()} turns/s)`);
-  console.log(`bytes: ${(bytesAfter / 2 ** 30).toFixed(2)} GiB in all; the turns added ${(bytesAfter - bytesBefore).toLocaleString()} bytes = ${((bytesAfter - bytesBefore) / written).toFixed(0)} bytes per turn (steps, groups, trajectories and indexes included)`);
+  console.log(
+    `turns: ${written.toLocaleString()} in ${nRuns} runs, stored in ${loadSecs.toFixed(0)} s (${Math.round(written / loadSecs).toLocaleString()} turns/s)`,
+  );
+  console.log(
+    `bytes: ${(bytesAfter / 2 ** 30).toFixed(2)} GiB in all; the turns added ${(bytesAfter - bytesBefore).toLocaleString()} bytes = ${((bytesAfter - bytesBefore) / written).toFixed(0)} bytes per turn (steps, groups, trajectories and indexes included)`,
+  );
   if (kind === "postgresql") {
     const c = new pg.Client({ connectionString: store.url });
     await c.connect();
-    const sizes = await c.query(`SELECT relname, pg_total_relation_size(oid) AS n FROM pg_class WHERE relname IN ('Trajectory','RolloutGroup','RolloutStep','Metric','MetricRollup') ORDER BY 2 DESC`);
+    const sizes = await c.query(
+      `SELECT relname, pg_total_relation_size(oid) AS n FROM pg_class WHERE relname IN ('Trajectory','RolloutGroup','RolloutStep','Metric','MetricRollup') ORDER BY 2 DESC`,
+    );
     console.log(`tables (with indexes and TOAST): ${sizes.rows.map((x) => `${x.relname} ${(Number(x.n) / 2 ** 20).toFixed(0)} MiB`).join(", ")}`);
     await c.end();
   }

@@ -14,8 +14,42 @@ export const T = 50;
 export const GIGPO_PARAMS = { gamma: 0.95, omega: 1 };
 
 const ROOMS = ["kitchen", "livingroom", "bedroom", "bathroom"];
-const OBJECTS = ["apple", "mug", "knife", "plate", "book", "pen", "keychain", "cellphone", "pillow", "soapbar", "towel", "candle", "vase", "watch", "cd", "bowl"];
-const PLACES = ["countertop 1", "countertop 2", "cabinet 1", "cabinet 2", "drawer 1", "drawer 2", "fridge 1", "microwave 1", "shelf 1", "sinkbasin 1", "desk 1", "bed 1", "sofa 1", "garbagecan 1", "stoveburner 1", "toilet 1"];
+const OBJECTS = [
+  "apple",
+  "mug",
+  "knife",
+  "plate",
+  "book",
+  "pen",
+  "keychain",
+  "cellphone",
+  "pillow",
+  "soapbar",
+  "towel",
+  "candle",
+  "vase",
+  "watch",
+  "cd",
+  "bowl",
+];
+const PLACES = [
+  "countertop 1",
+  "countertop 2",
+  "cabinet 1",
+  "cabinet 2",
+  "drawer 1",
+  "drawer 2",
+  "fridge 1",
+  "microwave 1",
+  "shelf 1",
+  "sinkbasin 1",
+  "desk 1",
+  "bed 1",
+  "sofa 1",
+  "garbagecan 1",
+  "stoveburner 1",
+  "toilet 1",
+];
 const ACTIONS = ["go to", "open", "close", "take", "put", "examine", "use", "look", "inventory", "heat", "cool", "clean"];
 
 /** An ALFWorld-like observation of 1-2 KB: the room, what the agent sees, and the task. */

@@ -42,7 +42,16 @@ export async function seedTokenViewRun(): Promise<TokenViewMeta> {
   const { rolloutStepInputSchema } = await import("../lib/schemas/rollouts");
   const TURNS = 30;
   const TOK = 128;
-  const run = createRun({ project: "bench", name: "bench-token-view", kind: "imported", jobKind: null, config: {}, envId: "sokoban", estimator: "grpo", status: "running" }).runId;
+  const run = createRun({
+    project: "bench",
+    name: "bench-token-view",
+    kind: "imported",
+    jobKind: null,
+    config: {},
+    envId: "sokoban",
+    estimator: "grpo",
+    status: "running",
+  }).runId;
   const words = ["I", " should", " push", " the", " box", " left", ",", " then", " up", ".", " <", "action", ">", "left", "</", "action", ">", "\n"];
   const trajectories = Array.from({ length: 4 }, (_, t) => ({
     success: t % 2 === 0,
@@ -77,13 +86,21 @@ export async function withGigpoAdvantages(groups: RolloutStepInput["groups"], pa
   const res = runCredit({
     estimator: "gigpo",
     params,
-    groups: groups.map((g) => ({ uid: g.uid, trajectories: g.trajectories.map((t, i) => ({ id: `${g.uid}/${i}`, turns: t.turns.map((u) => ({ reward: u.reward, anchor: u.anchor!, invalid: !u.valid })) })) })),
+    groups: groups.map((g) => ({
+      uid: g.uid,
+      trajectories: g.trajectories.map((t, i) => ({
+        id: `${g.uid}/${i}`,
+        turns: t.turns.map((u) => ({ reward: u.reward, anchor: u.anchor!, invalid: !u.valid })),
+      })),
+    })),
   });
   let k = 0;
   for (const g of groups)
     for (const t of g.trajectories) {
       const adv = res.trajectories[k++].advantages;
-      t.turns.forEach((u, i) => { u.advantage = adv[i]; });
+      t.turns.forEach((u, i) => {
+        u.advantage = adv[i];
+      });
     }
   return res.diagnostics as unknown as Record<string, unknown>;
 }
@@ -114,7 +131,13 @@ export async function seedBenchUi(log: (s: string) => void = console.log): Promi
       name: `${est}-${env}-lr${[1, 3, 10][i % 3]}e-5-s${seed}-${i}`,
       kind: "imported",
       jobKind: null,
-      config: { lr: [1e-5, 3e-5, 1e-4][i % 3], groupSize: [4, 8, 16][i % 3], estimator: est, estimatorParams: { gamma: [0.9, 0.95, 1][i % 3] }, envConfig: { size: 4 + (i % 4) } },
+      config: {
+        lr: [1e-5, 3e-5, 1e-4][i % 3],
+        groupSize: [4, 8, 16][i % 3],
+        estimator: est,
+        estimatorParams: { gamma: [0.9, 0.95, 1][i % 3] },
+        envConfig: { size: 4 + (i % 4) },
+      },
       envId: env,
       estimator: est,
       seed,
@@ -124,19 +147,30 @@ export async function seedBenchUi(log: (s: string) => void = console.log): Promi
     const pts = [];
     for (let s = 0; s < 10; s++) {
       const w = now + i * 60 + s;
-      pts.push({ key: "rollout/success_rate", step: s, value: ((i * 37) % 100) / 100 * (s + 1) / 10, wallTime: w });
+      pts.push({ key: "rollout/success_rate", step: s, value: ((((i * 37) % 100) / 100) * (s + 1)) / 10, wallTime: w });
       pts.push({ key: "rollout/return_mean", step: s, value: ((i * 53) % 100) / 20, wallTime: w });
       pts.push({ key: "credit/adv_std", step: s, value: 0.5 + ((i * 11) % 10) / 20, wallTime: w });
     }
     writeMetrics(runId, pts);
     if (i % 2000 === 1999) log(`runs: ${i + 1}/${N_RUNS}`);
   }
-  db.prepare(`UPDATE "Run" SET "status" = CASE abs(random()) % 6 WHEN 3 THEN 'failed' WHEN 4 THEN 'canceled' WHEN 5 THEN 'running' ELSE 'succeeded' END, "progress" = 1`).run();
+  db.prepare(
+    `UPDATE "Run" SET "status" = CASE abs(random()) % 6 WHEN 3 THEN 'failed' WHEN 4 THEN 'canceled' WHEN 5 THEN 'running' ELSE 'succeeded' END, "progress" = 1`,
+  ).run();
   log(`10,000 runs in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 
   // ---- one run with 20 charts of 10^5 points each
   t0 = performance.now();
-  const chartRun = createRun({ project: "bench", name: "bench-20-charts", kind: "imported", jobKind: null, config: { lr: 1e-5 }, envId: "sokoban", estimator: "gigpo", status: "running" }).runId;
+  const chartRun = createRun({
+    project: "bench",
+    name: "bench-20-charts",
+    kind: "imported",
+    jobKind: null,
+    config: { lr: 1e-5 },
+    envId: "sokoban",
+    estimator: "gigpo",
+    status: "running",
+  }).runId;
   const KEYS = [
     ...["success_rate", "return_mean", "length_mean", "invalid_rate", "env_steps"].map((k) => `rollout/${k}`),
     ...["policy_loss", "kl", "entropy", "clip_frac", "grad_norm", "lr"].map((k) => `losses/${k}`),
@@ -148,14 +182,28 @@ export async function seedBenchUi(log: (s: string) => void = console.log): Promi
     const pts = [];
     for (let s = start; s < start + 5000; s++)
       for (let k = 0; k < KEYS.length; k++)
-        pts.push({ key: KEYS[k], step: s, value: KEYS[k] === "rollout/env_steps" ? (s + 1) * 512 : Math.sin(s / (2000 + k * 300)) + ((s * 7919 + k * 104729) % 1000) / 4000 + k, wallTime: 1.7e9 + s * 2.5 });
+        pts.push({
+          key: KEYS[k],
+          step: s,
+          value: KEYS[k] === "rollout/env_steps" ? (s + 1) * 512 : Math.sin(s / (2000 + k * 300)) + ((s * 7919 + k * 104729) % 1000) / 4000 + k,
+          wallTime: 1.7e9 + s * 2.5,
+        });
     writeMetrics(chartRun, pts);
   }
   log(`20 x 10^5 metric points in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 
   // ---- one run with 10^6 turns
   t0 = performance.now();
-  const turnsRun = createRun({ project: "bench", name: "bench-1e6-turns", kind: "imported", jobKind: null, config: { lr: 1e-5, estimatorParams: { gamma: 0.95, omega: 1 } }, envId: "sokoban", estimator: "gigpo", status: "running" }).runId;
+  const turnsRun = createRun({
+    project: "bench",
+    name: "bench-1e6-turns",
+    kind: "imported",
+    jobKind: null,
+    config: { lr: 1e-5, estimatorParams: { gamma: 0.95, omega: 1 } },
+    envId: "sokoban",
+    estimator: "gigpo",
+    status: "running",
+  }).runId;
   const G = 64;
   const T = 50;
   const grid = ["######", "#_P__#", "#_X__#", "#__O_#", "#____#", "######"];
@@ -204,7 +252,15 @@ export async function seedBenchUi(log: (s: string) => void = console.log): Promi
   db.prepare(`UPDATE "Run" SET "status" = 'succeeded', "progress" = 1 WHERE "id" IN (?, ?)`).run(chartRun, turnsRun);
   const tokenView = await seedTokenViewRun();
   db.pragma("wal_checkpoint(TRUNCATE)");
-  const meta: BenchMeta = { runs: N_RUNS + 3, chartRun, chartKeys: KEYS.length, turnsRun, turns, heatmap: { step: hmStep, groupId, rows: G, cols: T }, tokenView };
+  const meta: BenchMeta = {
+    runs: N_RUNS + 3,
+    chartRun,
+    chartKeys: KEYS.length,
+    turnsRun,
+    turns,
+    heatmap: { step: hmStep, groupId, rows: G, cols: T },
+    tokenView,
+  };
   fs.writeFileSync(BENCH_META, JSON.stringify(meta, null, 2));
   return meta;
 }

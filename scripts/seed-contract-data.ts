@@ -21,7 +21,10 @@ await post(
     groups: [0, 1].map((g) => ({
       uid: `task-${g}`,
       envId: "sokoban",
-      trajectories: [0, 1].map((t) => ({ success: t === 0, turns: [0, 1, 2].map((i) => ({ observation: `o${i}`, action: "left", reward: t === 0 && i === 2 ? 1 : 0, anchor: `s${i}`, advantage: 0.5 - t })) })),
+      trajectories: [0, 1].map((t) => ({
+        success: t === 0,
+        turns: [0, 1, 2].map((i) => ({ observation: `o${i}`, action: "left", reward: t === 0 && i === 2 ? 1 : 0, anchor: `s${i}`, advantage: 0.5 - t })),
+      })),
     })),
   },
   key,

@@ -103,8 +103,11 @@ function betaContinuedFraction(x: number, a: number, b: number): number {
 // Lanczos approximation (g = 7, n = 9).
 function lnGamma(z: number): number {
   const g = 7;
-  // biome-ignore lint/correctness/noPrecisionLoss: the published coefficients, kept as printed
-  const coef = [0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61503916999185, 12.507343278686905, -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7];
+  const coef = [
+    // biome-ignore lint/correctness/noPrecisionLoss: the published coefficients, kept as printed
+    0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61503916999185, 12.507343278686905, -0.13857109526572012,
+    9.9843695780195716e-6, 1.5056327351493116e-7,
+  ];
   if (z < 0.5) return Math.log(Math.PI / Math.sin(Math.PI * z)) - lnGamma(1 - z);
   z -= 1;
   let x = coef[0];

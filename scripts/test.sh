@@ -21,7 +21,7 @@ node_modules/.bin/tsc --noEmit -p tsconfig.json
 echo "== layers (imports flow one way, ARCHITECTURE.md; no import cycle in the Python engine)"
 node scripts/check-layers.mjs
 
-echo "== TypeScript lint (Biome: the recommended rules, scope and exceptions in biome.jsonc; zero findings)"
+echo "== TypeScript lint and format (Biome: the recommended rules, scope and exceptions in biome.jsonc; zero findings)"
 # warnings fail through --error-on-warnings; infos (which never change the exit status) fail here
 lint_out=$(node_modules/.bin/biome lint --error-on-warnings --max-diagnostics=none 2>&1) || { echo "$lint_out"; exit 1; }
 if grep -q "^Found " <<<"$lint_out"; then
@@ -29,6 +29,8 @@ if grep -q "^Found " <<<"$lint_out"; then
   echo "test: Biome reported findings (infos count too); fix them or see biome.jsonc" >&2
   exit 1
 fi
+# formatted as `npm run format` leaves it (the formatter was applied to every file once)
+node_modules/.bin/biome format >/dev/null 2>&1 || { node_modules/.bin/biome format 2>&1 | tail -30; echo "test: files not formatted; run npm run format" >&2; exit 1; }
 
 echo "== python lint (ruff: every Python file, rules in ruff.toml; the engine and its tests formatted)"
 PY="${TURNLENS_PYTHON:-python3}"

@@ -59,7 +59,8 @@ const { server, stop } = gracefulServer({ maxHeaderSize: 64 * 1024 }, (req, res)
   }
   if (pathname.startsWith(API + "/")) {
     const methods = methodsOf(pathname);
-    if (methods && !methods.has(req.method)) return refuse(res, 405, `${req.method} is not allowed on ${pathname}`, "method", { allow: [...methods].join(", ") });
+    if (methods && !methods.has(req.method))
+      return refuse(res, 405, `${req.method} is not allowed on ${pathname}`, "method", { allow: [...methods].join(", ") });
   }
   handle(req, res);
 });

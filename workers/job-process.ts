@@ -121,7 +121,13 @@ async function run(m: Extract<ToJobProcess, { type: "start" }>): Promise<void> {
     const value = await runner(ctx);
     out = jsonResult(value);
   } catch (e) {
-    out = { type: "result", ok: false, message: errorText(e) || "runner failed", stack: e instanceof Error ? (e.stack ?? null) : null, retryable: isRetryable(e) };
+    out = {
+      type: "result",
+      ok: false,
+      message: errorText(e) || "runner failed",
+      stack: e instanceof Error ? (e.stack ?? null) : null,
+      retryable: isRetryable(e),
+    };
   }
   // Exit once the result is handed over (whatever the runner left open must not keep the job alive).
   send(out, () => process.exit(0));

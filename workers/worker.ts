@@ -198,9 +198,7 @@ class Worker {
       return;
     }
     this.stopping = true;
-    this.say(
-      `${signal}: no new claims; stopping ${this.active.size} running job(s), re-queueing them after at most ${this.cfg.shutdownGraceMs} ms`,
-    );
+    this.say(`${signal}: no new claims; stopping ${this.active.size} running job(s), re-queueing them after at most ${this.cfg.shutdownGraceMs} ms`);
     this.dropSpare();
     for (const a of this.active.values()) this.stop(a, "shutdown");
     this.wakeUp?.();
@@ -260,8 +258,7 @@ class Worker {
 
   private async execute(a: ActiveJob): Promise<void> {
     const { job } = a;
-    const out = (level: LogLevel, line: string) =>
-      process.stdout.write(`[${job.id}] ${level === "info" ? "" : level.toUpperCase() + " "}${line}\n`);
+    const out = (level: LogLevel, line: string) => process.stdout.write(`[${job.id}] ${level === "info" ? "" : level.toUpperCase() + " "}${line}\n`);
     const logger = new JobLogBuffer(job.id, { echo: out });
     logger.log(`claimed by ${this.id}: ${job.kind}, attempt ${job.attempts}/${job.maxAttempts}${job.timeoutMs ? `, timeout ${seconds(job.timeoutMs)}` : ""}`);
     const stopBeating = this.startHeartbeat(a, logger);
@@ -282,7 +279,14 @@ class Worker {
       // The one place where local and Ray execution part: the same lease, stop requests and outcome either way.
       const settled =
         this.ray && job.kind === "train"
-          ? await runOnRay({ job, cfg: this.ray, log: (l, level) => logger.log(l, level), workerId: this.id, stopped: a.stopped.then((r) => ({ graceMs: this.graceMs(r) })), forced: this.forced })
+          ? await runOnRay({
+              job,
+              cfg: this.ray,
+              log: (l, level) => logger.log(l, level),
+              workerId: this.id,
+              stopped: a.stopped.then((r) => ({ graceMs: this.graceMs(r) })),
+              forced: this.forced,
+            })
           : await this.runRunner(a, logger);
       a.settling = true;
       await this.settle(a, settled, logger);
@@ -318,7 +322,8 @@ class Worker {
       else if (m.type === "result") result = m;
       else if (m.type === "progress") {
         progress(job.id, job.leaseToken, m.fraction, m.message).then(
-          (ok) => reply(ok ? { type: "progress-ack", id: m.id, ok: true } : { type: "progress-ack", id: m.id, ok: false, leaseLost: true, error: "lease lost" }),
+          (ok) =>
+            reply(ok ? { type: "progress-ack", id: m.id, ok: true } : { type: "progress-ack", id: m.id, ok: false, leaseLost: true, error: "lease lost" }),
           (e) => reply({ type: "progress-ack", id: m.id, ok: false, leaseLost: false, error: errorText(e) }),
         );
       }
@@ -351,7 +356,9 @@ class Worker {
       if (first === "exited") return;
       killed = true;
       logger.log(
-        first === "forced" ? "second signal: killing the job process" : `runner did not stop within ${ms} ms of the ${reason} request: killing its process group`,
+        first === "forced"
+          ? "second signal: killing the job process"
+          : `runner did not stop within ${ms} ms of the ${reason} request: killing its process group`,
         "warn",
       );
       killGroup(child);
@@ -405,7 +412,11 @@ class Worker {
       const delayMs = retryDelayMs(job.attempts, this.cfg.retryBackoffMs);
       const r = await this.retrying(() => release(job.id, job.leaseToken, { countAttempt: true, delayMs, error: s.message }));
       logger.log(
-        r === "queued" ? `retryable failure: re-queued, retry in ${delayMs} ms` : r ? `retryable failure: ${r} (attempt ${job.attempts}/${job.maxAttempts})` : "lease lost before re-queue",
+        r === "queued"
+          ? `retryable failure: re-queued, retry in ${delayMs} ms`
+          : r
+            ? `retryable failure: ${r} (attempt ${job.attempts}/${job.maxAttempts})`
+            : "lease lost before re-queue",
         r === "queued" ? "warn" : "error",
       );
       return;

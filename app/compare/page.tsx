@@ -34,7 +34,8 @@ export default async function ComparePage({ searchParams }: { searchParams: Prom
     let n = 0;
     for (const k of data.keys)
       for (const r of data.runs)
-        if (n++ < PREFETCH_SERIES) seed.push([seriesQuery(r.id, k.key, CHART_POINTS).queryKey, tryRead(() => readSeries(r.id, k.key, { maxPoints: CHART_POINTS }))]);
+        if (n++ < PREFETCH_SERIES)
+          seed.push([seriesQuery(r.id, k.key, CHART_POINTS).queryKey, tryRead(() => readSeries(r.id, k.key, { maxPoints: CHART_POINTS }))]);
   }
   return (
     <Hydrate seed={seed}>

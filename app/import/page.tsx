@@ -12,7 +12,8 @@ export default function ImportPage() {
       <div>
         <h1 className="text-xl font-semibold tracking-tight">Import runs</h1>
         <p className="text-sm text-zinc-500">
-          Upload what another trainer wrote to disk. The Python client&apos;s importers read it on a worker (the same ones as <code>turnlens import</code>); rows that cannot be read are listed with the reason.
+          Upload what another trainer wrote to disk. The Python client&apos;s importers read it on a worker (the same ones as <code>turnlens import</code>);
+          rows that cannot be read are listed with the reason.
         </p>
       </div>
       <Suspense>

@@ -7,11 +7,19 @@ export function DivergingLegend({ max, theme, label, clipped }: { max: number; t
   return (
     <div className="flex flex-wrap items-end gap-4 text-xs text-zinc-600 dark:text-zinc-400" data-testid="heatmap-legend">
       <div>
-        <div className="mb-0.5">{label}{clipped ? " (clipped at the 98th percentile of |value|)" : ""}</div>
+        <div className="mb-0.5">
+          {label}
+          {clipped ? " (clipped at the 98th percentile of |value|)" : ""}
+        </div>
         <div className="h-3 w-56 rounded-sm border border-zinc-300 dark:border-zinc-700" style={{ background: legendGradient(theme) }} />
         <div className="flex w-56 justify-between tabular-nums">
-          {/* biome-ignore lint/suspicious/noArrayIndexKey: the legend's five ticks, at fixed positions */}
-          {legendTicks(max).map((t, i) => <span key={i}>{i === 0 && clipped ? "≤" : i === 4 && clipped ? "≥" : ""}{fmt(t)}</span>)}
+          {legendTicks(max).map((t, i) => (
+            // biome-ignore lint/suspicious/noArrayIndexKey: the legend's five ticks, at fixed positions
+            <span key={i}>
+              {i === 0 && clipped ? "≤" : i === 4 && clipped ? "≥" : ""}
+              {fmt(t)}
+            </span>
+          ))}
         </div>
       </div>
       <div className="flex items-center gap-1.5 pb-4">

@@ -135,32 +135,68 @@ export function Heatmap(props: HeatmapProps) {
         onBlur={() => setFocused(false)}
         className="inline-block rounded focus-visible:outline-2 focus-visible:outline-offset-2 focus-visible:outline-indigo-500"
       >
-        {width === 0 ? <div style={{ height: svgH }} /> : <svg ref={svgRef} aria-hidden="true" width={svgW} height={svgH} className="block select-none" onMouseMove={(e) => setHover(cellAt(e))} onMouseLeave={() => setHover(null)}
-          onClick={(e) => {
-            const c = cellAt(e);
-            if (c && onActivate) onActivate(c);
-          }}
-          style={{ cursor: onActivate ? "pointer" : undefined }}>
-          <defs>
-            <pattern id="hm-gap" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">
-              <line x1="0" y1="0" x2="0" y2="6" stroke={theme === "dark" ? "#52525b" : "#d4d4d8"} strokeWidth="2" />
-            </pattern>
-          </defs>
-          <Axis cols={cols} cw={cw} labelW={labelW} colLabel={colLabel} rowLabels={rowLabels} ch={ch} theme={theme} />
-          <Cells values={values} max={max} theme={theme} cw={cw} ch={ch} labelW={labelW} markers={markers} showValues={showValues} />
-          {outline.map((c) => (
-            <rect key={`o${c.row}-${c.col}`} x={labelW + c.col * cw + 1} y={TOP + c.row * ch + 1} width={cw - 2} height={ch - 2} fill="none"
-              stroke={theme === "dark" ? "#fde047" : "#a16207"} strokeWidth={2} pointerEvents="none" />
-          ))}
-          {active ? (
-            <rect x={labelW + active.col * cw} y={TOP + active.row * ch} width={cw} height={ch} fill="none" stroke={theme === "dark" ? "#fff" : "#18181b"} strokeWidth={2} pointerEvents="none" />
-          ) : null}
-        </svg>}
+        {width === 0 ? (
+          <div style={{ height: svgH }} />
+        ) : (
+          <svg
+            ref={svgRef}
+            aria-hidden="true"
+            width={svgW}
+            height={svgH}
+            className="block select-none"
+            onMouseMove={(e) => setHover(cellAt(e))}
+            onMouseLeave={() => setHover(null)}
+            onClick={(e) => {
+              const c = cellAt(e);
+              if (c && onActivate) onActivate(c);
+            }}
+            style={{ cursor: onActivate ? "pointer" : undefined }}
+          >
+            <defs>
+              <pattern id="hm-gap" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">
+                <line x1="0" y1="0" x2="0" y2="6" stroke={theme === "dark" ? "#52525b" : "#d4d4d8"} strokeWidth="2" />
+              </pattern>
+            </defs>
+            <Axis cols={cols} cw={cw} labelW={labelW} colLabel={colLabel} rowLabels={rowLabels} ch={ch} theme={theme} />
+            <Cells values={values} max={max} theme={theme} cw={cw} ch={ch} labelW={labelW} markers={markers} showValues={showValues} />
+            {outline.map((c) => (
+              <rect
+                key={`o${c.row}-${c.col}`}
+                x={labelW + c.col * cw + 1}
+                y={TOP + c.row * ch + 1}
+                width={cw - 2}
+                height={ch - 2}
+                fill="none"
+                stroke={theme === "dark" ? "#fde047" : "#a16207"}
+                strokeWidth={2}
+                pointerEvents="none"
+              />
+            ))}
+            {active ? (
+              <rect
+                x={labelW + active.col * cw}
+                y={TOP + active.row * ch}
+                width={cw}
+                height={ch}
+                fill="none"
+                stroke={theme === "dark" ? "#fff" : "#18181b"}
+                strokeWidth={2}
+                pointerEvents="none"
+              />
+            ) : null}
+          </svg>
+        )}
       </div>
-      <p className="sr-only" aria-live="polite">{focused && cursor && describe ? describe(cursor) : ""}</p>
+      <p className="sr-only" aria-live="polite">
+        {focused && cursor && describe ? describe(cursor) : ""}
+      </p>
       {tip && tipStyle ? (
-        <div role="tooltip" className="pointer-events-none fixed z-40 max-h-[370px] w-80 overflow-hidden rounded-md border border-zinc-200 bg-white p-2.5 text-xs shadow-lg dark:border-zinc-700 dark:bg-zinc-900"
-          style={tipStyle} data-testid="heatmap-tooltip">
+        <div
+          role="tooltip"
+          className="pointer-events-none fixed z-40 max-h-[370px] w-80 overflow-hidden rounded-md border border-zinc-200 bg-white p-2.5 text-xs shadow-lg dark:border-zinc-700 dark:bg-zinc-900"
+          style={tipStyle}
+          data-testid="heatmap-tooltip"
+        >
           {tip}
         </div>
       ) : null}
@@ -168,7 +204,23 @@ export function Heatmap(props: HeatmapProps) {
   );
 }
 
-const Axis = memo(function Axis({ cols, cw, labelW, colLabel, rowLabels, ch, theme }: { cols: number; cw: number; labelW: number; colLabel: (c: number) => string; rowLabels: string[]; ch: number; theme: Theme }) {
+const Axis = memo(function Axis({
+  cols,
+  cw,
+  labelW,
+  colLabel,
+  rowLabels,
+  ch,
+  theme,
+}: {
+  cols: number;
+  cw: number;
+  labelW: number;
+  colLabel: (c: number) => string;
+  rowLabels: string[];
+  ch: number;
+  theme: Theme;
+}) {
   const every = Math.max(1, Math.ceil(22 / cw));
   const fill = theme === "dark" ? "#a1a1aa" : "#52525b";
   return (
@@ -176,13 +228,17 @@ const Axis = memo(function Axis({ cols, cw, labelW, colLabel, rowLabels, ch, the
       {Array.from({ length: cols }, (_, c) =>
         c % every === 0 ? (
           // biome-ignore lint/suspicious/noArrayIndexKey: column labels drawn at their column's position
-          <text key={c} x={labelW + c * cw + cw / 2} y={12} textAnchor="middle">{colLabel(c)}</text>
+          <text key={c} x={labelW + c * cw + cw / 2} y={12} textAnchor="middle">
+            {colLabel(c)}
+          </text>
         ) : null,
       )}
       {ch >= 11
         ? rowLabels.map((l, r) => (
             // biome-ignore lint/suspicious/noArrayIndexKey: row labels drawn at their row's position
-            <text key={r} x={labelW - 6} y={TOP + r * ch + ch / 2 + 3.5} textAnchor="end" fontFamily="ui-monospace, monospace">{l}</text>
+            <text key={r} x={labelW - 6} y={TOP + r * ch + ch / 2 + 3.5} textAnchor="end" fontFamily="ui-monospace, monospace">
+              {l}
+            </text>
           ))
         : null}
     </g>
@@ -193,7 +249,16 @@ const Axis = memo(function Axis({ cols, cw, labelW, colLabel, rowLabels, ch, the
  * The cell layer as one SVG string: 3,200 cells (plus values and markers) as React elements cost
  * ~150 ms to create and reconcile, as markup a few ms. Only numbers and our own colours go in.
  */
-const Cells = memo(function Cells({ values, max, theme, cw, ch, labelW, markers, showValues }: {
+const Cells = memo(function Cells({
+  values,
+  max,
+  theme,
+  cw,
+  ch,
+  labelW,
+  markers,
+  showValues,
+}: {
   values: Matrix;
   max: number;
   theme: Theme;
@@ -216,7 +281,9 @@ const Cells = memo(function Cells({ values, max, theme, cw, ch, labelW, markers,
           `<rect x="${x + 0.5}" y="${y + 0.5}" width="${cw - 1}" height="${ch - 1}" fill="${divergingColor(v, max, theme) ?? "url(#hm-gap)"}" data-testid="heatmap-cell" data-row="${r}" data-col="${c}" data-value="${v === null ? "" : String(v)}"></rect>`,
         );
         if (showValues && v !== null)
-          out.push(`<text x="${x + cw / 2}" y="${y + ch / 2 + 3.5}" text-anchor="middle" font-size="10" fill="${textOn(v, max, theme)}" pointer-events="none">${cellText(v)}</text>`);
+          out.push(
+            `<text x="${x + cw / 2}" y="${y + ch / 2 + 3.5}" text-anchor="middle" font-size="10" fill="${textOn(v, max, theme)}" pointer-events="none">${cellText(v)}</text>`,
+          );
         const m = markers?.[r]?.[c];
         if (m !== null && m !== undefined) out.push(markerSvg(x + cw - ms - 1.5, y + 1.5, ms, m));
       }

@@ -9,7 +9,19 @@ import { X_LABEL, xTick } from "./axis-format";
 import type { ChartView } from "./chart-controls";
 
 /** `onStep`: a click on the chart opens that point's step (the run page opens its trajectories). */
-export default function InteractiveChart({ points, scales, lines, view, onStep }: { points: ChartPoint[]; scales: { x: AxisScale; y: AxisScale }; lines: StaticLine[]; view: ChartView; onStep?: (step: number) => void }) {
+export default function InteractiveChart({
+  points,
+  scales,
+  lines,
+  view,
+  onStep,
+}: {
+  points: ChartPoint[];
+  scales: { x: AxisScale; y: AxisScale };
+  lines: StaticLine[];
+  view: ChartView;
+  onStep?: (step: number) => void;
+}) {
   return (
     <LineChart
       responsive
@@ -22,9 +34,30 @@ export default function InteractiveChart({ points, scales, lines, view, onStep }
       }}
     >
       <CartesianGrid strokeDasharray="3 3" stroke="currentColor" strokeOpacity={0.12} />
-      <XAxis dataKey="x" type="number" domain={scales.x.domain} ticks={scales.x.ticks} interval={0} tick={{ fontSize: 11 }} tickFormatter={xTick(view.x)} stroke="currentColor" strokeOpacity={0.5} height={CHART_LAYOUT.xAxisHeight} />
-      <YAxis interval={0} tick={{ fontSize: 11 }} width={CHART_LAYOUT.yAxisWidth} tickFormatter={view.log ? fmt : tickFormat(scales.y.ticks)} stroke="currentColor" strokeOpacity={0.5}
-        scale={view.log ? "log" : "auto"} domain={scales.y.domain} ticks={scales.y.ticks} allowDataOverflow />
+      <XAxis
+        dataKey="x"
+        type="number"
+        domain={scales.x.domain}
+        ticks={scales.x.ticks}
+        interval={0}
+        tick={{ fontSize: 11 }}
+        tickFormatter={xTick(view.x)}
+        stroke="currentColor"
+        strokeOpacity={0.5}
+        height={CHART_LAYOUT.xAxisHeight}
+      />
+      <YAxis
+        interval={0}
+        tick={{ fontSize: 11 }}
+        width={CHART_LAYOUT.yAxisWidth}
+        tickFormatter={view.log ? fmt : tickFormat(scales.y.ticks)}
+        stroke="currentColor"
+        strokeOpacity={0.5}
+        scale={view.log ? "log" : "auto"}
+        domain={scales.y.domain}
+        ticks={scales.y.ticks}
+        allowDataOverflow
+      />
       <Tooltip
         formatter={(v, name) => [fmt(v === null || v === undefined ? null : Number(v)), name === "ySmooth" ? "smoothed" : "value"]}
         labelFormatter={(x, payload) => {
@@ -35,7 +68,17 @@ export default function InteractiveChart({ points, scales, lines, view, onStep }
         contentStyle={{ fontSize: 12 }}
       />
       {lines.map((l) => (
-        <Line key={l.key} type="linear" dataKey={l.key} stroke={l.color} strokeOpacity={l.opacity} strokeWidth={l.width} dot={l.key === "y" && lines.length === 1 && points.length < 40} isAnimationActive={false} connectNulls={false} />
+        <Line
+          key={l.key}
+          type="linear"
+          dataKey={l.key}
+          stroke={l.color}
+          strokeOpacity={l.opacity}
+          strokeWidth={l.width}
+          dot={l.key === "y" && lines.length === 1 && points.length < 40}
+          isAnimationActive={false}
+          connectNulls={false}
+        />
       ))}
     </LineChart>
   );

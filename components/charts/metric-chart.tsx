@@ -42,7 +42,6 @@ export function whenIdle(fn: () => void): () => void {
   };
 }
 
-
 /**
  * `eager`: draw at once (also on the server) — the page prefetched this chart's points. Otherwise
  * the chart mounts when it comes near the viewport, or, for a finished run, in the background one
@@ -50,7 +49,17 @@ export function whenIdle(fn: () => void): () => void {
  * print) still ends with every chart drawn, never with placeholder panels. (A live run's charts
  * poll while mounted, so those wait to be scrolled to.) Once mounted, a chart stays mounted.
  */
-export function MetricChart({ eager = false, ...props }: { runId: string; metricKey: string; live: boolean; view?: ChartView; envKey?: string | null; eager?: boolean }) {
+export function MetricChart({
+  eager = false,
+  ...props
+}: {
+  runId: string;
+  metricKey: string;
+  live: boolean;
+  view?: ChartView;
+  envKey?: string | null;
+  eager?: boolean;
+}) {
   const [ref, seen] = useInView<HTMLElement>();
   const [mounted, setMounted] = useState(eager);
   if ((eager || seen) && !mounted) setMounted(true);
@@ -74,14 +83,29 @@ function ChartSkeleton({ metricKey }: { metricKey: string }) {
   );
 }
 
-function ChartBody({ runId, metricKey, live, view = { x: "step", smoothing: 0, log: false }, envKey = null }: { runId: string; metricKey: string; live: boolean; view?: ChartView; envKey?: string | null }) {
+function ChartBody({
+  runId,
+  metricKey,
+  live,
+  view = { x: "step", smoothing: 0, log: false },
+  envKey = null,
+}: {
+  runId: string;
+  metricKey: string;
+  live: boolean;
+  view?: ChartView;
+  envKey?: string | null;
+}) {
   const router = useRouter();
   const { data, error } = useLiveSeries(runId, metricKey, live, CHART_POINTS);
   const wantEnv = view.x === "env" && !!envKey;
   const env = useLiveSeries(runId, envKey ?? "", live && wantEnv, CHART_POINTS, wantEnv);
   const prepared = useMemo(
     // (against env steps, nothing until the env-step series is here: not "no points" while it loads)
-    () => (data && (!wantEnv || env.data) ? prepareSeries(data, { x: view.x, smoothing: view.smoothing, log: view.log, envSteps: wantEnv ? env.data : undefined }) : null),
+    () =>
+      data && (!wantEnv || env.data)
+        ? prepareSeries(data, { x: view.x, smoothing: view.smoothing, log: view.log, envSteps: wantEnv ? env.data : undefined })
+        : null,
     [data, env.data, view.x, view.smoothing, view.log, wantEnv],
   );
   const points = prepared?.points ?? [];
@@ -93,14 +117,36 @@ function ChartBody({ runId, metricKey, live, view = { x: "step", smoothing: 0, l
   const lines: StaticLine[] = [{ key: "y", color: "#6366f1", opacity: smooth ? 0.28 : 1, width: 1.5 }];
   if (smooth) lines.push({ key: "ySmooth", color: "#4f46e5", opacity: 1, width: 1.8 });
   const staticChart = scales ? (
-    <StaticLineChart points={points} scales={scales} lines={lines} log={view.log} xFormat={xTick(view.x)} yFormat={view.log ? fmt : tickFormat(scales.y.ticks)} dots={!smooth && points.length < 40} />
+    <StaticLineChart
+      points={points}
+      scales={scales}
+      lines={lines}
+      log={view.log}
+      xFormat={xTick(view.x)}
+      yFormat={view.log ? fmt : tickFormat(scales.y.ticks)}
+      dots={!smooth && points.length < 40}
+    />
   ) : null;
   return (
     <>
       <figcaption className="mb-1 flex items-baseline justify-between gap-2 text-sm">
-        <span className="truncate font-medium" title={metricKey}>{metricKey}</span>
+        <span className="truncate font-medium" title={metricKey}>
+          {metricKey}
+        </span>
         <span className="shrink-0 tabular-nums text-zinc-500">
-          {last ? <>last {fmt(last.value)} @ {last.step}</> : data ? (live ? "no points yet" : "no points") : "loading…"}
+          {last ? (
+            <>
+              last {fmt(last.value)} @ {last.step}
+            </>
+          ) : data ? (
+            live ? (
+              "no points yet"
+            ) : (
+              "no points"
+            )
+          ) : (
+            "loading…"
+          )}
           {data && data.stride > 1 ? <span title="min/max buckets of this many steps"> · stride {data.stride}</span> : null}
         </span>
       </figcaption>
@@ -115,7 +161,13 @@ function ChartBody({ runId, metricKey, live, view = { x: "step", smoothing: 0, l
         <div className="h-44" onPointerEnter={() => setInteractive(true)} onFocus={() => setInteractive(true)}>
           {!scales ? null : interactive ? (
             <Suspense fallback={staticChart}>
-              <InteractiveChart points={points} scales={scales} lines={lines} view={view} onStep={(step) => router.push(`/search?runs=${runId}&step=${step}`)} />
+              <InteractiveChart
+                points={points}
+                scales={scales}
+                lines={lines}
+                view={view}
+                onStep={(step) => router.push(`/search?runs=${runId}&step=${step}`)}
+              />
             </Suspense>
           ) : (
             staticChart
@@ -125,7 +177,10 @@ function ChartBody({ runId, metricKey, live, view = { x: "step", smoothing: 0, l
       {data?.nonFinite.length ? (
         <p className="mt-1 text-xs text-red-700 dark:text-red-400" data-testid="non-finite">
           {data.nonFinite.length} non-finite value{data.nonFinite.length === 1 ? "" : "s"} not drawn:{" "}
-          {data.nonFinite.slice(0, 4).map((p) => `${p.value} @ ${p.step}`).join(", ")}
+          {data.nonFinite
+            .slice(0, 4)
+            .map((p) => `${p.value} @ ${p.step}`)
+            .join(", ")}
           {data.nonFinite.length > 4 ? ", …" : ""}
         </p>
       ) : null}
@@ -138,4 +193,3 @@ function ChartBody({ runId, metricKey, live, view = { x: "step", smoothing: 0, l
     </>
   );
 }
-

@@ -30,7 +30,16 @@ export interface StaticOverlay {
   width: number;
 }
 
-export function StaticLineChart({ points, scales, lines, log, xFormat, yFormat, dots = false, overlays = [] }: {
+export function StaticLineChart({
+  points,
+  scales,
+  lines,
+  log,
+  xFormat,
+  yFormat,
+  dots = false,
+  overlays = [],
+}: {
   points: readonly ChartPoint[];
   overlays?: StaticOverlay[];
   scales: { x: AxisScale; y: AxisScale };
@@ -71,30 +80,80 @@ export function StaticLineChart({ points, scales, lines, log, xFormat, yFormat, 
   const stroke = { vectorEffect: "non-scaling-stroke" as const };
   return (
     <div className="relative h-full w-full select-none text-[11px] text-[#666]" data-static-chart>
-      <svg className="absolute overflow-visible" style={{ left: L, top: T, width: `calc(100% - ${L + R}px)`, height: `calc(100% - ${T + B}px)` }} viewBox={`0 0 ${N} ${N}`} preserveAspectRatio="none" aria-hidden>
+      <svg
+        className="absolute overflow-visible"
+        style={{ left: L, top: T, width: `calc(100% - ${L + R}px)`, height: `calc(100% - ${T + B}px)` }}
+        viewBox={`0 0 ${N} ${N}`}
+        preserveAspectRatio="none"
+        aria-hidden
+      >
         <g stroke="currentColor" strokeOpacity={0.12} strokeDasharray="3 3" className="text-zinc-900 dark:text-zinc-100">
-          {scales.x.ticks.map((t) => <line key={`gx${t}`} x1={nx(t) * N} x2={nx(t) * N} y1={0} y2={N} style={stroke} />)}
-          {scales.y.ticks.map((t) => <line key={`gy${t}`} x1={0} x2={N} y1={(1 - ny(t)) * N} y2={(1 - ny(t)) * N} style={stroke} />)}
+          {scales.x.ticks.map((t) => (
+            <line key={`gx${t}`} x1={nx(t) * N} x2={nx(t) * N} y1={0} y2={N} style={stroke} />
+          ))}
+          {scales.y.ticks.map((t) => (
+            <line key={`gy${t}`} x1={0} x2={N} y1={(1 - ny(t)) * N} y2={(1 - ny(t)) * N} style={stroke} />
+          ))}
         </g>
         <g stroke="currentColor" strokeOpacity={0.5} className="text-zinc-900 dark:text-zinc-100">
           <line x1={0} x2={N} y1={N} y2={N} style={stroke} />
           <line x1={0} x2={0} y1={0} y2={N} style={stroke} />
         </g>
         {lines.map((l) => (
-          <path key={l.key} className="chart-line" d={path(l.key)} fill="none" stroke={l.color} strokeOpacity={l.opacity} strokeWidth={l.width} style={stroke} />
+          <path
+            key={l.key}
+            className="chart-line"
+            d={path(l.key)}
+            fill="none"
+            stroke={l.color}
+            strokeOpacity={l.opacity}
+            strokeWidth={l.width}
+            style={stroke}
+          />
         ))}
         {overlays.map((o) => (
-          <path key={o.id} className="chart-line" data-line={o.id} d={path("y", o.points)} fill="none" stroke={o.color} strokeOpacity={o.opacity} strokeWidth={o.width} style={stroke} />
+          <path
+            key={o.id}
+            className="chart-line"
+            data-line={o.id}
+            d={path("y", o.points)}
+            fill="none"
+            stroke={o.color}
+            strokeOpacity={o.opacity}
+            strokeWidth={o.width}
+            style={stroke}
+          />
         ))}
         {dots ? (
-          <path d={points.filter((p) => inY(p.y)).map((p) => `M${(nx(p.x) * N).toFixed(1)},${((1 - ny(p.y!)) * N).toFixed(1)}h0`).join("")} stroke={lines[0].color} strokeWidth={6} strokeLinecap="round" style={stroke} />
+          <path
+            d={points
+              .filter((p) => inY(p.y))
+              .map((p) => `M${(nx(p.x) * N).toFixed(1)},${((1 - ny(p.y!)) * N).toFixed(1)}h0`)
+              .join("")}
+            stroke={lines[0].color}
+            strokeWidth={6}
+            strokeLinecap="round"
+            style={stroke}
+          />
         ) : null}
       </svg>
       {scales.x.ticks.map((t) => (
-        <span key={`tx${t}`} className="absolute -translate-x-1/2 whitespace-nowrap leading-none" style={{ left: xAt(nx(t)), top: `calc(100% - ${B}px + 9px)` }}>{xFormat(t)}</span>
+        <span
+          key={`tx${t}`}
+          className="absolute -translate-x-1/2 whitespace-nowrap leading-none"
+          style={{ left: xAt(nx(t)), top: `calc(100% - ${B}px + 9px)` }}
+        >
+          {xFormat(t)}
+        </span>
       ))}
       {scales.y.ticks.map((t) => (
-        <span key={`ty${t}`} className="absolute -translate-y-1/2 whitespace-nowrap text-right leading-none" style={{ right: `calc(100% - ${L}px + 8px)`, top: yAt(ny(t)) }}>{yFormat(t)}</span>
+        <span
+          key={`ty${t}`}
+          className="absolute -translate-y-1/2 whitespace-nowrap text-right leading-none"
+          style={{ right: `calc(100% - ${L}px + 8px)`, top: yAt(ny(t)) }}
+        >
+          {yFormat(t)}
+        </span>
       ))}
     </div>
   );

@@ -9,7 +9,17 @@ import { createContext, useContext, useEffect, useMemo, useState } from "react";
 import { useQueries, useQuery } from "@tanstack/react-query";
 import { Area, CartesianGrid, ComposedChart, Line, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import { compareQuery, seriesQuery } from "@/lib/queries";
-import { aggregate, commonGrid, configDiff, flattenConfig, groupRuns, RUN_GROUP_FIELDS, type BandKind, type RunGroup, type XYSeries } from "@/lib/charts/prepare-compare";
+import {
+  aggregate,
+  commonGrid,
+  configDiff,
+  flattenConfig,
+  groupRuns,
+  RUN_GROUP_FIELDS,
+  type BandKind,
+  type RunGroup,
+  type XYSeries,
+} from "@/lib/charts/prepare-compare";
 import { CHART_POINTS, chartScales, envStepKey, prepareSeries, type ChartPoint } from "@/lib/charts/prepare-series";
 import { StaticLineChart, type StaticOverlay } from "@/components/charts/static-line-chart";
 import { whenIdle } from "@/components/charts/metric-chart";
@@ -49,36 +59,71 @@ export function CompareView() {
   const sections = useMemo(() => byNamespace(keys.map((k) => k.key)), [keys]);
   const envKey = envStepKey(keys.map((k) => k.key));
   // grouped: a run wears its group's colour (the colour of the mean line it contributes to)
-  const colorOfRun = (id: string) => (groupKey ? colorAt(Math.max(0, groups.findIndex((g) => g.runIds.includes(id)))) : colorAt(Math.max(0, ids.indexOf(id))));
+  const colorOfRun = (id: string) =>
+    groupKey
+      ? colorAt(
+          Math.max(
+            0,
+            groups.findIndex((g) => g.runIds.includes(id)),
+          ),
+        )
+      : colorAt(Math.max(0, ids.indexOf(id)));
 
   if (ids.length === 0)
     return (
       <div className="space-y-3">
         <h1 className="text-xl font-semibold tracking-tight">Compare runs</h1>
         <p className="text-sm text-zinc-500">
-          No runs selected. Tick runs in the <Link href="/runs" className="text-indigo-600 hover:underline">runs table</Link> and press Compare: every metric they log is
-          overlaid, run by run or grouped by a config key (mean and band), with a config diff.
+          No runs selected. Tick runs in the{" "}
+          <Link href="/runs" className="text-indigo-600 hover:underline">
+            runs table
+          </Link>{" "}
+          and press Compare: every metric they log is overlaid, run by run or grouped by a config key (mean and band), with a config diff.
         </p>
       </div>
     );
   return (
     <div className="space-y-4">
-      <div className="text-xs text-zinc-500"><Link href="/runs" className="hover:underline">Runs</Link> / compare</div>
+      <div className="text-xs text-zinc-500">
+        <Link href="/runs" className="hover:underline">
+          Runs
+        </Link>{" "}
+        / compare
+      </div>
       <h1 className="text-xl font-semibold tracking-tight">Compare {ids.length} runs</h1>
       {ids.length === 2 ? (
-        <Link href={`/compare/tasks?a=${ids[0]}&b=${ids[1]}`} className="text-sm text-indigo-600 hover:underline dark:text-indigo-400" data-testid="compare-tasks-link">
+        <Link
+          href={`/compare/tasks?a=${ids[0]}&b=${ids[1]}`}
+          className="text-sm text-indigo-600 hover:underline dark:text-indigo-400"
+          data-testid="compare-tasks-link"
+        >
           Which tasks does the second newly solve or fail? →
         </Link>
       ) : null}
-      {error ? <p className="text-sm text-red-600" role="alert">{error.message}</p> : null}
+      {error ? (
+        <p className="text-sm text-red-600" role="alert">
+          {error.message}
+        </p>
+      ) : null}
       <ul className="flex flex-wrap gap-2" aria-label="Compared runs">
         {runs.map((r) => (
-          <li key={r.id} className="flex items-center gap-1.5 rounded-full border border-zinc-200 bg-white py-0.5 pl-2 pr-1 text-sm dark:border-zinc-800 dark:bg-zinc-900">
+          <li
+            key={r.id}
+            className="flex items-center gap-1.5 rounded-full border border-zinc-200 bg-white py-0.5 pl-2 pr-1 text-sm dark:border-zinc-800 dark:bg-zinc-900"
+          >
             <span className="size-2.5 rounded-full" style={{ background: colorOfRun(r.id) }} aria-hidden />
-            <Link href={`/runs/${r.id}`} className="hover:underline">{r.name}</Link>
+            <Link href={`/runs/${r.id}`} className="hover:underline">
+              {r.name}
+            </Link>
             <StatusBadge status={r.status} />
-            <button type="button" className="rounded-full px-1 text-zinc-500 hover:bg-zinc-100 dark:hover:bg-zinc-800" aria-label={`Remove ${r.name}`}
-              onClick={() => set({ runs: ids.filter((x) => x !== r.id).join(",") || undefined })}>×</button>
+            <button
+              type="button"
+              className="rounded-full px-1 text-zinc-500 hover:bg-zinc-100 dark:hover:bg-zinc-800"
+              aria-label={`Remove ${r.name}`}
+              onClick={() => set({ runs: ids.filter((x) => x !== r.id).join(",") || undefined })}
+            >
+              ×
+            </button>
           </li>
         ))}
       </ul>
@@ -88,12 +133,22 @@ export function CompareView() {
             <span className="text-zinc-500">Group by</span>
             <select className={inputCls} value={groupKey ?? ""} onChange={(e) => set({ group: e.target.value || undefined })} aria-label="Group by">
               <option value="">none (one line per run)</option>
-              {groupOptions.map((k) => <option key={k} value={k}>{k}</option>)}
+              {groupOptions.map((k) => (
+                <option key={k} value={k}>
+                  {k}
+                </option>
+              ))}
             </select>
           </label>
           <label className="flex items-center gap-2">
             <span className="text-zinc-500">Band</span>
-            <select className={inputCls} value={band} disabled={!groupKey} onChange={(e) => set({ band: e.target.value === "minmax" ? undefined : e.target.value })} aria-label="Band">
+            <select
+              className={inputCls}
+              value={band}
+              disabled={!groupKey}
+              onChange={(e) => set({ band: e.target.value === "minmax" ? undefined : e.target.value })}
+              aria-label="Band"
+            >
               <option value="minmax">min – max</option>
               <option value="std">± std</option>
               <option value="stderr">± standard error</option>
@@ -106,7 +161,10 @@ export function CompareView() {
             {groups.map((g, i) => (
               <li key={g.value} className="flex items-center gap-1.5" data-testid="compare-group">
                 <span className="h-2.5 w-5 rounded-sm" style={{ background: colorAt(i) }} aria-hidden />
-                {g.label} <span className="text-zinc-500">({g.runIds.length} run{g.runIds.length === 1 ? "" : "s"})</span>
+                {g.label}{" "}
+                <span className="text-zinc-500">
+                  ({g.runIds.length} run{g.runIds.length === 1 ? "" : "s"})
+                </span>
               </li>
             ))}
           </ul>
@@ -119,7 +177,17 @@ export function CompareView() {
             {sections.length > 1 ? <h2 className="mb-1.5 text-xs font-medium uppercase tracking-wide text-zinc-500">{ns}</h2> : null}
             <div className="grid gap-3 md:grid-cols-2 xl:grid-cols-3">
               {ks.map((k) => (
-                <CompareChart key={k} eager={keys.findIndex((x) => x.key === k) < EAGER_CHARTS} metricKey={k} runs={runs} groups={groupKey ? groups : null} band={band} view={view} envKey={envKey} colorOfRun={colorOfRun} />
+                <CompareChart
+                  key={k}
+                  eager={keys.findIndex((x) => x.key === k) < EAGER_CHARTS}
+                  metricKey={k}
+                  runs={runs}
+                  groups={groupKey ? groups : null}
+                  band={band}
+                  view={view}
+                  envKey={envKey}
+                  colorOfRun={colorOfRun}
+                />
               ))}
             </div>
           </section>
@@ -133,17 +201,47 @@ export function CompareView() {
 /** Charts drawn at once, in the server's HTML too (their series come with the page); the rest when scrolled to. */
 const EAGER_CHARTS = 24;
 
-function CompareChart({ eager, ...props }: { eager: boolean; metricKey: string; runs: RunOut[]; groups: RunGroup[] | null; band: BandKind; view: ChartView; envKey: string | null; colorOfRun: (id: string) => string }) {
+function CompareChart({
+  eager,
+  ...props
+}: {
+  eager: boolean;
+  metricKey: string;
+  runs: RunOut[];
+  groups: RunGroup[] | null;
+  band: BandKind;
+  view: ChartView;
+  envKey: string | null;
+  colorOfRun: (id: string) => string;
+}) {
   const [ref, seen] = useInView<HTMLElement>();
   return (
     <figure ref={ref} className={`${cardCls} p-3`} data-testid={`compare-chart-${props.metricKey}`}>
-      <figcaption className="mb-1 truncate text-sm font-medium" title={props.metricKey}>{props.metricKey}</figcaption>
+      <figcaption className="mb-1 truncate text-sm font-medium" title={props.metricKey}>
+        {props.metricKey}
+      </figcaption>
       {seen || eager ? <CompareBody {...props} /> : <div className="h-64 animate-pulse rounded bg-zinc-100 dark:bg-zinc-800/50" />}
     </figure>
   );
 }
 
-function CompareBody({ metricKey, runs, groups, band, view, envKey, colorOfRun }: { metricKey: string; runs: RunOut[]; groups: RunGroup[] | null; band: BandKind; view: ChartView; envKey: string | null; colorOfRun: (id: string) => string }) {
+function CompareBody({
+  metricKey,
+  runs,
+  groups,
+  band,
+  view,
+  envKey,
+  colorOfRun,
+}: {
+  metricKey: string;
+  runs: RunOut[];
+  groups: RunGroup[] | null;
+  band: BandKind;
+  view: ChartView;
+  envKey: string | null;
+  colorOfRun: (id: string) => string;
+}) {
   // as many points as a run page chart (the server prefetches these into the page: app/compare/page.tsx)
   const series = useQueries({ queries: runs.map((r) => seriesQuery(r.id, metricKey, CHART_POINTS)) });
   const wantEnv = view.x === "env" && !!envKey;
@@ -171,7 +269,7 @@ function CompareBody({ metricKey, runs, groups, band, view, envKey, colorOfRun }
         if (!members.length) return;
         const a = aggregate(members, grid, band);
         cols[`m${i}`] = a.mean;
-        cols[`b${i}`] = a.lo.map((lo, j) => (lo === null || a.hi[j] === null ? null : [lo, a.hi[j]!] as [number, number]));
+        cols[`b${i}`] = a.lo.map((lo, j) => (lo === null || a.hi[j] === null ? null : ([lo, a.hi[j]!] as [number, number])));
         lines.push({ key: `m${i}`, band: `b${i}`, color: colorAt(i), name: `${g.label} (n=${members.length})` });
       });
     } else {
@@ -189,15 +287,27 @@ function CompareBody({ metricKey, runs, groups, band, view, envKey, colorOfRun }
     });
     return { rows, lines };
     // the series results are compared by their update times (useQueries returns new arrays each render)
-  }, [loaded, series.map((s) => s.dataUpdatedAt).join(), env.map((s) => s.dataUpdatedAt).join(), runs, groups, band, view.x, view.smoothing, view.log, wantEnv]);
+  }, [
+    loaded,
+    series.map((s) => s.dataUpdatedAt).join(),
+    env.map((s) => s.dataUpdatedAt).join(),
+    runs,
+    groups,
+    band,
+    view.x,
+    view.smoothing,
+    view.log,
+    wantEnv,
+  ]);
   const yScale = useMemo(() => {
     if (view.log) return null;
     const vals: (number | null)[] = [];
-    for (const r of rows) for (const l of lines) {
-      vals.push(r[l.key] as number | null);
-      const b = l.band ? (r[l.band] as [number, number] | null) : null;
-      if (b) vals.push(b[0], b[1]);
-    }
+    for (const r of rows)
+      for (const l of lines) {
+        vals.push(r[l.key] as number | null);
+        const b = l.band ? (r[l.band] as [number, number] | null) : null;
+        if (b) vals.push(b[0], b[1]);
+      }
     return niceScale(vals);
   }, [rows, lines, view.log]);
   const { hover, setHover } = useContext(HoverCtx);
@@ -207,12 +317,19 @@ function CompareBody({ metricKey, runs, groups, band, view, envKey, colorOfRun }
   const [interactive, setInteractive] = useState(false);
   useEffect(() => (interactive ? undefined : whenIdle(() => setInteractive(true))), [interactive]);
   const staticLines = useMemo(() => {
-    const per = lines.map((l) => ({ l, points: rows.map((r): ChartPoint => ({ x: r.x as number, step: r.x as number, y: (r[l.key] as number | null) ?? null, ySmooth: null })) }));
-    const s = chartScales(per.flatMap((p) => p.points), { log: view.log, integerX: view.x === "step" });
+    const per = lines.map((l) => ({
+      l,
+      points: rows.map((r): ChartPoint => ({ x: r.x as number, step: r.x as number, y: (r[l.key] as number | null) ?? null, ySmooth: null })),
+    }));
+    const s = chartScales(
+      per.flatMap((p) => p.points),
+      { log: view.log, integerX: view.x === "step" },
+    );
     return { per, scales: s && yScale ? { x: s.x, y: yScale } : s };
   }, [rows, lines, yScale, view.log, view.x]);
   if (!loaded) return <div className="h-64 animate-pulse rounded bg-zinc-100 dark:bg-zinc-800/50" />;
-  if (!lines.length) return <p className="py-10 text-center text-sm text-zinc-500">none of the runs logs this metric{view.x === "env" ? " with an env-step counter" : ""}</p>;
+  if (!lines.length)
+    return <p className="py-10 text-center text-sm text-zinc-500">none of the runs logs this metric{view.x === "env" ? " with an env-step counter" : ""}</p>;
   const overlays: StaticOverlay[] = staticLines.per.map(({ l, points }) => ({
     id: l.key,
     points,
@@ -224,36 +341,91 @@ function CompareBody({ metricKey, runs, groups, band, view, envKey, colorOfRun }
     <div>
       {/* biome-ignore lint/a11y/noStaticElementInteractions: not a control: the first pointer or focus inside swaps the static chart for the interactive one */}
       <div className="h-52" onPointerEnter={() => setInteractive(true)} onFocus={() => setInteractive(true)}>
-      {!interactive && staticLines.scales ? (
-        <StaticLineChart points={[]} overlays={overlays} scales={staticLines.scales} lines={[]} log={view.log} xFormat={xTick(view.x)} yFormat={fmt} />
-      ) : (
-      <ResponsiveContainer width="100%" height="100%">
-        <ComposedChart data={rows} margin={{ top: 4, right: 8, bottom: 0, left: 0 }}>
-          <CartesianGrid strokeDasharray="3 3" stroke="currentColor" strokeOpacity={0.12} />
-          <XAxis dataKey="x" type="number" domain={["dataMin", "dataMax"]} allowDecimals={view.x !== "step"} tick={{ fontSize: 11 }} tickFormatter={xTick(view.x)} stroke="currentColor" strokeOpacity={0.5} />
-          <YAxis tick={{ fontSize: 11 }} width={44} tickFormatter={fmt} stroke="currentColor" strokeOpacity={0.5} scale={view.log ? "log" : "auto"} domain={view.log ? ["dataMin", "dataMax"] : (yScale?.domain ?? ["auto", "auto"])} ticks={yScale?.ticks} allowDataOverflow={view.log} />
-          <Tooltip
-            contentStyle={{ fontSize: 12 }}
-            labelFormatter={(x) => `${view.x === "step" ? "step" : view.x === "env" ? "env steps" : "time"} ${xTick(view.x)(Number(x))}`}
-            formatter={(v, name) => (Array.isArray(v) ? [`${fmt(v[0])} – ${fmt(v[1])}`, `${name} band`] : [fmt(v === null ? null : Number(v)), name])}
-          />
-          {lines.map((l) => (l.band ? <Area key={l.band} dataKey={l.band} name={l.name} stroke="none" fill={l.color} fillOpacity={0.18} isAnimationActive={false} connectNulls={false} legendType="none" /> : null))}
-          {lines.map((l) => (
-            <Line key={l.key} dataKey={l.key} name={l.name} stroke={l.color} strokeWidth={hover === l.key ? 3 : 1.7} strokeOpacity={hover && hover !== l.key ? 0.2 : 1}
-              dot={false} isAnimationActive={false} connectNulls={false} onMouseEnter={() => setHover(l.key)} onMouseLeave={() => setHover(null)} />
-          ))}
-        </ComposedChart>
-      </ResponsiveContainer>
-      )}
+        {!interactive && staticLines.scales ? (
+          <StaticLineChart points={[]} overlays={overlays} scales={staticLines.scales} lines={[]} log={view.log} xFormat={xTick(view.x)} yFormat={fmt} />
+        ) : (
+          <ResponsiveContainer width="100%" height="100%">
+            <ComposedChart data={rows} margin={{ top: 4, right: 8, bottom: 0, left: 0 }}>
+              <CartesianGrid strokeDasharray="3 3" stroke="currentColor" strokeOpacity={0.12} />
+              <XAxis
+                dataKey="x"
+                type="number"
+                domain={["dataMin", "dataMax"]}
+                allowDecimals={view.x !== "step"}
+                tick={{ fontSize: 11 }}
+                tickFormatter={xTick(view.x)}
+                stroke="currentColor"
+                strokeOpacity={0.5}
+              />
+              <YAxis
+                tick={{ fontSize: 11 }}
+                width={44}
+                tickFormatter={fmt}
+                stroke="currentColor"
+                strokeOpacity={0.5}
+                scale={view.log ? "log" : "auto"}
+                domain={view.log ? ["dataMin", "dataMax"] : (yScale?.domain ?? ["auto", "auto"])}
+                ticks={yScale?.ticks}
+                allowDataOverflow={view.log}
+              />
+              <Tooltip
+                contentStyle={{ fontSize: 12 }}
+                labelFormatter={(x) => `${view.x === "step" ? "step" : view.x === "env" ? "env steps" : "time"} ${xTick(view.x)(Number(x))}`}
+                formatter={(v, name) => (Array.isArray(v) ? [`${fmt(v[0])} – ${fmt(v[1])}`, `${name} band`] : [fmt(v === null ? null : Number(v)), name])}
+              />
+              {lines.map((l) =>
+                l.band ? (
+                  <Area
+                    key={l.band}
+                    dataKey={l.band}
+                    name={l.name}
+                    stroke="none"
+                    fill={l.color}
+                    fillOpacity={0.18}
+                    isAnimationActive={false}
+                    connectNulls={false}
+                    legendType="none"
+                  />
+                ) : null,
+              )}
+              {lines.map((l) => (
+                <Line
+                  key={l.key}
+                  dataKey={l.key}
+                  name={l.name}
+                  stroke={l.color}
+                  strokeWidth={hover === l.key ? 3 : 1.7}
+                  strokeOpacity={hover && hover !== l.key ? 0.2 : 1}
+                  dot={false}
+                  isAnimationActive={false}
+                  connectNulls={false}
+                  onMouseEnter={() => setHover(l.key)}
+                  onMouseLeave={() => setHover(null)}
+                />
+              ))}
+            </ComposedChart>
+          </ResponsiveContainer>
+        )}
       </div>
       {/* legend: run or group, colour, last value; hovering an entry highlights its line in every chart */}
       <ul className="mt-1.5 space-y-0.5 text-xs" aria-label={`Legend of ${metricKey}`} data-testid="chart-legend">
         {legend.map((l) => (
-          <li key={l.key} className={`flex items-center gap-1.5 rounded px-1 ${hover === l.key ? "bg-zinc-100 dark:bg-zinc-800" : ""} ${hover && hover !== l.key ? "opacity-50" : ""}`}
-            onMouseEnter={() => setHover(l.key)} onMouseLeave={() => setHover(null)} data-testid="legend-item" data-line={l.key} data-highlight={hover === l.key || undefined}>
+          <li
+            key={l.key}
+            className={`flex items-center gap-1.5 rounded px-1 ${hover === l.key ? "bg-zinc-100 dark:bg-zinc-800" : ""} ${hover && hover !== l.key ? "opacity-50" : ""}`}
+            onMouseEnter={() => setHover(l.key)}
+            onMouseLeave={() => setHover(null)}
+            data-testid="legend-item"
+            data-line={l.key}
+            data-highlight={hover === l.key || undefined}
+          >
             <span className="h-0.5 w-4 shrink-0 rounded" style={{ background: l.color, height: 3 }} aria-hidden />
-            <span className="min-w-0 flex-1 truncate" title={l.name}>{l.name}</span>
-            <span className="tabular-nums text-zinc-500" title="last value" data-testid="legend-last">{fmt(l.last)}</span>
+            <span className="min-w-0 flex-1 truncate" title={l.name}>
+              {l.name}
+            </span>
+            <span className="tabular-nums text-zinc-500" title="last value" data-testid="legend-last">
+              {fmt(l.last)}
+            </span>
           </li>
         ))}
       </ul>
@@ -268,7 +440,9 @@ function ConfigDiff({ runs, colorOfRun }: { runs: RunOut[]; colorOfRun: (id: str
   return (
     <section className={`${cardCls} p-3`} aria-labelledby="diff-h">
       <div className="mb-2 flex items-center justify-between">
-        <h2 id="diff-h" className={labelCls}>Config diff ({rows.filter((r) => r.differs).length} of {rows.length} keys differ)</h2>
+        <h2 id="diff-h" className={labelCls}>
+          Config diff ({rows.filter((r) => r.differs).length} of {rows.length} keys differ)
+        </h2>
         <label className="flex items-center gap-1.5 text-sm">
           <input type="checkbox" checked={all} onChange={(e) => setAll(e.target.checked)} className="accent-indigo-600" /> show equal keys too
         </label>
@@ -291,11 +465,23 @@ function ConfigDiff({ runs, colorOfRun }: { runs: RunOut[]; colorOfRun: (id: str
               <tr key={row.key} className="border-t border-zinc-100 dark:border-zinc-800" data-differs={row.differs}>
                 <td className="py-1 pr-3 font-mono text-xs">{row.key}</td>
                 {row.values.map((v, i) => (
-                  <td key={runs[i].id} className={`max-w-64 truncate py-1 pr-3 font-mono text-xs ${row.differs ? "bg-amber-50 dark:bg-amber-950/40" : "text-zinc-500"}`} title={v}>{v}</td>
+                  <td
+                    key={runs[i].id}
+                    className={`max-w-64 truncate py-1 pr-3 font-mono text-xs ${row.differs ? "bg-amber-50 dark:bg-amber-950/40" : "text-zinc-500"}`}
+                    title={v}
+                  >
+                    {v}
+                  </td>
                 ))}
               </tr>
             ))}
-            {shown.length === 0 ? <tr><td colSpan={runs.length + 1} className="py-3 text-zinc-500">The configs are identical.</td></tr> : null}
+            {shown.length === 0 ? (
+              <tr>
+                <td colSpan={runs.length + 1} className="py-3 text-zinc-500">
+                  The configs are identical.
+                </td>
+              </tr>
+            ) : null}
           </tbody>
         </table>
       </div>

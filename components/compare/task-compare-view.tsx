@@ -22,22 +22,37 @@ export function TaskCompareView() {
   const b = get("b") ?? "";
   const { data, error, isFetching } = useQuery(taskCompareQuery(a, b));
   if (!a || !b) return <p className="text-sm text-zinc-500">Choose two runs: /compare/tasks?a=RUN&amp;b=RUN (or open Compare with two runs).</p>;
-  if (error) return <p className="rounded-md border border-red-300 bg-red-50 p-3 text-sm text-red-800 dark:border-red-900 dark:bg-red-950 dark:text-red-300" role="alert">{error.message}</p>;
+  if (error)
+    return (
+      <p className="rounded-md border border-red-300 bg-red-50 p-3 text-sm text-red-800 dark:border-red-900 dark:bg-red-950 dark:text-red-300" role="alert">
+        {error.message}
+      </p>
+    );
   if (!data) return <p className="text-sm text-zinc-500">{isFetching ? "Comparing…" : ""}</p>;
   return (
     <div className="space-y-4">
       <h1 className="text-lg font-semibold">
-        Tasks: <Link className="text-indigo-600 hover:underline dark:text-indigo-400" href={`/runs/${data.a.id}`}>{data.a.name}</Link> (A) →{" "}
-        <Link className="text-indigo-600 hover:underline dark:text-indigo-400" href={`/runs/${data.b.id}`}>{data.b.name}</Link> (B)
+        Tasks:{" "}
+        <Link className="text-indigo-600 hover:underline dark:text-indigo-400" href={`/runs/${data.a.id}`}>
+          {data.a.name}
+        </Link>{" "}
+        (A) →{" "}
+        <Link className="text-indigo-600 hover:underline dark:text-indigo-400" href={`/runs/${data.b.id}`}>
+          {data.b.name}
+        </Link>{" "}
+        (B)
       </h1>
       <p className="text-sm text-zinc-500">
-        A task counts as solved in a run when any of its trajectories succeeded. Matched by {data.matchedBy === "taskSeed" ? "environment and task seed" : "group uid (the runs sent no task seeds)"}
+        A task counts as solved in a run when any of its trajectories succeeded. Matched by{" "}
+        {data.matchedBy === "taskSeed" ? "environment and task seed" : "group uid (the runs sent no task seeds)"}
         {data.onlyA || data.onlyB ? `; ${data.onlyA} task(s) only in A and ${data.onlyB} only in B are left out` : ""}.
       </p>
       <div className="grid gap-3 sm:grid-cols-4" data-testid="task-compare-counts">
         {SECTIONS.map((s) => (
           <a key={s.k} href={`#${s.k}`} className={`${cardCls} block p-3`}>
-            <div className={`text-2xl font-semibold tabular-nums ${s.tone}`} data-testid={`count-${s.k}`}>{data[s.k].length}</div>
+            <div className={`text-2xl font-semibold tabular-nums ${s.tone}`} data-testid={`count-${s.k}`}>
+              {data[s.k].length}
+            </div>
             <div className="text-sm font-medium">{s.label}</div>
             <div className="text-xs text-zinc-500">{s.help}</div>
           </a>
@@ -62,7 +77,9 @@ function Section({ id, label, rows, d }: { id: string; label: string; rows: Task
     );
   return (
     <section id={id} aria-label={label} className={`${cardCls} p-3`} data-testid={`tasks-${id}`}>
-      <h2 className={`${labelCls} mb-2`}>{label} ({rows.length})</h2>
+      <h2 className={`${labelCls} mb-2`}>
+        {label} ({rows.length})
+      </h2>
       <table className="w-full table-fixed text-sm">
         <thead className="text-left text-zinc-500">
           <tr>

@@ -22,7 +22,16 @@ import { TurnDiagnosticsView } from "./turn-diagnostics-view";
 import type { EstimatorInfo } from "@/lib/schemas/credit";
 
 /** Diagnostics that are shares (drawn on [0, 1]). */
-const SHARES = new Set<keyof StepDiagnostics>(["nonZeroShare", "zeroVarianceShare", "singletonRatio", "allSuccessShare", "allFailShare", "mixedShare", "collapseAccuracy", "collapseChance"]);
+const SHARES = new Set<keyof StepDiagnostics>([
+  "nonZeroShare",
+  "zeroVarianceShare",
+  "singletonRatio",
+  "allSuccessShare",
+  "allFailShare",
+  "mixedShare",
+  "collapseAccuracy",
+  "collapseChance",
+]);
 
 type Series = { k: keyof StepDiagnostics; name: string; color: string; dashed?: boolean };
 const TEAL = "#0d9488";
@@ -79,7 +88,8 @@ export function CreditOverviewView({ runId, catalog }: { runId: string; catalog:
   const values = data ? (agg === "abs" ? data.meanAbs : data.mean) : null;
   const max = useMemo(() => symmetricMax((values ?? []).flat()), [values]);
   const tip = (c: Cell) => (data ? <OverviewTip d={data} c={c} /> : null);
-  const open = (c: Cell) => data && router.push(`/runs/${runId}/credit/group?step=${data.steps[c.row]}${est ? `&est=${est}` : ""}${pRaw ? `&p=${encodeURIComponent(pRaw)}` : ""}`);
+  const open = (c: Cell) =>
+    data && router.push(`/runs/${runId}/credit/group?step=${data.steps[c.row]}${est ? `&est=${est}` : ""}${pRaw ? `&p=${encodeURIComponent(pRaw)}` : ""}`);
   const empty = data && data.steps.length === 0;
   const noStored = data && data.source === "stored" && data.diagnostics.every((d) => d.advMean === null);
 
@@ -87,8 +97,15 @@ export function CreditOverviewView({ runId, catalog }: { runId: string; catalog:
     <div className="space-y-4">
       <RunCrumbs runId={runId} section="credit" active="credit" />
       <div className={`${cardCls} space-y-3 p-3`}>
-        <EstimatorPicker id="ov" label="Advantages" catalog={catalog} trained={data?.trainedEstimators.join(", ") || null} value={source.estimator ? source : {}}
-          shownParams={null} onChange={(v) => set({ est: v?.estimator, p: v?.params ? JSON.stringify(v.params) : undefined })} />
+        <EstimatorPicker
+          id="ov"
+          label="Advantages"
+          catalog={catalog}
+          trained={data?.trainedEstimators.join(", ") || null}
+          value={source.estimator ? source : {}}
+          shownParams={null}
+          onChange={(v) => set({ est: v?.estimator, p: v?.params ? JSON.stringify(v.params) : undefined })}
+        />
         <div className="flex flex-wrap items-center gap-4 text-sm">
           <label className="flex items-center gap-2">
             <span className="text-zinc-500">Colour</span>
@@ -99,46 +116,88 @@ export function CreditOverviewView({ runId, catalog }: { runId: string; catalog:
           </label>
           <label className="flex items-center gap-2">
             <span className="text-zinc-500">Steps shown</span>
-            <select className={inputCls} value={maxSteps} onChange={(e) => set({ steps: e.target.value === "50" ? undefined : e.target.value })} aria-label="Steps shown">
-              {[25, 50, 100, 200, 500].map((n) => <option key={n} value={n}>at most {n}</option>)}
+            <select
+              className={inputCls}
+              value={maxSteps}
+              onChange={(e) => set({ steps: e.target.value === "50" ? undefined : e.target.value })}
+              aria-label="Steps shown"
+            >
+              {[25, 50, 100, 200, 500].map((n) => (
+                <option key={n} value={n}>
+                  at most {n}
+                </option>
+              ))}
             </select>
           </label>
-          {data ? <span className="text-zinc-500">{data.steps.length} of {data.totalSteps} steps{data.steps.length < data.totalSteps ? " (evenly sampled)" : ""}</span> : null}
+          {data ? (
+            <span className="text-zinc-500">
+              {data.steps.length} of {data.totalSteps} steps{data.steps.length < data.totalSteps ? " (evenly sampled)" : ""}
+            </span>
+          ) : null}
           {isFetching ? <span className="text-zinc-500">computing…</span> : null}
         </div>
       </div>
-      {error ? <p className="rounded-md border border-red-300 bg-red-50 p-3 text-sm text-red-800 dark:border-red-900 dark:bg-red-950 dark:text-red-300" role="alert">{error.message}</p> : null}
+      {error ? (
+        <p className="rounded-md border border-red-300 bg-red-50 p-3 text-sm text-red-800 dark:border-red-900 dark:bg-red-950 dark:text-red-300" role="alert">
+          {error.message}
+        </p>
+      ) : null}
       {empty ? <p className="text-sm text-zinc-500">No rollouts stored for this run yet.</p> : null}
-      {noStored ? <p className="rounded-md bg-amber-50 p-3 text-sm text-amber-900 dark:bg-amber-950 dark:text-amber-200">No advantages are stored with these steps. Choose an estimator to see what it would assign.</p> : null}
+      {noStored ? (
+        <p className="rounded-md bg-amber-50 p-3 text-sm text-amber-900 dark:bg-amber-950 dark:text-amber-200">
+          No advantages are stored with these steps. Choose an estimator to see what it would assign.
+        </p>
+      ) : null}
       {data && values && !empty ? (
         <section className={`${cardCls} space-y-2 p-3`} aria-label="Credit over training">
           <div className="flex flex-wrap items-end justify-between gap-3">
             <h2 className="text-sm font-medium">
-              {agg === "abs" ? "Mean |advantage|" : "Mean advantage"} by training step (rows) and turn index (columns) — {data.source === "stored" ? `stored (${data.trainedEstimators.join(", ") || "none"})` : `${data.estimator}, recomputed`}
+              {agg === "abs" ? "Mean |advantage|" : "Mean advantage"} by training step (rows) and turn index (columns) —{" "}
+              {data.source === "stored" ? `stored (${data.trainedEstimators.join(", ") || "none"})` : `${data.estimator}, recomputed`}
             </h2>
             <DivergingLegend max={max} theme={theme} label={agg === "abs" ? "mean |A|" : "mean A"} />
           </div>
-          <Heatmap values={values} max={max} theme={theme} rowLabels={data.steps.map((s) => `step ${s}`)} renderTooltip={tip} onActivate={open}
-            describe={(c) => `step ${data.steps[c.row]}, turn ${c.col + 1}: ${fmtSigned(values[c.row][c.col])}`} ariaLabel="Mean advantage by training step and turn index" testId="overview-heatmap"
-            maxCellWidth={40} dataAttrs={{ "data-source": data.source }} />
+          <Heatmap
+            values={values}
+            max={max}
+            theme={theme}
+            rowLabels={data.steps.map((s) => `step ${s}`)}
+            renderTooltip={tip}
+            onActivate={open}
+            describe={(c) => `step ${data.steps[c.row]}, turn ${c.col + 1}: ${fmtSigned(values[c.row][c.col])}`}
+            ariaLabel="Mean advantage by training step and turn index"
+            testId="overview-heatmap"
+            maxCellWidth={40}
+            dataAttrs={{ "data-source": data.source }}
+          />
           <p className="text-xs text-zinc-500">Click a row to open that step&apos;s task groups as heatmaps.</p>
         </section>
       ) : null}
       {data && !empty && !noStored ? <TurnDiagnosticsView d={data} /> : null}
-      {data && !empty && !noStored && data.byLength.lengths.length > 0 ? <LengthBias d={data} max={symmetricMax(data.byLength.mean.flat())} theme={theme} /> : null}
+      {data && !empty && !noStored && data.byLength.lengths.length > 0 ? (
+        <LengthBias d={data} max={symmetricMax(data.byLength.mean.flat())} theme={theme} />
+      ) : null}
       {data && !empty ? (
         <section aria-labelledby="signals-h" className="space-y-2">
-          <h2 id="signals-h" className={labelCls}>Collapse and signal over training</h2>
+          <h2 id="signals-h" className={labelCls}>
+            Collapse and signal over training
+          </h2>
           <div className="grid gap-3 sm:grid-cols-2 xl:grid-cols-3">
-            {READINGS.map((r) => <DiagChart key={r.id} id={r.id} d={data} series={r.series} label={r.label} help={r.help} />)}
+            {READINGS.map((r) => (
+              <DiagChart key={r.id} id={r.id} d={data} series={r.series} label={r.label} help={r.help} />
+            ))}
           </div>
         </section>
       ) : null}
       {data && !empty ? (
         <section aria-labelledby="diag-over-h" className="space-y-2">
-          <h2 id="diag-over-h" className={labelCls}>Batch diagnostics over training</h2>
+          <h2 id="diag-over-h" className={labelCls}>
+            Batch diagnostics over training
+          </h2>
           <div className="grid gap-3 sm:grid-cols-2 xl:grid-cols-3">
-            {DIAGS.map(([k, label, help]) => <DiagChart key={k} id={k} d={data} series={[{ k, name: label, color: TEAL }]} label={label} help={help} />)}
+            {DIAGS.map(([k, label, help]) => (
+              <DiagChart key={k} id={k} d={data} series={[{ k, name: label, color: TEAL }]} label={label} help={help} />
+            ))}
           </div>
         </section>
       ) : null}
@@ -150,10 +209,19 @@ function OverviewTip({ d, c }: { d: CreditOverview; c: Cell }) {
   const diag = d.diagnostics[c.row];
   return (
     <div className="space-y-1 tabular-nums">
-      <div className="font-medium">step {d.steps[c.row]} · turn {c.col + 1}</div>
-      <div>mean A <b>{fmtSigned(d.mean[c.row][c.col])}</b> · mean |A| {fmt(d.meanAbs[c.row][c.col])}</div>
-      <div className="text-zinc-500">{d.count[c.row][c.col]} turns at this index · batch: {diag.turns} turns, {diag.trajectories} trajectories</div>
-      <div className="text-zinc-500">batch A mean {fmtSigned(diag.advMean)} · std {fmt(diag.advStd)} · zero-var {diag.zeroVarianceShare === null ? "—" : `${Math.round(diag.zeroVarianceShare * 100)}%`}</div>
+      <div className="font-medium">
+        step {d.steps[c.row]} · turn {c.col + 1}
+      </div>
+      <div>
+        mean A <b>{fmtSigned(d.mean[c.row][c.col])}</b> · mean |A| {fmt(d.meanAbs[c.row][c.col])}
+      </div>
+      <div className="text-zinc-500">
+        {d.count[c.row][c.col]} turns at this index · batch: {diag.turns} turns, {diag.trajectories} trajectories
+      </div>
+      <div className="text-zinc-500">
+        batch A mean {fmtSigned(diag.advMean)} · std {fmt(diag.advStd)} · zero-var{" "}
+        {diag.zeroVarianceShare === null ? "—" : `${Math.round(diag.zeroVarianceShare * 100)}%`}
+      </div>
     </div>
   );
 }
@@ -166,21 +234,36 @@ function LengthBias({ d, max, theme }: { d: CreditOverview; max: number; theme: 
       <div className="flex flex-wrap items-end justify-between gap-3">
         <h2 className="text-sm font-medium">
           Mean advantage by training step (rows) and episode length (columns){" "}
-          <span className="font-normal text-zinc-500">· a colour that drifts with length: short and long episodes are credited differently (normalising by turn index is biased when lengths differ)</span>
+          <span className="font-normal text-zinc-500">
+            · a colour that drifts with length: short and long episodes are credited differently (normalising by turn index is biased when lengths differ)
+          </span>
         </h2>
         <DivergingLegend max={max} theme={theme} label="mean A" />
       </div>
-      <Heatmap values={mean} max={max} theme={theme} rowLabels={d.steps.map((s) => `step ${s}`)} colLabel={(c) => String(lengths[c])}
-        describe={(c) => `step ${d.steps[c.row]}, episodes of ${lengths[c.col]} turns: ${fmtSigned(mean[c.row][c.col])}`} ariaLabel="Mean advantage by training step and episode length" testId="length-heatmap" maxCellWidth={40} />
+      <Heatmap
+        values={mean}
+        max={max}
+        theme={theme}
+        rowLabels={d.steps.map((s) => `step ${s}`)}
+        colLabel={(c) => String(lengths[c])}
+        describe={(c) => `step ${d.steps[c.row]}, episodes of ${lengths[c.col]} turns: ${fmtSigned(mean[c.row][c.col])}`}
+        ariaLabel="Mean advantage by training step and episode length"
+        testId="length-heatmap"
+        maxCellWidth={40}
+      />
     </section>
   );
 }
 
 function DiagChart({ id, d, series, label, help }: { id: string; d: CreditOverview; series: Series[]; label: string; help: string }) {
-  const points = d.diagnostics.map((x) => Object.fromEntries([["step", x.step], ...series.map((s) => [s.k, x[s.k] as number | null])]) as Record<string, number | null>);
+  const points = d.diagnostics.map(
+    (x) => Object.fromEntries([["step", x.step], ...series.map((s) => [s.k, x[s.k] as number | null])]) as Record<string, number | null>,
+  );
   const any = points.some((p) => series.some((s) => p[s.k] !== null));
   // shares on their whole range [0, 1]; other diagnostics on a padded round domain
-  const scale = series.every((s) => SHARES.has(s.k)) ? { domain: [0, 1] as [number, number], ticks: [0, 0.25, 0.5, 0.75, 1] } : niceScale(points.flatMap((p) => series.map((s) => p[s.k])));
+  const scale = series.every((s) => SHARES.has(s.k))
+    ? { domain: [0, 1] as [number, number], ticks: [0, 0.25, 0.5, 0.75, 1] }
+    : niceScale(points.flatMap((p) => series.map((s) => p[s.k])));
   return (
     <figure className={`${cardCls} p-3`} data-testid={`diag-${id}`}>
       <figcaption className="mb-1 text-sm font-medium" title={help}>
@@ -191,12 +274,39 @@ function DiagChart({ id, d, series, label, help }: { id: string; d: CreditOvervi
           <ResponsiveContainer width="100%" height="100%">
             <LineChart data={points} margin={{ top: 4, right: 8, bottom: 0, left: 0 }}>
               <CartesianGrid strokeDasharray="3 3" stroke="currentColor" strokeOpacity={0.12} />
-              <XAxis dataKey="step" type="number" domain={["dataMin", "dataMax"]} allowDecimals={false} tick={{ fontSize: 11 }} stroke="currentColor" strokeOpacity={0.5} />
-              <YAxis tick={{ fontSize: 11 }} width={48} tickFormatter={scale ? tickFormat(scale.ticks) : fmt} interval={0} stroke="currentColor" strokeOpacity={0.5} domain={scale?.domain ?? ["auto", "auto"]} ticks={scale?.ticks} />
+              <XAxis
+                dataKey="step"
+                type="number"
+                domain={["dataMin", "dataMax"]}
+                allowDecimals={false}
+                tick={{ fontSize: 11 }}
+                stroke="currentColor"
+                strokeOpacity={0.5}
+              />
+              <YAxis
+                tick={{ fontSize: 11 }}
+                width={48}
+                tickFormatter={scale ? tickFormat(scale.ticks) : fmt}
+                interval={0}
+                stroke="currentColor"
+                strokeOpacity={0.5}
+                domain={scale?.domain ?? ["auto", "auto"]}
+                ticks={scale?.ticks}
+              />
               <Tooltip formatter={(v) => fmt(v === null ? null : Number(v))} labelFormatter={(s) => `step ${s}`} contentStyle={{ fontSize: 12 }} />
               {series.map((s) => (
-                <Line key={s.k} type="linear" dataKey={s.k} name={s.name} stroke={s.color} strokeWidth={1.5} strokeDasharray={s.dashed ? "4 3" : undefined}
-                  dot={!s.dashed && points.length < 40} isAnimationActive={false} connectNulls={false} />
+                <Line
+                  key={s.k}
+                  type="linear"
+                  dataKey={s.k}
+                  name={s.name}
+                  stroke={s.color}
+                  strokeWidth={1.5}
+                  strokeDasharray={s.dashed ? "4 3" : undefined}
+                  dot={!s.dashed && points.length < 40}
+                  isAnimationActive={false}
+                  connectNulls={false}
+                />
               ))}
             </LineChart>
           </ResponsiveContainer>

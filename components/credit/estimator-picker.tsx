@@ -8,7 +8,6 @@ import { btnCls, inputCls } from "@/components/ui/controls";
 import type { EstimatorInfo } from "@/lib/schemas/credit";
 import type { CreditSource } from "@/lib/schemas/credit";
 
-
 export function EstimatorPicker({
   id,
   label,
@@ -49,19 +48,27 @@ export function EstimatorPicker({
   return (
     <div className="space-y-2">
       <div className="flex flex-wrap items-center gap-2">
-        <label htmlFor={`${id}-est`} className="text-sm text-zinc-600 dark:text-zinc-400">{label}</label>
-        <select id={`${id}-est`} className={inputCls} value={selectValue} data-testid={`${id}-estimator`}
+        <label htmlFor={`${id}-est`} className="text-sm text-zinc-600 dark:text-zinc-400">
+          {label}
+        </label>
+        <select
+          id={`${id}-est`}
+          className={inputCls}
+          value={selectValue}
+          data-testid={`${id}-estimator`}
           onChange={(e) => {
             const v = e.target.value;
             onChange(v === "none" ? null : v === "stored" ? {} : { estimator: v });
-          }}>
+          }}
+        >
           {allowNone ? <option value="none">none</option> : null}
           <option value="stored">stored advantages (as trained{trained ? `: ${trained}` : ""})</option>
           {catalog.map((e) => {
             const m = missing(e);
             return (
               <option key={e.id} value={e.id}>
-                {e.id} — {e.title}{m.length ? ` (needs ${m.join(", ")})` : ""}
+                {e.id} — {e.title}
+                {m.length ? ` (needs ${m.join(", ")})` : ""}
               </option>
             );
           })}
@@ -72,30 +79,44 @@ export function EstimatorPicker({
           </button>
         ) : null}
         {est ? (
-          <a href={est.paper.url} target="_blank" rel="noreferrer" className="text-xs text-indigo-600 hover:underline dark:text-indigo-400" title={est.paper.title}>
+          <a
+            href={est.paper.url}
+            target="_blank"
+            rel="noreferrer"
+            className="text-xs text-indigo-600 hover:underline dark:text-indigo-400"
+            title={est.paper.title}
+          >
             paper ({est.paper.year})
           </a>
         ) : null}
       </div>
       {foreign.length ? (
         <p className="text-xs text-amber-700 dark:text-amber-400" data-testid="foreign-estimator">
-          Trained with {foreign.join(", ")}, which TurnLens has no equivalent of: the stored advantages are the trainer&apos;s own and cannot be recomputed as trained; the estimators above recompute with TurnLens&apos;s semantics.
+          Trained with {foreign.join(", ")}, which TurnLens has no equivalent of: the stored advantages are the trainer&apos;s own and cannot be recomputed as
+          trained; the estimators above recompute with TurnLens&apos;s semantics.
         </p>
       ) : null}
       {est && open ? (
-        <form id={`${id}-params`} className="rounded-md border border-zinc-200 p-3 dark:border-zinc-800"
+        <form
+          id={`${id}-params`}
+          className="rounded-md border border-zinc-200 p-3 dark:border-zinc-800"
           onSubmit={(e) => {
             e.preventDefault();
             if (!invalid) onChange({ estimator: est.id, params: draft });
-          }}>
+          }}
+        >
           {fields.length ? (
             <SchemaFields idPrefix={id} fields={fields} values={draft} errors={{}} onChange={(k, v) => setDraft((d) => ({ ...d, [k]: v }))} />
           ) : (
             <p className="text-sm text-zinc-500">{est.id} has no parameters.</p>
           )}
           <div className="mt-3 flex gap-2">
-            <button type="submit" className={btnCls} disabled={!dirty || invalid}>Recompute</button>
-            <button type="button" className={btnCls} onClick={() => onChange({ estimator: est.id, params: defaultsOf(fields) })}>Reset to defaults</button>
+            <button type="submit" className={btnCls} disabled={!dirty || invalid}>
+              Recompute
+            </button>
+            <button type="button" className={btnCls} onClick={() => onChange({ estimator: est.id, params: defaultsOf(fields) })}>
+              Reset to defaults
+            </button>
           </div>
         </form>
       ) : null}

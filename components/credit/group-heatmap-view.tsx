@@ -102,38 +102,88 @@ export function GroupHeatmapView({ runId, catalog }: { runId: string; catalog: E
           <label className="flex items-center gap-2 text-sm">
             <span className="text-zinc-500">Step</span>
             <select className={inputCls} value={step ?? ""} aria-label="Training step" onChange={(e) => set({ step: e.target.value, group: undefined })}>
-              {steps?.steps.map((s) => <option key={s.id} value={s.step}>step {s.step}{s.estimator ? ` · ${s.estimator}` : ""}</option>)}
+              {steps?.steps.map((s) => (
+                <option key={s.id} value={s.step}>
+                  step {s.step}
+                  {s.estimator ? ` · ${s.estimator}` : ""}
+                </option>
+              ))}
             </select>
           </label>
           <label className="flex items-center gap-2 text-sm">
             <span className="text-zinc-500">Task group</span>
             <select className={`${inputCls} max-w-72`} value={groupId ?? ""} aria-label="Task group" onChange={(e) => set({ group: e.target.value })}>
               {groups?.groups.map((g) => (
-                <option key={g.id} value={g.id}>{g.uid} · {g.trajectories} traj · {Math.round(g.successRate * 100)}% success · R̄ {fmt(g.meanReward)}</option>
+                <option key={g.id} value={g.id}>
+                  {g.uid} · {g.trajectories} traj · {Math.round(g.successRate * 100)}% success · R̄ {fmt(g.meanReward)}
+                </option>
               ))}
             </select>
           </label>
           <div className="flex gap-1">
-            <button type="button" className={btnCls} disabled={groupIndex <= 0} onClick={() => set({ group: groups!.groups[groupIndex - 1].id })} aria-label="Previous group">←</button>
-            <button type="button" className={btnCls} disabled={!groups || groupIndex >= groups.groups.length - 1} onClick={() => set({ group: groups!.groups[groupIndex + 1].id })} aria-label="Next group">→</button>
+            <button
+              type="button"
+              className={btnCls}
+              disabled={groupIndex <= 0}
+              onClick={() => set({ group: groups!.groups[groupIndex - 1].id })}
+              aria-label="Previous group"
+            >
+              ←
+            </button>
+            <button
+              type="button"
+              className={btnCls}
+              disabled={!groups || groupIndex >= groups.groups.length - 1}
+              onClick={() => set({ group: groups!.groups[groupIndex + 1].id })}
+              aria-label="Next group"
+            >
+              →
+            </button>
           </div>
           {da ? (
-            <Link className="ml-auto text-sm text-indigo-600 hover:underline dark:text-indigo-400" href={`/runs/${runId}/trajectories?step=${da.step}&group=${da.group.id}`}>
+            <Link
+              className="ml-auto text-sm text-indigo-600 hover:underline dark:text-indigo-400"
+              href={`/runs/${runId}/trajectories?step=${da.step}&group=${da.group.id}`}
+            >
               Read this group&apos;s trajectories →
             </Link>
           ) : null}
         </div>
         {steps && steps.steps.length === 0 ? <p className="text-sm text-zinc-500">No rollouts stored for this run yet.</p> : null}
-        <EstimatorPicker id="pa" label="Advantages" catalog={catalog} trained={da?.trained.estimator ?? null} value={a} shownParams={da?.source === "recomputed" ? da.params : null}
-          fieldsAny={da?.fieldsAny} onChange={(v) => setSource("a", v ?? {})} />
+        <EstimatorPicker
+          id="pa"
+          label="Advantages"
+          catalog={catalog}
+          trained={da?.trained.estimator ?? null}
+          value={a}
+          shownParams={da?.source === "recomputed" ? da.params : null}
+          fieldsAny={da?.fieldsAny}
+          onChange={(v) => setSource("a", v ?? {})}
+        />
         <div className="flex flex-wrap items-start gap-3">
-          <EstimatorPicker id="pb" label="Compare with" catalog={catalog} trained={da?.trained.estimator ?? null} value={b} shownParams={db?.source === "recomputed" ? db.params : null}
-            fieldsAny={da?.fieldsAny} onChange={(v) => setSource("b", v)} allowNone />
+          <EstimatorPicker
+            id="pb"
+            label="Compare with"
+            catalog={catalog}
+            trained={da?.trained.estimator ?? null}
+            value={b}
+            shownParams={db?.source === "recomputed" ? db.params : null}
+            fieldsAny={da?.fieldsAny}
+            onChange={(v) => setSource("b", v)}
+            allowNone
+          />
           {b ? (
             <div className="flex items-center gap-1 text-sm" role="radiogroup" aria-label="Comparison view">
               {(["side", "diff"] as const).map((v) => (
                 // biome-ignore lint/a11y/useSemanticElements: a segmented control: buttons as the radios of a radiogroup (the ARIA radio group pattern)
-                <button type="button" key={v} role="radio" aria-checked={view === v} className={`${btnCls} ${view === v ? "bg-zinc-100 font-medium dark:bg-zinc-800" : ""}`} onClick={() => set({ view: v === "side" ? undefined : v })}>
+                <button
+                  type="button"
+                  key={v}
+                  role="radio"
+                  aria-checked={view === v}
+                  className={`${btnCls} ${view === v ? "bg-zinc-100 font-medium dark:bg-zinc-800" : ""}`}
+                  onClick={() => set({ view: v === "side" ? undefined : v })}
+                >
                   {v === "side" ? "side by side" : "difference (A − B)"}
                 </button>
               ))}
@@ -142,7 +192,11 @@ export function GroupHeatmapView({ runId, catalog }: { runId: string; catalog: E
         </div>
       </div>
 
-      {err ? <p className="rounded-md border border-red-300 bg-red-50 p-3 text-sm text-red-800 dark:border-red-900 dark:bg-red-950 dark:text-red-300" role="alert">{err.message}</p> : null}
+      {err ? (
+        <p className="rounded-md border border-red-300 bg-red-50 p-3 text-sm text-red-800 dark:border-red-900 dark:bg-red-950 dark:text-red-300" role="alert">
+          {err.message}
+        </p>
+      ) : null}
       {!da && !err && ready ? <p className="text-sm text-zinc-500">Loading the group…</p> : null}
       {allMissing ? (
         <p className="rounded-md bg-amber-50 p-3 text-sm text-amber-900 dark:bg-amber-950 dark:text-amber-200">
@@ -155,12 +209,22 @@ export function GroupHeatmapView({ runId, catalog }: { runId: string; catalog: E
           <div className="flex flex-wrap items-end justify-between gap-3">
             <div className="text-sm">
               <span className="font-medium">{da.group.uid}</span>
-              <span className="text-zinc-500"> · step {da.step} · {da.trajectories.length} trajectories · rows: trajectory # (✓ success) return · columns: turn</span>
-              {da.source === "recomputed" ? <span className="text-zinc-500"> · recomputed over the whole step batch ({da.diagnostics?.counts.groups} groups)</span> : null}
+              <span className="text-zinc-500">
+                {" "}
+                · step {da.step} · {da.trajectories.length} trajectories · rows: trajectory # (✓ success) return · columns: turn
+              </span>
+              {da.source === "recomputed" ? (
+                <span className="text-zinc-500"> · recomputed over the whole step batch ({da.diagnostics?.counts.groups} groups)</span>
+              ) : null}
             </div>
             <div className="flex items-center gap-3">
               <label className="flex items-center gap-1.5 text-xs">
-                <input type="checkbox" checked={showMarkers} onChange={(e) => set({ markers: e.target.checked ? undefined : "0" })} className="accent-indigo-600" />
+                <input
+                  type="checkbox"
+                  checked={showMarkers}
+                  onChange={(e) => set({ markers: e.target.checked ? undefined : "0" })}
+                  className="accent-indigo-600"
+                />
                 anchor markers
               </label>
               <label className="flex items-center gap-1.5 text-xs">
@@ -172,17 +236,57 @@ export function GroupHeatmapView({ runId, catalog }: { runId: string; catalog: E
           </div>
           {view === "side" && db ? (
             <div className="grid gap-4 xl:grid-cols-2">
-              <HeatmapPanel view="side" title={`A: ${sourceLabel(da, a)}`} testId="heatmap-a" data={da} values={da.advantages} max={max} theme={theme} rowLabels={rowLabels} markers={markerOf}
-                related={related} tooltip={tooltip} describe={describe} open={openTurn} />
-              <HeatmapPanel view="side" title={`B: ${sourceLabel(db, b)}`} testId="heatmap-b" data={db} values={db.advantages} max={max} theme={theme} rowLabels={rowLabels} markers={markerOf}
-                related={related} tooltip={(c) => (da ? <CellTip d={da} b={db} c={c} view="side" anchors={anchors} /> : null)} describe={describe} open={openTurn} />
+              <HeatmapPanel
+                view="side"
+                title={`A: ${sourceLabel(da, a)}`}
+                testId="heatmap-a"
+                data={da}
+                values={da.advantages}
+                max={max}
+                theme={theme}
+                rowLabels={rowLabels}
+                markers={markerOf}
+                related={related}
+                tooltip={tooltip}
+                describe={describe}
+                open={openTurn}
+              />
+              <HeatmapPanel
+                view="side"
+                title={`B: ${sourceLabel(db, b)}`}
+                testId="heatmap-b"
+                data={db}
+                values={db.advantages}
+                max={max}
+                theme={theme}
+                rowLabels={rowLabels}
+                markers={markerOf}
+                related={related}
+                tooltip={(c) => (da ? <CellTip d={da} b={db} c={c} view="side" anchors={anchors} /> : null)}
+                describe={describe}
+                open={openTurn}
+              />
             </div>
           ) : (
-            <HeatmapPanel view={view} title={view === "diff" ? `A − B: ${sourceLabel(da, a)} minus ${sourceLabel(db, b)}` : sourceLabel(da, a)} testId="heatmap-a" data={da} values={shown} max={max} theme={theme}
-              rowLabels={rowLabels} markers={markerOf} related={related} tooltip={tooltip} describe={describe} open={openTurn} />
+            <HeatmapPanel
+              view={view}
+              title={view === "diff" ? `A − B: ${sourceLabel(da, a)} minus ${sourceLabel(db, b)}` : sourceLabel(da, a)}
+              testId="heatmap-a"
+              data={da}
+              values={shown}
+              max={max}
+              theme={theme}
+              rowLabels={rowLabels}
+              markers={markerOf}
+              related={related}
+              tooltip={tooltip}
+              describe={describe}
+              open={openTurn}
+            />
           )}
           <p className="text-xs text-zinc-500">
-            <MarkerIcon marker={0} /> cells with the same marker share a GiGPO anchor group (same state in this task group); hover outlines the group. Hatched: no value. Click a cell (or Enter) to read the turn.
+            <MarkerIcon marker={0} /> cells with the same marker share a GiGPO anchor group (same state in this task group); hover outlines the group. Hatched:
+            no value. Click a cell (or Enter) to read the turn.
           </p>
         </section>
       ) : null}
@@ -215,9 +319,26 @@ function HeatmapPanel(p: {
   return (
     <div className="min-w-0">
       <h3 className="mb-1 text-sm font-medium">{p.title}</h3>
-      <Heatmap values={p.values} max={p.max} theme={p.theme} rowLabels={p.rowLabels} markers={p.markers} related={p.related} renderTooltip={p.tooltip} describe={p.describe}
-        onActivate={p.open} ariaLabel={`Advantage heatmap: ${p.title}`} testId={p.testId}
-        dataAttrs={{ "data-source": p.data.source, "data-estimator": p.data.estimator ?? "", "data-step": String(p.data.step), "data-group": p.data.group.id, "data-view": p.view }} />
+      <Heatmap
+        values={p.values}
+        max={p.max}
+        theme={p.theme}
+        rowLabels={p.rowLabels}
+        markers={p.markers}
+        related={p.related}
+        renderTooltip={p.tooltip}
+        describe={p.describe}
+        onActivate={p.open}
+        ariaLabel={`Advantage heatmap: ${p.title}`}
+        testId={p.testId}
+        dataAttrs={{
+          "data-source": p.data.source,
+          "data-estimator": p.data.estimator ?? "",
+          "data-step": String(p.data.step),
+          "data-group": p.data.group.id,
+          "data-view": p.view,
+        }}
+      />
     </div>
   );
 }
@@ -225,7 +346,11 @@ function HeatmapPanel(p: {
 /** Anchor groups with per-member statistics of the advantage, reward, and GiGPO's return / A_S / A_E when recomputed. */
 function groupsOf(d: GroupCredit): AnchorGroup[] {
   const extra: Record<string, Matrix> = { reward: d.rewards };
-  for (const [k, name] of [["return", "G_t"], ["step", "A_S"], ["episode", "A_E"]] as const) {
+  for (const [k, name] of [
+    ["return", "G_t"],
+    ["step", "A_S"],
+    ["episode", "A_E"],
+  ] as const) {
     const m = d.components[k];
     if (m) extra[name] = m.map((r) => r.map((v) => (typeof v === "number" ? v : null)));
   }
@@ -278,21 +403,36 @@ function CellTip({ d, b, c, view, anchors }: { d: GroupCredit; b?: GroupCredit; 
         {comp("episode") !== null ? (
           <>
             <span className="text-zinc-500">A_E · A_S</span>
-            <span>{fmtSigned(comp("episode"))} · {fmtSigned(comp("step"))}</span>
+            <span>
+              {fmtSigned(comp("episode"))} · {fmtSigned(comp("step"))}
+            </span>
           </>
         ) : null}
         <span className="text-zinc-500">reward</span>
-        <span>{fmt(d.rewards[c.row]?.[c.col])} · {d.valid[c.row]?.[c.col] ? <span className="text-emerald-600">valid</span> : <span className="text-red-600">invalid action</span>}</span>
+        <span>
+          {fmt(d.rewards[c.row]?.[c.col])} ·{" "}
+          {d.valid[c.row]?.[c.col] ? <span className="text-emerald-600">valid</span> : <span className="text-red-600">invalid action</span>}
+        </span>
       </div>
       {g ? (
         <div className="rounded bg-zinc-50 p-1.5 dark:bg-zinc-800/60">
           <div>
-            {g.marker !== null ? <MarkerIcon marker={g.marker} /> : null} anchor group #{g.id}: <b>{g.members.length}</b> member{g.members.length === 1 ? " (singleton: A_S = 0)" : "s"}
+            {g.marker !== null ? <MarkerIcon marker={g.marker} /> : null} anchor group #{g.id}: <b>{g.members.length}</b> member
+            {g.members.length === 1 ? " (singleton: A_S = 0)" : "s"}
           </div>
           {g.members.length > 1 ? (
             <>
-              <div className="text-zinc-500">{g.members.slice(0, 12).map((m) => `#${d.trajectories[m.row].index}·t${m.col + 1}`).join(", ")}{g.members.length > 12 ? ` … +${g.members.length - 12}` : ""}</div>
-              <div className="tabular-nums">A mean ± std {statLine(g.advantage)}{g.extra.G_t ? <> · G_t {statLine(g.extra.G_t)}</> : null} · reward {statLine(g.extra.reward)}</div>
+              <div className="text-zinc-500">
+                {g.members
+                  .slice(0, 12)
+                  .map((m) => `#${d.trajectories[m.row].index}·t${m.col + 1}`)
+                  .join(", ")}
+                {g.members.length > 12 ? ` … +${g.members.length - 12}` : ""}
+              </div>
+              <div className="tabular-nums">
+                A mean ± std {statLine(g.advantage)}
+                {g.extra.G_t ? <> · G_t {statLine(g.extra.G_t)}</> : null} · reward {statLine(g.extra.reward)}
+              </div>
             </>
           ) : null}
         </div>
@@ -301,9 +441,13 @@ function CellTip({ d, b, c, view, anchors }: { d: GroupCredit; b?: GroupCredit; 
         <div className="space-y-1">
           <div>
             <span className="text-zinc-500">Action </span>
-            <span className="whitespace-pre-wrap break-words font-mono">{full ? excerpt(full.action, 400, 0) : `${text.action}${text.actionLength > text.action.length ? " …" : ""}`}</span>
+            <span className="whitespace-pre-wrap break-words font-mono">
+              {full ? excerpt(full.action, 400, 0) : `${text.action}${text.actionLength > text.action.length ? " …" : ""}`}
+            </span>
           </div>
-          <pre className="max-h-32 overflow-hidden whitespace-pre-wrap break-words rounded bg-zinc-50 p-1 font-mono text-[11px] leading-tight dark:bg-zinc-950">{full ? excerpt(full.observation, 200, 450) : `${text.observation}${text.observationLength > text.observation.length ? " …" : ""}`}</pre>
+          <pre className="max-h-32 overflow-hidden whitespace-pre-wrap break-words rounded bg-zinc-50 p-1 font-mono text-[11px] leading-tight dark:bg-zinc-950">
+            {full ? excerpt(full.observation, 200, 450) : `${text.observation}${text.observationLength > text.observation.length ? " …" : ""}`}
+          </pre>
         </div>
       ) : null}
       <div className="text-zinc-500">{view === "side" || view === "single" || view === "diff" ? "Click or Enter: open this turn" : ""}</div>
@@ -323,29 +467,45 @@ function AnchorTable({ d, anchors }: { d: GroupCredit; anchors: AnchorGroup[] })
     );
   return (
     <section className={`${cardCls} p-3`} aria-labelledby="anchor-h">
-      <h2 id="anchor-h" className={labelCls}>Anchor groups (GiGPO step groups){d.components.anchorGroup ? " — as the estimator grouped them" : " — equal anchors"}</h2>
+      <h2 id="anchor-h" className={labelCls}>
+        Anchor groups (GiGPO step groups){d.components.anchorGroup ? " — as the estimator grouped them" : " — equal anchors"}
+      </h2>
       <p className="mt-1 text-sm">
         In this task group: {sum.count} anchor groups · singleton ratio <b data-testid="singleton-ratio">{(sum.singletonRatio * 100).toFixed(0)}%</b> · sizes{" "}
-        {Object.entries(sum.sizes).map(([k, v]) => `${k}×${v}`).join(", ")}
+        {Object.entries(sum.sizes)
+          .map(([k, v]) => `${k}×${v}`)
+          .join(", ")}
       </p>
       <div className="mt-2 max-h-72 overflow-auto">
         <table className="w-full text-xs">
           <thead className="sticky top-0 bg-white text-left text-zinc-500 dark:bg-zinc-900">
-            <tr><th className="py-1">group</th><th>size</th><th>A mean ± std</th>{d.components.return ? <th>G_t mean ± std</th> : null}<th>anchor</th></tr>
+            <tr>
+              <th className="py-1">group</th>
+              <th>size</th>
+              <th>A mean ± std</th>
+              {d.components.return ? <th>G_t mean ± std</th> : null}
+              <th>anchor</th>
+            </tr>
           </thead>
           <tbody>
             {multi.slice(0, 100).map((g) => (
               <tr key={g.id} className="border-t border-zinc-100 dark:border-zinc-800">
-                <td className="py-1">{g.marker !== null ? <MarkerIcon marker={g.marker} /> : null} #{g.id}</td>
+                <td className="py-1">
+                  {g.marker !== null ? <MarkerIcon marker={g.marker} /> : null} #{g.id}
+                </td>
                 <td className="tabular-nums">{g.members.length}</td>
                 <td className="tabular-nums">{statLine(g.advantage)}</td>
                 {d.components.return ? <td className="tabular-nums">{statLine(g.extra.G_t)}</td> : null}
-                <td className="max-w-48 truncate font-mono" title={d.anchorKeys[g.id]}>{d.anchorKeys[g.id]}</td>
+                <td className="max-w-48 truncate font-mono" title={d.anchorKeys[g.id]}>
+                  {d.anchorKeys[g.id]}
+                </td>
               </tr>
             ))}
           </tbody>
         </table>
-        {multi.length === 0 ? <p className="text-sm text-zinc-500">Every anchor group is a singleton: GiGPO&apos;s step advantage is 0 everywhere in this group.</p> : null}
+        {multi.length === 0 ? (
+          <p className="text-sm text-zinc-500">Every anchor group is a singleton: GiGPO&apos;s step advantage is 0 everywhere in this group.</p>
+        ) : null}
       </div>
     </section>
   );
@@ -372,14 +532,19 @@ function Diagnostics({ d, b }: { d: GroupCredit; b?: GroupCredit }) {
   const name = (x: GroupCredit) => (x.source === "stored" ? `stored (${x.trained.estimator ?? "none"})` : `${x.estimator}, recomputed`);
   return (
     <section className={`${cardCls} p-3`} aria-labelledby="diag-h">
-      <h2 id="diag-h" className={labelCls}>Batch diagnostics (whole step {d.step})</h2>
+      <h2 id="diag-h" className={labelCls}>
+        Batch diagnostics (whole step {d.step})
+      </h2>
       <div className={`mt-2 grid gap-4 ${list.length > 1 ? "sm:grid-cols-2" : ""}`}>
         {list.map((x, i) => (
           // biome-ignore lint/suspicious/noArrayIndexKey: two fixed slots: this estimator, then the one compared with
           <dl key={i} className="grid grid-cols-[auto_1fr] content-start gap-x-3 gap-y-0.5 text-sm" data-testid="step-diagnostics">
             <dt className="col-span-2 font-medium">{name(x)}</dt>
             {rows(x).map(([k, v]) => (
-              <div key={k} className="contents"><dt className="text-zinc-500">{k}</dt><dd className="tabular-nums">{v}</dd></div>
+              <div key={k} className="contents">
+                <dt className="text-zinc-500">{k}</dt>
+                <dd className="tabular-nums">{v}</dd>
+              </div>
             ))}
           </dl>
         ))}
@@ -387,7 +552,9 @@ function Diagnostics({ d, b }: { d: GroupCredit; b?: GroupCredit }) {
       {d.source === "stored" && d.trainedDiagnostics ? (
         <details className="mt-3 text-sm">
           <summary className="cursor-pointer text-zinc-500">Diagnostics the trainer logged with this step</summary>
-          <pre className="mt-1 max-h-48 overflow-auto rounded bg-zinc-50 p-2 font-mono text-xs dark:bg-zinc-950">{JSON.stringify(d.trainedDiagnostics, null, 2)}</pre>
+          <pre className="mt-1 max-h-48 overflow-auto rounded bg-zinc-50 p-2 font-mono text-xs dark:bg-zinc-950">
+            {JSON.stringify(d.trainedDiagnostics, null, 2)}
+          </pre>
         </details>
       ) : null}
     </section>

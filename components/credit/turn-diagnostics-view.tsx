@@ -28,9 +28,14 @@ export function TurnDiagnosticsView({ d }: { d: TurnTable }) {
   if (!series.length) return null;
   return (
     <section aria-labelledby="turn-diag-h" className="space-y-2" data-testid="turn-diagnostics">
-      <h2 id="turn-diag-h" className={labelCls}>Turn-level diagnostics over training</h2>
+      <h2 id="turn-diag-h" className={labelCls}>
+        Turn-level diagnostics over training
+      </h2>
       <TurnHeatmap d={d} />
-      <h3 className="pt-2 text-sm font-medium">The first {Math.min(d.turns, TURN_LINES)} turns as lines{d.turns > TURN_LINES ? ` (turns ≥ ${TURN_LINES + 1} pooled into one; the heatmap above shows each)` : ""}</h3>
+      <h3 className="pt-2 text-sm font-medium">
+        The first {Math.min(d.turns, TURN_LINES)} turns as lines
+        {d.turns > TURN_LINES ? ` (turns ≥ ${TURN_LINES + 1} pooled into one; the heatmap above shows each)` : ""}
+      </h3>
       <ul className="flex flex-wrap gap-3 text-xs" aria-label="Turn indices">
         {series.map((s, i) => (
           <li key={s.label} className="flex items-center gap-1.5">
@@ -61,11 +66,42 @@ function TurnChart({ d, series, k, label, help }: { d: TurnTable; series: TurnSe
         <ResponsiveContainer width="100%" height="100%">
           <LineChart data={rows} margin={{ top: 4, right: 8, bottom: 0, left: 0 }}>
             <CartesianGrid strokeDasharray="3 3" stroke="currentColor" strokeOpacity={0.12} />
-            <XAxis dataKey="step" type="number" domain={["dataMin", "dataMax"]} allowDecimals={false} tick={{ fontSize: 11 }} stroke="currentColor" strokeOpacity={0.5} />
-            <YAxis tick={{ fontSize: 11 }} width={48} tickFormatter={scale ? tickFormat(scale.ticks) : fmt} interval={0} stroke="currentColor" strokeOpacity={0.5} domain={scale?.domain ?? ["auto", "auto"]} ticks={scale?.ticks} />
-            <Tooltip formatter={(v) => (k === "meanAdvantage" ? fmtSigned(v === null ? null : Number(v)) : fmt(v === null ? null : Number(v)))} labelFormatter={(s) => `step ${s}`} contentStyle={{ fontSize: 12 }} />
+            <XAxis
+              dataKey="step"
+              type="number"
+              domain={["dataMin", "dataMax"]}
+              allowDecimals={false}
+              tick={{ fontSize: 11 }}
+              stroke="currentColor"
+              strokeOpacity={0.5}
+            />
+            <YAxis
+              tick={{ fontSize: 11 }}
+              width={48}
+              tickFormatter={scale ? tickFormat(scale.ticks) : fmt}
+              interval={0}
+              stroke="currentColor"
+              strokeOpacity={0.5}
+              domain={scale?.domain ?? ["auto", "auto"]}
+              ticks={scale?.ticks}
+            />
+            <Tooltip
+              formatter={(v) => (k === "meanAdvantage" ? fmtSigned(v === null ? null : Number(v)) : fmt(v === null ? null : Number(v)))}
+              labelFormatter={(s) => `step ${s}`}
+              contentStyle={{ fontSize: 12 }}
+            />
             {series.map((x, i) => (
-              <Line key={x.label} type="linear" dataKey={`t${i}`} name={x.label} stroke={colorAt(i)} strokeWidth={1.5} dot={rows.length < 40} isAnimationActive={false} connectNulls={false} />
+              <Line
+                key={x.label}
+                type="linear"
+                dataKey={`t${i}`}
+                name={x.label}
+                stroke={colorAt(i)}
+                strokeWidth={1.5}
+                dot={rows.length < 40}
+                isAnimationActive={false}
+                connectNulls={false}
+              />
             ))}
           </LineChart>
         </ResponsiveContainer>
@@ -84,11 +120,16 @@ function TurnHeatmap({ d }: { d: TurnTable }) {
   const values = useMemo(() => turnGrid(d, metric.id), [d, metric.id]);
   // reach on [0, 1]; the others up to their largest |value| (a 50-turn credit share is about 0.02 a turn)
   const max = metric.id === "reach" ? 1 : symmetricMax(values.flat());
-  const show = (v: number | null) => (metric.id === "meanAdvantage" ? fmtSigned(v) : metric.id === "entropy" ? fmt(v) : v === null ? "—" : `${(v * 100).toFixed(1)} %`);
+  const show = (v: number | null) =>
+    metric.id === "meanAdvantage" ? fmtSigned(v) : metric.id === "entropy" ? fmt(v) : v === null ? "—" : `${(v * 100).toFixed(1)} %`;
   const tip = (c: Cell) => (
     <div className="space-y-1 tabular-nums">
-      <div className="font-medium">step {d.steps[c.row]} · turn {c.col + 1}</div>
-      <div>{metric.label} <b>{show(values[c.row][c.col])}</b></div>
+      <div className="font-medium">
+        step {d.steps[c.row]} · turn {c.col + 1}
+      </div>
+      <div>
+        {metric.label} <b>{show(values[c.row][c.col])}</b>
+      </div>
       <div className="text-zinc-500">{d.count[c.row]?.[c.col] ?? 0} turns at this index</div>
     </div>
   );
@@ -99,16 +140,29 @@ function TurnHeatmap({ d }: { d: TurnTable }) {
           <label className="flex flex-wrap items-center gap-2">
             <span className="font-medium">By training step (rows) and turn index (columns):</span>
             <select className={inputCls} value={metric.id} onChange={(e) => setMetric(e.target.value as TurnMetric)} aria-label="Turn diagnostic">
-              {metrics.map((m) => <option key={m.id} value={m.id}>{m.label}</option>)}
+              {metrics.map((m) => (
+                <option key={m.id} value={m.id}>
+                  {m.label}
+                </option>
+              ))}
             </select>
           </label>
           <span className="text-xs text-zinc-500">{metric.help}</span>
         </figcaption>
         <DivergingLegend max={max} theme={theme} label={metric.label} />
       </div>
-      <Heatmap values={values} max={max} theme={theme} rowLabels={d.steps.map((s) => `step ${s}`)} renderTooltip={tip}
+      <Heatmap
+        values={values}
+        max={max}
+        theme={theme}
+        rowLabels={d.steps.map((s) => `step ${s}`)}
+        renderTooltip={tip}
         describe={(c) => `step ${d.steps[c.row]}, turn ${c.col + 1}: ${metric.label} ${show(values[c.row][c.col])}`}
-        ariaLabel={`${metric.label} by training step and turn index`} testId="turn-diag-grid" maxCellWidth={40} showValues={false} />
+        ariaLabel={`${metric.label} by training step and turn index`}
+        testId="turn-diag-grid"
+        maxCellWidth={40}
+        showValues={false}
+      />
     </figure>
   );
 }

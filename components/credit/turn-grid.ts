@@ -10,7 +10,12 @@ export const TURN_METRICS: { id: TurnMetric; label: string; help: string; signed
   { id: "creditShare", label: "credit share", help: "share of the step's |advantage| at this turn index: which turn gets the credit", signed: false },
   { id: "meanAdvantage", label: "mean advantage", help: "mean advantage of the turns at this index", signed: true },
   { id: "reach", label: "trajectories reaching the turn", help: "share of the step's trajectories still running at this turn", signed: false },
-  { id: "entropy", label: "token entropy", help: "mean entropy of the policy over the turn's tokens (nats): a turn whose entropy falls to 0 has collapsed (GTR)", signed: false },
+  {
+    id: "entropy",
+    label: "token entropy",
+    help: "mean entropy of the policy over the turn's tokens (nats): a turn whose entropy falls to 0 has collapsed (GTR)",
+    signed: false,
+  },
 ];
 
 /** step x turn index values of one metric; null where no turn of that step reached that index (or stored no entropy). */

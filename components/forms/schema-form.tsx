@@ -25,30 +25,66 @@ export function SchemaFields({ fields, values, errors, onChange, idPrefix, at = 
   return (
     <div className="grid gap-4 sm:grid-cols-2">
       {fields.map((f) => (
-        <FieldRow key={f.name} f={f} v={values?.[f.name]} errors={errors} onChange={(v) => onChange(f.name, v)} idPrefix={idPrefix} path={at ? `${at}.${f.name}` : f.name} />
+        <FieldRow
+          key={f.name}
+          f={f}
+          v={values?.[f.name]}
+          errors={errors}
+          onChange={(v) => onChange(f.name, v)}
+          idPrefix={idPrefix}
+          path={at ? `${at}.${f.name}` : f.name}
+        />
       ))}
     </div>
   );
 }
 
-function FieldRow({ f, v, errors, onChange, idPrefix, path }: { f: Field; v: unknown; errors: Record<string, string>; onChange: (v: unknown) => void; idPrefix: string; path: string }) {
+function FieldRow({
+  f,
+  v,
+  errors,
+  onChange,
+  idPrefix,
+  path,
+}: {
+  f: Field;
+  v: unknown;
+  errors: Record<string, string>;
+  onChange: (v: unknown) => void;
+  idPrefix: string;
+  path: string;
+}) {
   const id = `${idPrefix}-${path.replaceAll(".", "-")}`;
   const [asJson, setAsJson] = useState(false);
   const nested = f.kind === "object" || f.kind === "variant";
   const jsonMode = nested && (asJson || v instanceof InvalidJson);
   // in a JSON box, its sub-fields' errors show at the box ("turns: must be at most 64")
-  const inner = jsonMode ? Object.entries(errors).filter(([k]) => k.startsWith(`${path}.`)).map(([k, m]) => `${k.slice(path.length + 1)}: ${m}`).join("; ") : "";
+  const inner = jsonMode
+    ? Object.entries(errors)
+        .filter(([k]) => k.startsWith(`${path}.`))
+        .map(([k, m]) => `${k.slice(path.length + 1)}: ${m}`)
+        .join("; ")
+    : "";
   const err = errors[path] ?? (v instanceof InvalidJson ? v.error : inner || checkField(f, v));
   const described = [f.help ? `${id}-help` : "", err ? `${id}-error` : ""].filter(Boolean).join(" ") || undefined;
   const common = { id, name: path, "aria-describedby": described, "aria-invalid": err ? true : undefined } as const;
   // top-level fields keep their old test ids (error-lr); nested ones are error-model-layers
-  const testId = idPrefix === "job" || idPrefix === "env" || idPrefix === "top" ? `error-${path.replaceAll(".", "-")}` : `error-${idPrefix}-${path.replaceAll(".", "-")}`;
+  const testId =
+    idPrefix === "job" || idPrefix === "env" || idPrefix === "top" ? `error-${path.replaceAll(".", "-")}` : `error-${idPrefix}-${path.replaceAll(".", "-")}`;
   return (
     <div className={f.kind === "json" || nested ? "sm:col-span-2" : ""}>
       <div className="mb-1 flex items-center gap-3">
-        <label htmlFor={id} className="block text-sm font-medium">{f.name}</label>
+        <label htmlFor={id} className="block text-sm font-medium">
+          {f.name}
+        </label>
         {nested ? (
-          <button type="button" className="text-xs text-indigo-600 hover:underline dark:text-indigo-400" onClick={() => setAsJson((x) => !x)} aria-pressed={asJson} data-testid={`json-toggle-${path}`}>
+          <button
+            type="button"
+            className="text-xs text-indigo-600 hover:underline dark:text-indigo-400"
+            onClick={() => setAsJson((x) => !x)}
+            aria-pressed={asJson}
+            data-testid={`json-toggle-${path}`}
+          >
             {asJson ? "edit as form" : "edit as JSON"}
           </button>
         ) : null}
@@ -56,22 +92,42 @@ function FieldRow({ f, v, errors, onChange, idPrefix, path }: { f: Field; v: unk
       {nested && !jsonMode ? (
         <NestedFields f={f} v={v} errors={errors} onChange={onChange} idPrefix={idPrefix} path={path} id={id} />
       ) : f.kind === "number" ? (
-        <input {...common} type="number" step={f.integer ? 1 : "any"} min={f.min} max={f.max} className={input}
-          value={typeof v === "number" && !Number.isNaN(v) ? v : ""} placeholder={f.nullable ? "none" : undefined}
-          onChange={(e) => onChange(e.target.value === "" ? (f.nullable ? null : NaN) : Number(e.target.value))} />
+        <input
+          {...common}
+          type="number"
+          step={f.integer ? 1 : "any"}
+          min={f.min}
+          max={f.max}
+          className={input}
+          value={typeof v === "number" && !Number.isNaN(v) ? v : ""}
+          placeholder={f.nullable ? "none" : undefined}
+          onChange={(e) => onChange(e.target.value === "" ? (f.nullable ? null : NaN) : Number(e.target.value))}
+        />
       ) : f.kind === "boolean" ? (
         <input {...common} type="checkbox" className="size-4" checked={Boolean(v)} onChange={(e) => onChange(e.target.checked)} />
       ) : f.kind === "enum" ? (
         <select {...common} className={input} value={String(v ?? "")} onChange={(e) => onChange(e.target.value)}>
-          {f.options.map((o) => <option key={o} value={o}>{o}</option>)}
+          {f.options.map((o) => (
+            <option key={o} value={o}>
+              {o}
+            </option>
+          ))}
         </select>
       ) : f.kind === "string" ? (
         <input {...common} className={input} value={String(v ?? "")} onChange={(e) => onChange(e.target.value)} />
       ) : (
         <JsonBox common={common} v={v} onChange={onChange} />
       )}
-      {f.help ? <p className="mt-1 text-xs text-zinc-500" id={`${id}-help`}>{f.help}</p> : null}
-      {err && (!nested || jsonMode || errors[path]) ? <p className="mt-1 text-xs text-red-600" role="alert" id={`${id}-error`} data-testid={testId}>{err}</p> : null}
+      {f.help ? (
+        <p className="mt-1 text-xs text-zinc-500" id={`${id}-help`}>
+          {f.help}
+        </p>
+      ) : null}
+      {err && (!nested || jsonMode || errors[path]) ? (
+        <p className="mt-1 text-xs text-red-600" role="alert" id={`${id}-error`} data-testid={testId}>
+          {err}
+        </p>
+      ) : null}
     </div>
   );
 }
@@ -80,7 +136,11 @@ function FieldRow({ f, v, errors, onChange, idPrefix, path }: { f: Field; v: unk
 function JsonBox({ common, v, onChange }: { common: Record<string, unknown>; v: unknown; onChange: (v: unknown) => void }) {
   const [text, setText] = useState(() => (v instanceof InvalidJson ? v.text : JSON.stringify(v ?? null, null, 1)));
   return (
-    <textarea {...common} rows={3} className={`${input} font-mono`} value={text}
+    <textarea
+      {...common}
+      rows={3}
+      className={`${input} font-mono`}
+      value={text}
       onChange={(e) => {
         setText(e.target.value);
         try {
@@ -88,11 +148,28 @@ function JsonBox({ common, v, onChange }: { common: Record<string, unknown>; v: 
         } catch (err) {
           onChange(new InvalidJson(e.target.value, `not valid JSON (${(err as Error).message.replace(/^JSON\.parse: /, "")}): fix it or undo the edit`));
         }
-      }} />
+      }}
+    />
   );
 }
 
-function NestedFields({ f, v, errors, onChange, idPrefix, path, id }: { f: Field; v: unknown; errors: Record<string, string>; onChange: (v: unknown) => void; idPrefix: string; path: string; id: string }) {
+function NestedFields({
+  f,
+  v,
+  errors,
+  onChange,
+  idPrefix,
+  path,
+  id,
+}: {
+  f: Field;
+  v: unknown;
+  errors: Record<string, string>;
+  onChange: (v: unknown) => void;
+  idPrefix: string;
+  path: string;
+  id: string;
+}) {
   const obj = (v && typeof v === "object" ? v : {}) as Record<string, unknown>;
   const set = (k: string, x: unknown) => onChange({ ...obj, [k]: x });
   const box = "rounded-md border border-zinc-200 p-3 dark:border-zinc-800";
@@ -101,11 +178,27 @@ function NestedFields({ f, v, errors, onChange, idPrefix, path, id }: { f: Field
     const variant = f.variants.find((x) => x.tag === tag) ?? f.variants[0];
     return (
       <div className={box}>
-        <label className="mb-1 block text-xs text-zinc-500" htmlFor={id}>{f.discriminator}</label>
-        <select id={id} name={`${path}.${f.discriminator}`} className={`${input} mb-3 sm:w-60`} value={tag} onChange={(e) => onChange(variantDefaults(f, e.target.value))}>
-          {f.variants.map((x) => <option key={x.tag} value={x.tag}>{x.tag}</option>)}
+        <label className="mb-1 block text-xs text-zinc-500" htmlFor={id}>
+          {f.discriminator}
+        </label>
+        <select
+          id={id}
+          name={`${path}.${f.discriminator}`}
+          className={`${input} mb-3 sm:w-60`}
+          value={tag}
+          onChange={(e) => onChange(variantDefaults(f, e.target.value))}
+        >
+          {f.variants.map((x) => (
+            <option key={x.tag} value={x.tag}>
+              {x.tag}
+            </option>
+          ))}
         </select>
-        {variant.fields.length ? <SchemaFields fields={variant.fields} values={obj} errors={errors} onChange={set} idPrefix={idPrefix} at={path} /> : <p className="text-xs text-zinc-500">No parameters.</p>}
+        {variant.fields.length ? (
+          <SchemaFields fields={variant.fields} values={obj} errors={errors} onChange={set} idPrefix={idPrefix} at={path} />
+        ) : (
+          <p className="text-xs text-zinc-500">No parameters.</p>
+        )}
       </div>
     );
   }
@@ -115,7 +208,15 @@ function NestedFields({ f, v, errors, onChange, idPrefix, path, id }: { f: Field
     <div className={box}>
       {f.nullable ? (
         <label className="mb-2 flex items-center gap-2 text-sm">
-          <input id={id} type="checkbox" className="size-4" checked={on} onChange={(e) => onChange(e.target.checked ? Object.fromEntries(f.fields.map((x) => [x.name, x.default]).filter(([, d]) => d !== undefined)) : null)} />
+          <input
+            id={id}
+            type="checkbox"
+            className="size-4"
+            checked={on}
+            onChange={(e) =>
+              onChange(e.target.checked ? Object.fromEntries(f.fields.map((x) => [x.name, x.default]).filter(([, d]) => d !== undefined)) : null)
+            }
+          />
           use {f.name}
         </label>
       ) : null}

@@ -17,7 +17,11 @@ import { JobLog } from "@/components/runs/job-log";
 const FORMATS = Object.entries(IMPORT_FORMATS) as [ImportFormat, (typeof IMPORT_FORMATS)[ImportFormat]][];
 
 /** A browser file name as the API takes it: letters, digits, _ . + - only. */
-const safeName = (n: string) => n.replace(/[^A-Za-z0-9_.+-]/g, "_").replace(/^[.+-]+/, "").slice(0, 200) || "upload";
+const safeName = (n: string) =>
+  n
+    .replace(/[^A-Za-z0-9_.+-]/g, "_")
+    .replace(/^[.+-]+/, "")
+    .slice(0, 200) || "upload";
 
 function fmtBytes(n: number): string {
   return n < 1024 ? `${n} B` : n < 1024 ** 2 ? `${(n / 1024).toFixed(1)} KB` : `${(n / 1024 ** 2).toFixed(1)} MB`;
@@ -51,7 +55,12 @@ function UploadForm({ maxUploadBytes, onQueued }: { maxUploadBytes: number; onQu
     setError(null);
     setSent(0);
     try {
-      const imp = await uploadRoute(routes.importUpload, file, { query: { format, project: project.trim() || "default", name: name.trim() || undefined, filename: safeName(file.name) } }, setSent);
+      const imp = await uploadRoute(
+        routes.importUpload,
+        file,
+        { query: { format, project: project.trim() || "default", name: name.trim() || undefined, filename: safeName(file.name) } },
+        setSent,
+      );
       qc.invalidateQueries({ queryKey: ["imports"] });
       onQueued(imp.id);
     } catch (err) {
@@ -67,7 +76,10 @@ function UploadForm({ maxUploadBytes, onQueued }: { maxUploadBytes: number; onQu
         <legend className={labelCls}>Format</legend>
         <div className="grid gap-2 sm:grid-cols-2">
           {FORMATS.map(([id, f]) => (
-            <label key={id} className={`flex cursor-pointer gap-2 rounded-md border p-2 text-sm ${format === id ? "border-indigo-500 bg-indigo-50 dark:bg-indigo-950/40" : "border-zinc-200 dark:border-zinc-800"}`}>
+            <label
+              key={id}
+              className={`flex cursor-pointer gap-2 rounded-md border p-2 text-sm ${format === id ? "border-indigo-500 bg-indigo-50 dark:bg-indigo-950/40" : "border-zinc-200 dark:border-zinc-800"}`}
+            >
               <input type="radio" name="format" value={id} checked={format === id} onChange={() => setFormat(id)} className="mt-0.5" />
               <span>
                 <span className="font-medium">{f.title}</span>
@@ -84,23 +96,50 @@ function UploadForm({ maxUploadBytes, onQueued }: { maxUploadBytes: number; onQu
         </label>
         <label className="space-y-1">
           <span className={labelCls}>Run name</span>
-          <input className={`${inputCls} w-full`} value={name} onChange={(e) => setName(e.target.value)} maxLength={200} placeholder="from the files" aria-describedby="run-name-help" />
-          <span id="run-name-help" className="block text-xs text-zinc-500">Used when the upload holds one run; a log dir or store of several keeps their own names.</span>
+          <input
+            className={`${inputCls} w-full`}
+            value={name}
+            onChange={(e) => setName(e.target.value)}
+            maxLength={200}
+            placeholder="from the files"
+            aria-describedby="run-name-help"
+          />
+          <span id="run-name-help" className="block text-xs text-zinc-500">
+            Used when the upload holds one run; a log dir or store of several keeps their own names.
+          </span>
         </label>
       </div>
       <label className="block space-y-1">
         <span className={labelCls}>File</span>
-        <input type="file" aria-label="File to upload" className="block w-full text-sm file:mr-3 file:rounded-md file:border-0 file:bg-zinc-100 file:px-3 file:py-1.5 file:text-sm dark:file:bg-zinc-800 dark:file:text-zinc-200" onChange={(e) => setFile(e.target.files?.[0] ?? null)} required />
+        <input
+          type="file"
+          aria-label="File to upload"
+          className="block w-full text-sm file:mr-3 file:rounded-md file:border-0 file:bg-zinc-100 file:px-3 file:py-1.5 file:text-sm dark:file:bg-zinc-800 dark:file:text-zinc-200"
+          onChange={(e) => setFile(e.target.files?.[0] ?? null)}
+          required
+        />
         <span className="block text-xs text-zinc-500">
-          {file ? `${file.name}, ${fmtBytes(file.size)}. ` : ""}At most {fmtBytes(maxUploadBytes)}; archives (.tar, .tar.gz, .zip) are extracted safely on the server.
+          {file ? `${file.name}, ${fmtBytes(file.size)}. ` : ""}At most {fmtBytes(maxUploadBytes)}; archives (.tar, .tar.gz, .zip) are extracted safely on the
+          server.
         </span>
         {tooBig ? <span className="block text-xs text-red-600">This file is larger than the server&apos;s upload limit (TURNLENS_MAX_UPLOAD_MB).</span> : null}
       </label>
       {sent !== null ? <ProgressBar value={sent} label="upload progress" /> : null}
       {error ? (
-        <div className="rounded-md border border-red-300 bg-red-50 p-2 text-sm text-red-800 dark:border-red-900 dark:bg-red-950/40 dark:text-red-300" role="alert">
+        <div
+          className="rounded-md border border-red-300 bg-red-50 p-2 text-sm text-red-800 dark:border-red-900 dark:bg-red-950/40 dark:text-red-300"
+          role="alert"
+        >
           {error.message}
-          {error.issues?.length ? <ul className="ml-4 list-disc text-xs">{error.issues.map((i) => <li key={i.path}>{i.path}: {i.message}</li>)}</ul> : null}
+          {error.issues?.length ? (
+            <ul className="ml-4 list-disc text-xs">
+              {error.issues.map((i) => (
+                <li key={i.path}>
+                  {i.path}: {i.message}
+                </li>
+              ))}
+            </ul>
+          ) : null}
         </div>
       ) : null}
       <button type="submit" className={primaryBtnCls} disabled={!file || tooBig || sent !== null}>
@@ -123,14 +162,22 @@ function ImportStatus({ id }: { id: string }) {
     mutationFn: () => callRoute(routes.importCancel, { params: { id }, body: {} }),
     onSettled: () => qc.invalidateQueries({ queryKey: ["import", id] }),
   });
-  if (error) return <p className="text-sm text-red-600">Could not load import {id}: {error.message}</p>;
+  if (error)
+    return (
+      <p className="text-sm text-red-600">
+        Could not load import {id}: {error.message}
+      </p>
+    );
   if (!imp) return <p className="text-sm text-zinc-500">Loading import…</p>;
   const r = imp.report;
   return (
     <section className={`${cardCls} space-y-4 p-4`} aria-label="Import" data-testid="import-status">
       <div className="flex flex-wrap items-center gap-3">
         <h2 className="font-medium">
-          {imp.filename} <span className="text-sm font-normal text-zinc-500">({IMPORT_FORMATS[imp.format].title}, {fmtBytes(imp.bytes)}, project {imp.project})</span>
+          {imp.filename}{" "}
+          <span className="text-sm font-normal text-zinc-500">
+            ({IMPORT_FORMATS[imp.format].title}, {fmtBytes(imp.bytes)}, project {imp.project})
+          </span>
         </h2>
         <StatusBadge status={imp.job.status} />
         {live ? (
@@ -146,7 +193,11 @@ function ImportStatus({ id }: { id: string }) {
         </div>
       ) : null}
       {imp.job.error ? (
-        <p className="rounded-md border border-red-300 bg-red-50 p-2 text-sm text-red-800 dark:border-red-900 dark:bg-red-950/40 dark:text-red-300" role="alert" data-testid="import-error">
+        <p
+          className="rounded-md border border-red-300 bg-red-50 p-2 text-sm text-red-800 dark:border-red-900 dark:bg-red-950/40 dark:text-red-300"
+          role="alert"
+          data-testid="import-error"
+        >
           {imp.job.error}
         </p>
       ) : null}
@@ -162,7 +213,9 @@ function ImportStatus({ id }: { id: string }) {
               ] as const
             ).map(([id, label, n, cls]) => (
               <div key={id} className="rounded-md bg-zinc-50 p-2 dark:bg-zinc-950">
-                <dd className={`text-2xl font-semibold tabular-nums ${cls}`} data-testid={`count-${id}`}>{n.toLocaleString()}</dd>
+                <dd className={`text-2xl font-semibold tabular-nums ${cls}`} data-testid={`count-${id}`}>
+                  {n.toLocaleString()}
+                </dd>
                 <dt className="text-xs text-zinc-500">{label}</dt>
               </div>
             ))}
@@ -174,7 +227,9 @@ function ImportStatus({ id }: { id: string }) {
                 <th className="font-medium">Source</th>
                 <th className="text-right font-medium">Imported</th>
                 <th className="text-right font-medium">Already present</th>
-                <th className="text-right font-medium" title="A later value at the same step replaced an earlier one">Replaced</th>
+                <th className="text-right font-medium" title="A later value at the same step replaced an earlier one">
+                  Replaced
+                </th>
                 <th className="text-right font-medium">Rejected</th>
               </tr>
             </thead>
@@ -182,7 +237,9 @@ function ImportStatus({ id }: { id: string }) {
               {r.runs.map((run) => (
                 <tr key={run.runId} className="border-t border-zinc-100 dark:border-zinc-800">
                   <td className="py-1">
-                    <Link href={`/runs/${run.runId}`} className="text-indigo-600 hover:underline dark:text-indigo-400">{run.name}</Link>
+                    <Link href={`/runs/${run.runId}`} className="text-indigo-600 hover:underline dark:text-indigo-400">
+                      {run.name}
+                    </Link>
                     {run.created ? null : <span className="ml-2 text-xs text-zinc-500">(existing run)</span>}
                   </td>
                   <td className="font-mono text-xs text-zinc-500">{run.source}</td>
@@ -231,7 +288,9 @@ function RecentImports({ current }: { current: string | null }) {
         {data.imports.map((i) => (
           <li key={i.id} className={`flex items-center gap-3 px-3 py-1.5 ${i.id === current ? "bg-indigo-50 dark:bg-indigo-950/40" : ""}`}>
             <StatusBadge status={i.job.status} />
-            <Link href={`/import?job=${i.id}`} className="text-indigo-600 hover:underline dark:text-indigo-400">{i.filename}</Link>
+            <Link href={`/import?job=${i.id}`} className="text-indigo-600 hover:underline dark:text-indigo-400">
+              {i.filename}
+            </Link>
             <span className="text-xs text-zinc-500">
               {IMPORT_FORMATS[i.format].title} · {i.project}
               {i.report ? ` · ${i.report.imported.toLocaleString()} imported, ${i.report.rejected.toLocaleString()} rejected` : ""}

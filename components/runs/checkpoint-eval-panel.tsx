@@ -29,7 +29,14 @@ export function CheckpointEvalPanel({ run }: { run: RunOut }) {
   const [open, setOpen] = useState(false);
   return (
     <>
-      <button type="button" className={btnCls} onClick={() => setOpen((o) => !o)} aria-expanded={open} aria-controls="checkpoint-eval-form" data-testid="evaluate-checkpoint">
+      <button
+        type="button"
+        className={btnCls}
+        onClick={() => setOpen((o) => !o)}
+        aria-expanded={open}
+        aria-controls="checkpoint-eval-form"
+        data-testid="evaluate-checkpoint"
+      >
         Evaluate checkpoint
       </button>
       {open ? <CheckpointEvalForm run={run} onClose={() => setOpen(false)} /> : null}
@@ -54,7 +61,11 @@ function CheckpointEvalForm({ run, onClose }: { run: RunOut; onClose: () => void
     mutationFn: () => callRoute(routes.runsLaunch, { body: { jobKind: "checkpoint-eval", project: run.project, config } }),
     onSuccess: (created) => router.push(`/runs/${created.id}`),
   });
-  const serverError = launch.error ? (launch.error instanceof ApiClientError && launch.error.issues.length ? launch.error.issues.map((i) => `${i.path}: ${i.message}`).join("; ") : launch.error.message) : null;
+  const serverError = launch.error
+    ? launch.error instanceof ApiClientError && launch.error.issues.length
+      ? launch.error.issues.map((i) => `${i.path}: ${i.message}`).join("; ")
+      : launch.error.message
+    : null;
   const field = "flex flex-col gap-1 text-sm";
 
   return (
@@ -68,13 +79,17 @@ function CheckpointEvalForm({ run, onClose }: { run: RunOut; onClose: () => void
         if (parsed.success) launch.mutate();
       }}
     >
-      <p className="text-xs text-zinc-500">Plays this run&apos;s held-out tasks with the checkpoint&apos;s weights in the PyTorch engine (the worker&apos;s GPU where it has one).</p>
+      <p className="text-xs text-zinc-500">
+        Plays this run&apos;s held-out tasks with the checkpoint&apos;s weights in the PyTorch engine (the worker&apos;s GPU where it has one).
+      </p>
       <label className={field}>
         Checkpoint
         <select className={inputCls} value={step} onChange={(e) => setStep(e.target.value)} data-testid="checkpoint-step">
           <option value="">latest</option>
           {steps.map((s) => (
-            <option key={s} value={String(s)}>step {s}</option>
+            <option key={s} value={String(s)}>
+              step {s}
+            </option>
           ))}
         </select>
       </label>
@@ -96,11 +111,23 @@ function CheckpointEvalForm({ run, onClose }: { run: RunOut; onClose: () => void
           <input className={inputCls} type="number" min={1} value={k} onChange={(e) => setK(e.target.value)} data-testid="checkpoint-k" />
         </label>
       ) : null}
-      {problems.length ? <p className="text-xs text-red-600" role="alert">{problems.join("; ")}</p> : null}
-      {serverError ? <p className="text-xs text-red-600" role="alert" data-testid="checkpoint-eval-error">{serverError}</p> : null}
+      {problems.length ? (
+        <p className="text-xs text-red-600" role="alert">
+          {problems.join("; ")}
+        </p>
+      ) : null}
+      {serverError ? (
+        <p className="text-xs text-red-600" role="alert" data-testid="checkpoint-eval-error">
+          {serverError}
+        </p>
+      ) : null}
       <div className="flex justify-end gap-2">
-        <button type="button" className={btnCls} onClick={onClose}>Close</button>
-        <button type="submit" className={primaryBtnCls} disabled={!parsed.success || launch.isPending}>{launch.isPending ? "Launching…" : "Launch evaluation"}</button>
+        <button type="button" className={btnCls} onClick={onClose}>
+          Close
+        </button>
+        <button type="submit" className={primaryBtnCls} disabled={!parsed.success || launch.isPending}>
+          {launch.isPending ? "Launching…" : "Launch evaluation"}
+        </button>
       </div>
     </form>
   );

@@ -41,12 +41,24 @@ export function LaunchForm({ catalog, estimators = [], prefill }: { catalog: Lau
   const [jobId, setJobId] = useState(() => (catalog.jobKinds.some((j) => j.id === prefill?.jobKind) ? prefill!.jobKind : catalog.jobKinds[0].id));
   const job = catalog.jobKinds.find((j) => j.id === jobId)!;
   return (
-    <LaunchFormFor key={job.id} catalog={catalog} estimators={estimators} job={job} prefill={prefill?.jobKind === job.id ? prefill : prefill && { ...prefill, config: { envId: prefill.config.envId } }}
-      pickJob={catalog.jobKinds.length > 1 ? setJobId : undefined} />
+    <LaunchFormFor
+      key={job.id}
+      catalog={catalog}
+      estimators={estimators}
+      job={job}
+      prefill={prefill?.jobKind === job.id ? prefill : prefill && { ...prefill, config: { envId: prefill.config.envId } }}
+      pickJob={catalog.jobKinds.length > 1 ? setJobId : undefined}
+    />
   );
 }
 
-function LaunchFormFor({ catalog, estimators, job, prefill, pickJob }: {
+function LaunchFormFor({
+  catalog,
+  estimators,
+  job,
+  prefill,
+  pickJob,
+}: {
   catalog: LaunchCatalog;
   estimators: EstimatorInfo[];
   job: LaunchCatalog["jobKinds"][number];
@@ -100,7 +112,10 @@ function LaunchFormFor({ catalog, estimators, job, prefill, pickJob }: {
   const body = {
     jobKind: job.id,
     name: name.trim() || undefined,
-    tags: tags.split(",").map((t) => t.trim()).filter(Boolean),
+    tags: tags
+      .split(",")
+      .map((t) => t.trim())
+      .filter(Boolean),
     parentRunId: prefill?.parentRunId,
     config: { ...jobValues, ...(hasEnv ? { envId, envConfig: envValues } : {}), ...(estSection ? { estimator: estId, estimatorParams: estValues } : {}) },
   };
@@ -115,11 +130,13 @@ function LaunchFormFor({ catalog, estimators, job, prefill, pickJob }: {
     if (!parsed.success) for (const i of parsed.error.issues) addError(errs, issuePathKey(i.path as (string | number)[]), plainIssue(i), banner);
     if (hasEnv) {
       const r = envZod.safeParse(envValues);
-      if (!r.success) for (const i of r.error.issues) addError(errs, issuePathKey(["config", "envConfig", ...(i.path as (string | number)[])]), plainIssue(i), banner);
+      if (!r.success)
+        for (const i of r.error.issues) addError(errs, issuePathKey(["config", "envConfig", ...(i.path as (string | number)[])]), plainIssue(i), banner);
     }
     if (estZod) {
       const r = estZod.safeParse(estValues);
-      if (!r.success) for (const i of r.error.issues) addError(errs, issuePathKey(["config", "estimatorParams", ...(i.path as (string | number)[])]), plainIssue(i), banner);
+      if (!r.success)
+        for (const i of r.error.issues) addError(errs, issuePathKey(["config", "estimatorParams", ...(i.path as (string | number)[])]), plainIssue(i), banner);
     }
     return { errs, banner, invalid: banner.length > 0 || Object.values(errs).some((e) => Object.keys(e).length) };
   }, [jobValues, envValues, estValues, name, tags, envId, estId, job, envZod, estZod]);
@@ -143,32 +160,85 @@ function LaunchFormFor({ catalog, estimators, job, prefill, pickJob }: {
   const clientInvalid = client.invalid;
   const sections = layOut(job.id, jobFields, hasEnv, Boolean(estSection));
   const fieldsGrid = (fields: Field[]) => (
-    <SchemaFields idPrefix="job" fields={fields} values={jobValues} errors={errorsOf("job")} onChange={(k, v) => { setJobValues((s) => ({ ...s, [k]: v })); setErrors((e) => ({ ...e, job: {} })); }} />
+    <SchemaFields
+      idPrefix="job"
+      fields={fields}
+      values={jobValues}
+      errors={errorsOf("job")}
+      onChange={(k, v) => {
+        setJobValues((s) => ({ ...s, [k]: v }));
+        setErrors((e) => ({ ...e, job: {} }));
+      }}
+    />
   );
   const envBlock = hasEnv ? (
     <div className="mb-4">
-      <label htmlFor="env-select" className="mb-1 block text-sm font-medium">Environment</label>
+      <label htmlFor="env-select" className="mb-1 block text-sm font-medium">
+        Environment
+      </label>
       <select id="env-select" value={envId} onChange={(e) => pickEnv(e.target.value)} className={`${inputCls} mb-2 sm:w-80`}>
-        {catalog.envs.map((e) => <option key={e.id} value={e.id}>{e.title} ({e.id})</option>)}
+        {catalog.envs.map((e) => (
+          <option key={e.id} value={e.id}>
+            {e.title} ({e.id})
+          </option>
+        ))}
       </select>
       <p className="mb-4 text-sm text-zinc-500">{env.description}</p>
-      <SchemaFields idPrefix="env" fields={envFields} values={envValues} errors={errorsOf("env")} onChange={(k, v) => { setEnvValues((s) => ({ ...s, [k]: v })); setErrors((e) => ({ ...e, env: {} })); }} />
+      <SchemaFields
+        idPrefix="env"
+        fields={envFields}
+        values={envValues}
+        errors={errorsOf("env")}
+        onChange={(k, v) => {
+          setEnvValues((s) => ({ ...s, [k]: v }));
+          setErrors((e) => ({ ...e, env: {} }));
+        }}
+      />
     </div>
   ) : null;
   const estBlock = estSection ? (
     <div data-testid="estimator-section">
-      <label htmlFor="estimator-select" className="mb-1 block text-sm font-medium">Credit estimator</label>
-      <select id="estimator-select" value={estId} onChange={(e) => pickEstimator(e.target.value)} className={`${inputCls} mb-1 sm:w-[32rem]`} aria-describedby="estimator-help">
-        {estSection.options.map((o) => <option key={o.id} value={o.id}>{o.title} ({o.id})</option>)}
+      <label htmlFor="estimator-select" className="mb-1 block text-sm font-medium">
+        Credit estimator
+      </label>
+      <select
+        id="estimator-select"
+        value={estId}
+        onChange={(e) => pickEstimator(e.target.value)}
+        className={`${inputCls} mb-1 sm:w-[32rem]`}
+        aria-describedby="estimator-help"
+      >
+        {estSection.options.map((o) => (
+          <option key={o.id} value={o.id}>
+            {o.title} ({o.id})
+          </option>
+        ))}
       </select>
       <p id="estimator-help" className="mb-4 text-sm text-zinc-500">
         {estSection.help ? `${estSection.help} ` : ""}
-        {est ? <a href={est.paper.url} target="_blank" rel="noreferrer" className="text-indigo-600 hover:underline dark:text-indigo-400">{est.paper.title} ({est.paper.year})</a> : null}
+        {est ? (
+          <a href={est.paper.url} target="_blank" rel="noreferrer" className="text-indigo-600 hover:underline dark:text-indigo-400">
+            {est.paper.title} ({est.paper.year})
+          </a>
+        ) : null}
         {est && est.needs.length > 1 ? <span> · needs per turn: {est.needs.join(", ")}</span> : null}
       </p>
-      {errorsOf("est").estimator ? <p className="mb-2 text-xs text-red-600" role="alert">{errorsOf("est").estimator}</p> : null}
+      {errorsOf("est").estimator ? (
+        <p className="mb-2 text-xs text-red-600" role="alert">
+          {errorsOf("est").estimator}
+        </p>
+      ) : null}
       {estFields.length ? (
-        <SchemaFields idPrefix="est" fields={estFields} values={estValues} errors={errorsOf("est")} onChange={(k, v) => { setEstValues((s) => ({ ...s, [k]: v })); setErrors((e) => ({ ...e, est: {} })); }} />
+        <SchemaFields
+          idPrefix="est"
+          fields={estFields}
+          values={estValues}
+          errors={errorsOf("est")}
+          onChange={(k, v) => {
+            setEstValues((s) => ({ ...s, [k]: v }));
+            setErrors((e) => ({ ...e, est: {} }));
+          }}
+        />
       ) : (
         <p className="text-sm text-zinc-500">This estimator has no parameters.</p>
       )}
@@ -189,9 +259,15 @@ function LaunchFormFor({ catalog, estimators, job, prefill, pickJob }: {
       <section className={card}>
         {pickJob ? (
           <div className="mb-3">
-            <label htmlFor="job-kind" className="mb-1 block text-sm font-medium">Job kind</label>
+            <label htmlFor="job-kind" className="mb-1 block text-sm font-medium">
+              Job kind
+            </label>
             <select id="job-kind" value={job.id} onChange={(e) => pickJob(e.target.value)} className={`${inputCls} sm:w-80`}>
-              {catalog.jobKinds.map((j) => <option key={j.id} value={j.id}>{j.title} ({j.id})</option>)}
+              {catalog.jobKinds.map((j) => (
+                <option key={j.id} value={j.id}>
+                  {j.title} ({j.id})
+                </option>
+              ))}
             </select>
           </div>
         ) : null}
@@ -199,16 +275,48 @@ function LaunchFormFor({ catalog, estimators, job, prefill, pickJob }: {
         <p className="mb-4 text-sm text-zinc-500">{job.description}</p>
         <div className="grid gap-4 sm:grid-cols-2">
           <div>
-            <label htmlFor="run-name" className="mb-1 block text-sm font-medium">name</label>
-            <input id="run-name" value={name} onChange={(e) => { setName(e.target.value); setErrors((x) => ({ ...x, top: {} })); }} placeholder="generated from the config" className={inputCls}
-              aria-invalid={topErr.name ? true : undefined} aria-describedby={topErr.name ? "run-name-error" : undefined} />
-            {topErr.name ? <p id="run-name-error" className="mt-1 text-xs text-red-600" role="alert" data-testid="error-name">{topErr.name}</p> : null}
+            <label htmlFor="run-name" className="mb-1 block text-sm font-medium">
+              name
+            </label>
+            <input
+              id="run-name"
+              value={name}
+              onChange={(e) => {
+                setName(e.target.value);
+                setErrors((x) => ({ ...x, top: {} }));
+              }}
+              placeholder="generated from the config"
+              className={inputCls}
+              aria-invalid={topErr.name ? true : undefined}
+              aria-describedby={topErr.name ? "run-name-error" : undefined}
+            />
+            {topErr.name ? (
+              <p id="run-name-error" className="mt-1 text-xs text-red-600" role="alert" data-testid="error-name">
+                {topErr.name}
+              </p>
+            ) : null}
           </div>
           <div>
-            <label htmlFor="run-tags" className="mb-1 block text-sm font-medium">tags</label>
-            <input id="run-tags" value={tags} onChange={(e) => { setTags(e.target.value); setErrors((x) => ({ ...x, top: {} })); }} placeholder="comma separated" className={inputCls}
-              aria-invalid={topErr.tags ? true : undefined} aria-describedby={topErr.tags ? "run-tags-error" : undefined} />
-            {topErr.tags ? <p id="run-tags-error" className="mt-1 text-xs text-red-600" role="alert" data-testid="error-tags">{topErr.tags}</p> : null}
+            <label htmlFor="run-tags" className="mb-1 block text-sm font-medium">
+              tags
+            </label>
+            <input
+              id="run-tags"
+              value={tags}
+              onChange={(e) => {
+                setTags(e.target.value);
+                setErrors((x) => ({ ...x, top: {} }));
+              }}
+              placeholder="comma separated"
+              className={inputCls}
+              aria-invalid={topErr.tags ? true : undefined}
+              aria-describedby={topErr.tags ? "run-tags-error" : undefined}
+            />
+            {topErr.tags ? (
+              <p id="run-tags-error" className="mt-1 text-xs text-red-600" role="alert" data-testid="error-tags">
+                {topErr.tags}
+              </p>
+            ) : null}
           </div>
         </div>
       </section>
@@ -220,8 +328,13 @@ function LaunchFormFor({ catalog, estimators, job, prefill, pickJob }: {
           {sec.basic.length ? fieldsGrid(sec.basic) : null}
           {sec.advanced.length ? (
             // folded unless one of its fields has an error (a hidden error would block Launch silently)
-            <details className="mt-4" open={sec.advanced.some((f) => Object.keys(errorsOf("job")).some((k) => k === f.name || k.startsWith(`${f.name}.`))) || undefined}>
-              <summary className="cursor-pointer text-sm text-zinc-600 dark:text-zinc-400">Advanced ({sec.advanced.length}): {sec.advanced.map((f) => f.name).join(", ")}</summary>
+            <details
+              className="mt-4"
+              open={sec.advanced.some((f) => Object.keys(errorsOf("job")).some((k) => k === f.name || k.startsWith(`${f.name}.`))) || undefined}
+            >
+              <summary className="cursor-pointer text-sm text-zinc-600 dark:text-zinc-400">
+                Advanced ({sec.advanced.length}): {sec.advanced.map((f) => f.name).join(", ")}
+              </summary>
               <div className="mt-3">{fieldsGrid(sec.advanced)}</div>
             </details>
           ) : null}
@@ -229,16 +342,25 @@ function LaunchFormFor({ catalog, estimators, job, prefill, pickJob }: {
       ))}
 
       {launch.error && (!(launch.error instanceof ApiClientError) || serverBanner.length || !launch.error.issues.length) ? (
-        <div className="rounded-md border border-red-300 bg-red-50 p-3 text-sm text-red-800 dark:border-red-900 dark:bg-red-950 dark:text-red-300" role="alert" data-testid="launch-error">
+        <div
+          className="rounded-md border border-red-300 bg-red-50 p-3 text-sm text-red-800 dark:border-red-900 dark:bg-red-950 dark:text-red-300"
+          role="alert"
+          data-testid="launch-error"
+        >
           {serverBanner.length ? serverBanner.join("; ") : launch.error.message}
         </div>
       ) : null}
       {clientInvalid ? (
         <p className="text-sm text-red-600" data-testid="form-invalid">
-          Fix the {Object.values(client.errs).reduce((n, e) => n + Object.keys(e).length, 0) || ""} marked field(s) to launch{client.banner.length ? `: ${client.banner.join("; ")}` : "."}
+          Fix the {Object.values(client.errs).reduce((n, e) => n + Object.keys(e).length, 0) || ""} marked field(s) to launch
+          {client.banner.length ? `: ${client.banner.join("; ")}` : "."}
         </p>
       ) : null}
-      <button type="submit" disabled={launch.isPending || clientInvalid} className="rounded-md bg-indigo-600 px-4 py-2 text-sm font-medium text-white hover:bg-indigo-500 disabled:opacity-50">
+      <button
+        type="submit"
+        disabled={launch.isPending || clientInvalid}
+        className="rounded-md bg-indigo-600 px-4 py-2 text-sm font-medium text-white hover:bg-indigo-500 disabled:opacity-50"
+      >
         {launch.isPending ? "Launching…" : "Launch run"}
       </button>
     </form>

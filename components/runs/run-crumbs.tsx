@@ -11,7 +11,14 @@ export function RunCrumbs({ runId, section, active }: { runId: string; section: 
   return (
     <div className="space-y-2">
       <div className="text-xs text-zinc-500">
-        <Link href="/runs" className="hover:underline">Runs</Link> / <Link href={`/runs/${runId}`} className="hover:underline">{run?.name ?? runId}</Link> / {section}
+        <Link href="/runs" className="hover:underline">
+          Runs
+        </Link>{" "}
+        /{" "}
+        <Link href={`/runs/${runId}`} className="hover:underline">
+          {run?.name ?? runId}
+        </Link>{" "}
+        / {section}
       </div>
       <div className="flex flex-wrap items-center gap-2">
         <h1 className="truncate text-lg font-semibold tracking-tight">{run?.name ?? "…"}</h1>

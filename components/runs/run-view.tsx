@@ -50,7 +50,12 @@ export function RunView({ runId }: { runId: string }) {
     mutationFn: (what: "cancel" | "retry") => callRoute(what === "cancel" ? routes.runCancel : routes.runRetry, { params: { id: runId }, body: {} }),
     onSettled: () => qc.invalidateQueries({ queryKey: ["run", runId] }),
   });
-  if (error) return <p className="text-red-600">Could not load run {runId}: {error.message}</p>;
+  if (error)
+    return (
+      <p className="text-red-600">
+        Could not load run {runId}: {error.message}
+      </p>
+    );
   if (!run) return <p className="text-zinc-500">Loading…</p>;
 
   return (
@@ -58,15 +63,24 @@ export function RunView({ runId }: { runId: string }) {
       <div className="flex flex-wrap items-start gap-4">
         <div className="min-w-0 flex-1">
           <div className="text-xs text-zinc-500">
-            <Link href="/runs" className="hover:underline">Runs</Link> / {run.project}
+            <Link href="/runs" className="hover:underline">
+              Runs
+            </Link>{" "}
+            / {run.project}
           </div>
-          <h1 className="truncate text-xl font-semibold tracking-tight" data-testid="run-name">{run.name}</h1>
+          <h1 className="truncate text-xl font-semibold tracking-tight" data-testid="run-name">
+            {run.name}
+          </h1>
           <div className="mt-1 flex flex-wrap items-center gap-2 text-sm text-zinc-500">
             <StatusBadge status={run.status} />
             <span>{run.jobKind ?? run.kind}</span>
             {run.envId ? <span className="font-mono text-xs">{run.envId}</span> : null}
             {run.estimator ? <span className="rounded bg-zinc-100 px-1.5 font-mono text-xs dark:bg-zinc-800">{run.estimator}</span> : null}
-            {run.tags.map((t) => <span key={t} className="rounded bg-zinc-100 px-1.5 text-xs dark:bg-zinc-800">{t}</span>)}
+            {run.tags.map((t) => (
+              <span key={t} className="rounded bg-zinc-100 px-1.5 text-xs dark:bg-zinc-800">
+                {t}
+              </span>
+            ))}
             {run.parentRunId ? (
               <Link href={`/runs/${run.parentRunId}`} className="text-xs text-indigo-600 hover:underline dark:text-indigo-400">
                 {run.jobKind === "checkpoint-eval" || run.jobKind === "onnx-eval" ? "evaluates a training run" : "cloned from a run"}
@@ -75,10 +89,20 @@ export function RunView({ runId }: { runId: string }) {
           </div>
         </div>
         <div className="relative flex gap-2">
-          <Link href={`/runs/new?from=${runId}`} className={btnCls}>Clone and edit</Link>
+          <Link href={`/runs/new?from=${runId}`} className={btnCls}>
+            Clone and edit
+          </Link>
           {run.jobKind === "train" ? <CheckpointEvalPanel run={run} /> : null}
-          {live && run.jobId ? <button type="button" className={btnCls} onClick={() => action.mutate("cancel")} disabled={action.isPending}>Cancel</button> : null}
-          {(run.status === "failed" || run.status === "canceled") && run.jobId ? <button type="button" className={btnCls} onClick={() => action.mutate("retry")} disabled={action.isPending}>Retry</button> : null}
+          {live && run.jobId ? (
+            <button type="button" className={btnCls} onClick={() => action.mutate("cancel")} disabled={action.isPending}>
+              Cancel
+            </button>
+          ) : null}
+          {(run.status === "failed" || run.status === "canceled") && run.jobId ? (
+            <button type="button" className={btnCls} onClick={() => action.mutate("retry")} disabled={action.isPending}>
+              Retry
+            </button>
+          ) : null}
         </div>
       </div>
       <RunTabs runId={runId} active="overview" />
@@ -86,17 +110,35 @@ export function RunView({ runId }: { runId: string }) {
 
       <section className={`${cardCls} p-4`}>
         <ProgressBar value={run.progress} label="run progress" />
-        <p className="mt-1 text-sm text-zinc-500" data-testid="progress-message">{run.progressMessage || (run.status === "queued" ? "waiting for a worker…" : "")}</p>
-        {run.error ? <p className="mt-2 whitespace-pre-wrap rounded bg-red-50 p-2 text-sm text-red-800 dark:bg-red-950 dark:text-red-300">{run.error}</p> : null}
+        <p className="mt-1 text-sm text-zinc-500" data-testid="progress-message">
+          {run.progressMessage || (run.status === "queued" ? "waiting for a worker…" : "")}
+        </p>
+        {run.error ? (
+          <p className="mt-2 whitespace-pre-wrap rounded bg-red-50 p-2 text-sm text-red-800 dark:bg-red-950 dark:text-red-300">{run.error}</p>
+        ) : null}
       </section>
 
       <section className="space-y-3" aria-labelledby="metrics-heading">
         <div className="flex flex-wrap items-center justify-between gap-3">
-          <h2 id="metrics-heading" className="font-medium">Metrics {keys ? <span className="text-sm font-normal text-zinc-500">({keys.keys.length})</span> : null}</h2>
+          <h2 id="metrics-heading" className="font-medium">
+            Metrics {keys ? <span className="text-sm font-normal text-zinc-500">({keys.keys.length})</span> : null}
+          </h2>
           {keys?.keys.length ? (
             <p className="text-xs text-zinc-500">
-              Full resolution, no sampling: <a className="text-indigo-600 hover:underline dark:text-indigo-400" href={routeHref(routes.metricsExport, { params: { id: runId }, query: { format: "csv" } })}>CSV</a> ·{" "}
-              <a className="text-indigo-600 hover:underline dark:text-indigo-400" href={routeHref(routes.metricsExport, { params: { id: runId }, query: { format: "json" } })}>JSON</a>
+              Full resolution, no sampling:{" "}
+              <a
+                className="text-indigo-600 hover:underline dark:text-indigo-400"
+                href={routeHref(routes.metricsExport, { params: { id: runId }, query: { format: "csv" } })}
+              >
+                CSV
+              </a>{" "}
+              ·{" "}
+              <a
+                className="text-indigo-600 hover:underline dark:text-indigo-400"
+                href={routeHref(routes.metricsExport, { params: { id: runId }, query: { format: "json" } })}
+              >
+                JSON
+              </a>
             </p>
           ) : null}
         </div>
@@ -110,7 +152,9 @@ export function RunView({ runId }: { runId: string }) {
               {groups.length > 1 ? <h3 className="mb-1.5 text-xs font-medium uppercase tracking-wide text-zinc-500">{ns}</h3> : null}
               {drawn.length ? (
                 <div className="grid gap-3 sm:grid-cols-2 xl:grid-cols-3">
-                  {drawn.map((k) => <MetricChart key={k} runId={runId} metricKey={k} live={live} view={view} envKey={envKey} eager={prefetched.has(k) && view.x !== "env"} />)}
+                  {drawn.map((k) => (
+                    <MetricChart key={k} runId={runId} metricKey={k} live={live} view={view} envKey={envKey} eager={prefetched.has(k) && view.x !== "env"} />
+                  ))}
                 </div>
               ) : null}
               {none.length ? (

@@ -49,7 +49,14 @@ function useColumnWidths() {
 /** A drag handle on a header's right edge (pointer capture, so the drag survives leaving the header). */
 function ResizeHandle({ col, width, resize }: { col: string; width: number; resize: (col: string, px: number) => void }) {
   return (
-    <span role="separator" aria-orientation="vertical" aria-label={`Resize column ${col}`} aria-valuenow={width} aria-valuetext={`${width} px`} data-testid={`resize-${col}`} tabIndex={0}
+    <span
+      role="separator"
+      aria-orientation="vertical"
+      aria-label={`Resize column ${col}`}
+      aria-valuenow={width}
+      aria-valuetext={`${width} px`}
+      data-testid={`resize-${col}`}
+      tabIndex={0}
       className="absolute right-0 top-0 z-10 h-full w-2 cursor-col-resize touch-none hover:bg-indigo-400/40"
       onKeyDown={(e) => (e.key === "ArrowLeft" || e.key === "ArrowRight") && (e.preventDefault(), resize(col, width + (e.key === "ArrowRight" ? 16 : -16)))}
       onPointerDown={(e) => {
@@ -64,12 +71,20 @@ function ResizeHandle({ col, width, resize }: { col: string; width: number; resi
         };
         el.addEventListener("pointermove", move);
         el.addEventListener("pointerup", up);
-      }} />
+      }}
+    />
   );
 }
 
 /** Outcome metrics researchers sort by first, when the runs log them. */
-const PREFERRED_COLUMNS = ["eval/greedy_success", "eval/success_rate_cum", "rollout/success_rate", "rollout/return_mean", "eval/return_mean_cum", "train/reward"];
+const PREFERRED_COLUMNS = [
+  "eval/greedy_success",
+  "eval/success_rate_cum",
+  "rollout/success_rate",
+  "rollout/return_mean",
+  "eval/return_mean_cum",
+  "train/reward",
+];
 
 /** Metric columns: the URL's `cols`, else the outcome metrics present, topped up with the most common keys. */
 function useColumns(metricKeys: { key: string }[] | undefined, cols: string | null): string[] {
@@ -143,97 +158,245 @@ export function RunsTable() {
   return (
     <div className="space-y-3">
       <div className="flex flex-wrap items-center gap-2">
-        <input defaultValue={params.q ?? ""} placeholder="Search run names…" aria-label="Search run names" className={`${inputCls} w-56`}
-          onKeyDown={(e) => e.key === "Enter" && set({ q: (e.target as HTMLInputElement).value || undefined })} />
-        <select aria-label="Filter by project" value={params.project ?? ""} onChange={(e) => set({ project: e.target.value || undefined })} className={inputCls}>
+        <input
+          defaultValue={params.q ?? ""}
+          placeholder="Search run names…"
+          aria-label="Search run names"
+          className={`${inputCls} w-56`}
+          onKeyDown={(e) => e.key === "Enter" && set({ q: (e.target as HTMLInputElement).value || undefined })}
+        />
+        <select
+          aria-label="Filter by project"
+          value={params.project ?? ""}
+          onChange={(e) => set({ project: e.target.value || undefined })}
+          className={inputCls}
+        >
           <option value="">any project</option>
-          {filters.data?.projects.map((s) => <option key={s} value={s}>{s}</option>)}
+          {filters.data?.projects.map((s) => (
+            <option key={s} value={s}>
+              {s}
+            </option>
+          ))}
         </select>
         <select aria-label="Filter by status" value={params.status ?? ""} onChange={(e) => set({ status: e.target.value || undefined })} className={inputCls}>
           <option value="">any status</option>
-          {STATUSES.map((s) => <option key={s} value={s}>{s}</option>)}
+          {STATUSES.map((s) => (
+            <option key={s} value={s}>
+              {s}
+            </option>
+          ))}
         </select>
-        <select aria-label="Filter by environment" value={params.envId ?? ""} onChange={(e) => set({ envId: e.target.value || undefined })} className={inputCls}>
+        <select
+          aria-label="Filter by environment"
+          value={params.envId ?? ""}
+          onChange={(e) => set({ envId: e.target.value || undefined })}
+          className={inputCls}
+        >
           <option value="">any environment</option>
-          {filters.data?.envIds.map((s) => <option key={s} value={s}>{s}</option>)}
+          {filters.data?.envIds.map((s) => (
+            <option key={s} value={s}>
+              {s}
+            </option>
+          ))}
         </select>
-        <select aria-label="Filter by estimator" value={params.estimator ?? ""} onChange={(e) => set({ estimator: e.target.value || undefined })} className={inputCls}>
+        <select
+          aria-label="Filter by estimator"
+          value={params.estimator ?? ""}
+          onChange={(e) => set({ estimator: e.target.value || undefined })}
+          className={inputCls}
+        >
           <option value="">any estimator</option>
-          {filters.data?.estimators.map((s) => <option key={s} value={s}>{s}</option>)}
+          {filters.data?.estimators.map((s) => (
+            <option key={s} value={s}>
+              {s}
+            </option>
+          ))}
         </select>
         <select aria-label="Filter by tag" value={params.tag ?? ""} onChange={(e) => set({ tag: e.target.value || undefined })} className={inputCls}>
           <option value="">any tag</option>
-          {filters.data?.tags.map((s) => <option key={s} value={s}>{s}</option>)}
+          {filters.data?.tags.map((s) => (
+            <option key={s} value={s}>
+              {s}
+            </option>
+          ))}
         </select>
-        <span className="ml-auto text-sm tabular-nums text-zinc-500" data-testid="runs-total">{first.data ? `${total.toLocaleString()} run${total === 1 ? "" : "s"}` : ""}</span>
-        <Link href="/runs/new" className={primaryBtnCls}>Launch run</Link>
+        <span className="ml-auto text-sm tabular-nums text-zinc-500" data-testid="runs-total">
+          {first.data ? `${total.toLocaleString()} run${total === 1 ? "" : "s"}` : ""}
+        </span>
+        <Link href="/runs/new" className={primaryBtnCls}>
+          Launch run
+        </Link>
       </div>
       <div className="flex flex-wrap items-center gap-2">
         <form className="flex min-w-0 flex-1 items-center gap-2" onSubmit={(e) => (e.preventDefault(), set({ config: cfgDraft.trim() || undefined }))}>
-          <input value={cfgDraft} onChange={(e) => setCfgDraft(e.target.value)} list="config-keys" placeholder="Config filter, e.g. lr<=1e-4; envConfig.size=6; estimatorParams.gamma=0.95"
-            aria-label="Filter by config values" className={`${inputCls} min-w-0 flex-1 font-mono`} />
-          <datalist id="config-keys">{filters.data?.configKeys.map((k) => <option key={k} value={k} />)}</datalist>
-          <button type="submit" className={btnCls}>Apply</button>
+          <input
+            value={cfgDraft}
+            onChange={(e) => setCfgDraft(e.target.value)}
+            list="config-keys"
+            placeholder="Config filter, e.g. lr<=1e-4; envConfig.size=6; estimatorParams.gamma=0.95"
+            aria-label="Filter by config values"
+            className={`${inputCls} min-w-0 flex-1 font-mono`}
+          />
+          <datalist id="config-keys">
+            {filters.data?.configKeys.map((k) => (
+              <option key={k} value={k} />
+            ))}
+          </datalist>
+          <button type="submit" className={btnCls}>
+            Apply
+          </button>
         </form>
         <details className="relative" data-testid="column-chooser">
           <summary className={`${btnCls} cursor-pointer list-none`}>Metric columns ({columns.length})</summary>
-          <div className="absolute right-0 z-30 mt-1 max-h-80 w-80 overflow-auto rounded-md border border-zinc-200 bg-white p-2 text-sm shadow-lg dark:border-zinc-700 dark:bg-zinc-900" role="group" aria-label="Metric columns to show">
+          <div
+            className="absolute right-0 z-30 mt-1 max-h-80 w-80 overflow-auto rounded-md border border-zinc-200 bg-white p-2 text-sm shadow-lg dark:border-zinc-700 dark:bg-zinc-900"
+            role="group"
+            aria-label="Metric columns to show"
+          >
             {filters.data?.metricKeys.length ? null : <p className="text-zinc-500">No metrics logged yet.</p>}
             {filters.data?.metricKeys.map((k) => (
               <label key={k.key} className="flex items-center gap-2 rounded px-1 py-0.5 hover:bg-zinc-100 dark:hover:bg-zinc-800">
-                <input type="checkbox" className="accent-indigo-600" checked={columns.includes(k.key)} onChange={(e) => (e.target.checked ? addCol(k.key) : removeCol(k.key))} />
+                <input
+                  type="checkbox"
+                  className="accent-indigo-600"
+                  checked={columns.includes(k.key)}
+                  onChange={(e) => (e.target.checked ? addCol(k.key) : removeCol(k.key))}
+                />
                 <span className="min-w-0 flex-1 break-all font-mono text-xs">{k.key}</span>
-                <span className="text-xs text-zinc-400" title="runs that log it">{k.runs}</span>
+                <span className="text-xs text-zinc-400" title="runs that log it">
+                  {k.runs}
+                </span>
               </label>
             ))}
           </div>
         </details>
-        {Object.keys(params).length ? <button type="button" className={btnCls} onClick={() => set(Object.fromEntries(Object.keys(params).map((k) => [k, undefined])))}>Clear filters</button> : null}
+        {Object.keys(params).length ? (
+          <button type="button" className={btnCls} onClick={() => set(Object.fromEntries(Object.keys(params).map((k) => [k, undefined])))}>
+            Clear filters
+          </button>
+        ) : null}
       </div>
-      {bad ? <p className="text-sm text-red-600" role="alert">Could not load runs: {String(bad.message)}</p> : null}
+      {bad ? (
+        <p className="text-sm text-red-600" role="alert">
+          Could not load runs: {String(bad.message)}
+        </p>
+      ) : null}
       {selected.length ? (
         <div className="flex items-center gap-3 rounded-md bg-indigo-50 px-3 py-1.5 text-sm dark:bg-indigo-950/60" data-testid="selection-bar">
           <span>{selected.length} selected</span>
-          <Link href={`/compare?runs=${selected.join(",")}`} className={primaryBtnCls} aria-disabled={selected.length < 1}>Compare {selected.length}</Link>
-          <button type="button" className="text-indigo-700 hover:underline dark:text-indigo-300" onClick={clearSel}>clear selection</button>
+          <Link href={`/compare?runs=${selected.join(",")}`} className={primaryBtnCls} aria-disabled={selected.length < 1}>
+            Compare {selected.length}
+          </Link>
+          <button type="button" className="text-indigo-700 hover:underline dark:text-indigo-300" onClick={clearSel}>
+            clear selection
+          </button>
         </div>
       ) : null}
-      <div className="rounded-lg border border-zinc-200 bg-white dark:border-zinc-800 dark:bg-zinc-900" role="table" aria-label="Runs" aria-rowcount={total + 1}>
+      <div
+        className="rounded-lg border border-zinc-200 bg-white dark:border-zinc-800 dark:bg-zinc-900"
+        role="table"
+        aria-label="Runs"
+        aria-rowcount={total + 1}
+      >
         <div ref={box} className="max-h-[calc(100vh-15rem)] min-h-40 overflow-auto" data-testid="runs-scroll">
-          <div role="row" className="sticky top-0 z-10 grid w-max min-w-full border-b border-zinc-200 bg-white text-left text-xs text-zinc-500 dark:border-zinc-800 dark:bg-zinc-900" style={{ gridTemplateColumns: grid }}>
-            <span role="columnheader" className="px-2 py-2"><span className="sr-only">select</span></span>
-            {header("name", <button type="button" onClick={() => sortBy("name")}>Name{arrow("name")}</button>)}
+          <div
+            role="row"
+            className="sticky top-0 z-10 grid w-max min-w-full border-b border-zinc-200 bg-white text-left text-xs text-zinc-500 dark:border-zinc-800 dark:bg-zinc-900"
+            style={{ gridTemplateColumns: grid }}
+          >
+            <span role="columnheader" className="px-2 py-2">
+              <span className="sr-only">select</span>
+            </span>
+            {header(
+              "name",
+              <button type="button" onClick={() => sortBy("name")}>
+                Name{arrow("name")}
+              </button>,
+            )}
             {header("project", "Project")}
-            {header("status", <button type="button" onClick={() => sortBy("status")}>Status{arrow("status")}</button>)}
-            {header("envId", <button type="button" onClick={() => sortBy("envId")}>Env{arrow("envId")}</button>)}
-            {header("estimator", <button type="button" onClick={() => sortBy("estimator")}>Estimator{arrow("estimator")}</button>)}
+            {header(
+              "status",
+              <button type="button" onClick={() => sortBy("status")}>
+                Status{arrow("status")}
+              </button>,
+            )}
+            {header(
+              "envId",
+              <button type="button" onClick={() => sortBy("envId")}>
+                Env{arrow("envId")}
+              </button>,
+            )}
+            {header(
+              "estimator",
+              <button type="button" onClick={() => sortBy("estimator")}>
+                Estimator{arrow("estimator")}
+              </button>,
+            )}
             {header("progress", "Progress")}
             {columns.map((k) => (
-              <span role="columnheader" key={k} className="relative flex items-start justify-end gap-1 px-2 py-1 text-right" title={k} data-testid="metric-header" data-key={k}>
+              <span
+                role="columnheader"
+                key={k}
+                className="relative flex items-start justify-end gap-1 px-2 py-1 text-right"
+                title={k}
+                data-testid="metric-header"
+                data-key={k}
+              >
                 {/* the namespace above the name: "eval/success_rate_cum" and "rollout/success_rate" stay apart */}
-                <button type="button" onClick={() => sortBy(`metric:${k}`)} title={`sort by the last value of ${k}`} className="min-w-0 text-right leading-tight">
+                <button
+                  type="button"
+                  onClick={() => sortBy(`metric:${k}`)}
+                  title={`sort by the last value of ${k}`}
+                  className="min-w-0 text-right leading-tight"
+                >
                   {k.includes("/") ? <span className="block truncate text-[10px] text-zinc-400">{k.slice(0, k.lastIndexOf("/") + 1)}</span> : null}
-                  <span className="block break-all">{k.split("/").pop()}{arrow(`metric:${k}`)}</span>
+                  <span className="block break-all">
+                    {k.split("/").pop()}
+                    {arrow(`metric:${k}`)}
+                  </span>
                 </button>
-                <button type="button" onClick={() => removeCol(k)} aria-label={`Remove column ${k}`} className="text-zinc-400 hover:text-zinc-700">×</button>
+                <button type="button" onClick={() => removeCol(k)} aria-label={`Remove column ${k}`} className="text-zinc-400 hover:text-zinc-700">
+                  ×
+                </button>
                 <ResizeHandle col={k} width={widthOf(k)} resize={resize} />
               </span>
             ))}
-            {header("createdAt", <button type="button" onClick={() => sortBy("createdAt")}>Created{arrow("createdAt")}</button>)}
+            {header(
+              "createdAt",
+              <button type="button" onClick={() => sortBy("createdAt")}>
+                Created{arrow("createdAt")}
+              </button>,
+            )}
           </div>
           <div style={{ height: v.getTotalSize(), position: "relative" }} className="w-max min-w-full">
             {items.map((it) => {
               const r = rowAt(it.index);
               return (
-                <div key={it.key} role="row" aria-rowindex={it.index + 2} className="absolute left-0 grid w-full items-center border-b border-zinc-100 text-sm hover:bg-zinc-50 dark:border-zinc-800/60 dark:hover:bg-zinc-800/40"
-                  style={{ top: it.start, height: ROW_H, gridTemplateColumns: grid }} data-testid={r ? "run-row" : "run-row-loading"}>
-                  {r ? <Row r={r} columns={columns} selected={selected.includes(r.id)} toggle={toggle} /> : <span className="col-span-full px-3 text-zinc-400">…</span>}
+                <div
+                  key={it.key}
+                  role="row"
+                  aria-rowindex={it.index + 2}
+                  className="absolute left-0 grid w-full items-center border-b border-zinc-100 text-sm hover:bg-zinc-50 dark:border-zinc-800/60 dark:hover:bg-zinc-800/40"
+                  style={{ top: it.start, height: ROW_H, gridTemplateColumns: grid }}
+                  data-testid={r ? "run-row" : "run-row-loading"}
+                >
+                  {r ? (
+                    <Row r={r} columns={columns} selected={selected.includes(r.id)} toggle={toggle} />
+                  ) : (
+                    <span className="col-span-full px-3 text-zinc-400">…</span>
+                  )}
                 </div>
               );
             })}
           </div>
           {first.data && total === 0 ? (
-            <p className="px-3 py-10 text-center text-sm text-zinc-500">No runs match. <Link href="/runs/new" className="text-indigo-600 hover:underline">Launch one</Link>.</p>
+            <p className="px-3 py-10 text-center text-sm text-zinc-500">
+              No runs match.{" "}
+              <Link href="/runs/new" className="text-indigo-600 hover:underline">
+                Launch one
+              </Link>
+              .
+            </p>
           ) : null}
           {first.isPending ? <p className="px-3 py-10 text-center text-sm text-zinc-400">Loading…</p> : null}
         </div>
@@ -246,23 +409,51 @@ function Row({ r, columns, selected, toggle }: { r: RunOut; columns: string[]; s
   return (
     <>
       <span role="cell" className="px-2">
-        <input type="checkbox" className="size-4 accent-indigo-600" checked={selected} onChange={() => toggle(r.id)} aria-label={`Select ${r.name} for comparison`} />
+        <input
+          type="checkbox"
+          className="size-4 accent-indigo-600"
+          checked={selected}
+          onChange={() => toggle(r.id)}
+          aria-label={`Select ${r.name} for comparison`}
+        />
       </span>
       <span role="cell" className="min-w-0 px-3 leading-tight" title={[r.name, ...r.tags].join("\n")}>
-        <Link href={`/runs/${r.id}`} className="block truncate font-medium text-indigo-700 hover:underline dark:text-indigo-400">{r.name}</Link>
+        <Link href={`/runs/${r.id}`} className="block truncate font-medium text-indigo-700 hover:underline dark:text-indigo-400">
+          {r.name}
+        </Link>
         {r.tags.length ? (
           <span className="mt-0.5 flex gap-1 overflow-hidden" data-testid="run-tags">
-            {r.tags.map((t) => <span key={t} className="shrink-0 rounded bg-zinc-100 px-1 text-[11px] text-zinc-600 dark:bg-zinc-800 dark:text-zinc-400">{t}</span>)}
+            {r.tags.map((t) => (
+              <span key={t} className="shrink-0 rounded bg-zinc-100 px-1 text-[11px] text-zinc-600 dark:bg-zinc-800 dark:text-zinc-400">
+                {t}
+              </span>
+            ))}
           </span>
         ) : null}
       </span>
-      <span role="cell" className="truncate px-3 text-xs" title={r.project} data-testid="run-project">{r.project}</span>
-      <span role="cell" className="px-3"><StatusBadge status={r.status} /></span>
-      <span role="cell" className="truncate px-3 font-mono text-xs">{r.envId ?? "—"}</span>
-      <span role="cell" className="truncate px-3 font-mono text-xs">{r.estimator ?? <span className="text-zinc-400">{r.jobKind ?? r.kind}</span>}</span>
-      <span role="cell" className="px-3"><ProgressBar value={r.progress} /></span>
-      {columns.map((k) => <span role="cell" key={k} className="px-2 text-right tabular-nums" title={`${k}: ${r.summary[k] ?? "not logged"}`}>{fmt(r.summary[k])}</span>)}
-      <span role="cell" className="truncate px-3 text-xs text-zinc-500" title={r.createdAt} suppressHydrationWarning>{new Date(r.createdAt).toLocaleString()}</span>
+      <span role="cell" className="truncate px-3 text-xs" title={r.project} data-testid="run-project">
+        {r.project}
+      </span>
+      <span role="cell" className="px-3">
+        <StatusBadge status={r.status} />
+      </span>
+      <span role="cell" className="truncate px-3 font-mono text-xs">
+        {r.envId ?? "—"}
+      </span>
+      <span role="cell" className="truncate px-3 font-mono text-xs">
+        {r.estimator ?? <span className="text-zinc-400">{r.jobKind ?? r.kind}</span>}
+      </span>
+      <span role="cell" className="px-3">
+        <ProgressBar value={r.progress} />
+      </span>
+      {columns.map((k) => (
+        <span role="cell" key={k} className="px-2 text-right tabular-nums" title={`${k}: ${r.summary[k] ?? "not logged"}`}>
+          {fmt(r.summary[k])}
+        </span>
+      ))}
+      <span role="cell" className="truncate px-3 text-xs text-zinc-500" title={r.createdAt} suppressHydrationWarning>
+        {new Date(r.createdAt).toLocaleString()}
+      </span>
     </>
   );
 }

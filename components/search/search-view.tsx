@@ -32,7 +32,9 @@ export function SearchView() {
     e.preventDefault();
     set(Object.fromEntries(KEYS.map((k) => [k, draft[k]])), { push: true });
   };
-  const num = (k: Key, placeholder: string, w = "w-20") => <input aria-label={k} className={`${inputCls} ${w}`} inputMode="decimal" placeholder={placeholder} value={d(k)} onChange={edit(k)} />;
+  const num = (k: Key, placeholder: string, w = "w-20") => (
+    <input aria-label={k} className={`${inputCls} ${w}`} inputMode="decimal" placeholder={placeholder} value={d(k)} onChange={edit(k)} />
+  );
   // turns are numbered from 1 on screen (t1 is the first, as in the trajectory browser), from 0 in the API
   const turnNum = (k: "minTurn" | "maxTurn", placeholder: string) => {
     const v = d(k);
@@ -53,12 +55,22 @@ export function SearchView() {
         <div className="flex flex-wrap items-end gap-2">
           <label className="flex min-w-64 flex-1 flex-col gap-1">
             <span className={labelCls}>Text</span>
-            <input aria-label="text" className={inputCls} placeholder='words and "quoted phrases", e.g. search "go to desk"' value={d("text")} onChange={edit("text")} />
+            <input
+              aria-label="text"
+              className={inputCls}
+              placeholder='words and "quoted phrases", e.g. search "go to desk"'
+              value={d("text")}
+              onChange={edit("text")}
+            />
           </label>
           <label className="flex flex-col gap-1">
             <span className={labelCls}>in</span>
             <select aria-label="in" className={inputCls} value={d("in") || "any"} onChange={edit("in")}>
-              {TEXT_FIELDS.map((f) => <option key={f} value={f}>{f === "any" ? "observation or action" : f}</option>)}
+              {TEXT_FIELDS.map((f) => (
+                <option key={f} value={f}>
+                  {f === "any" ? "observation or action" : f}
+                </option>
+              ))}
             </select>
           </label>
           <label className="flex flex-col gap-1">
@@ -76,13 +88,23 @@ export function SearchView() {
           <label className="flex flex-col gap-1">
             <span className={labelCls}>or project</span>
             <input aria-label="project" list="search-projects" className={`${inputCls} w-32`} value={d("project")} onChange={edit("project")} />
-            <datalist id="search-projects">{filters.data?.projects.map((p) => <option key={p} value={p} />)}</datalist>
+            <datalist id="search-projects">
+              {filters.data?.projects.map((p) => (
+                <option key={p} value={p} />
+              ))}
+            </datalist>
           </label>
         </div>
         <div className="flex flex-wrap items-end gap-x-4 gap-y-2 text-sm">
-          <Field label="Length">{num("minLength", "min")}–{num("maxLength", "max")}</Field>
-          <Field label="Return">{num("minReturn", "min")}–{num("maxReturn", "max")}</Field>
-          <Field label="Step">{num("step", "=")} or {num("minStep", "min")}–{num("maxStep", "max")}</Field>
+          <Field label="Length">
+            {num("minLength", "min")}–{num("maxLength", "max")}
+          </Field>
+          <Field label="Return">
+            {num("minReturn", "min")}–{num("maxReturn", "max")}
+          </Field>
+          <Field label="Step">
+            {num("step", "=")} or {num("minStep", "min")}–{num("maxStep", "max")}
+          </Field>
           <Field label="Env">
             <input aria-label="envId" className={`${inputCls} w-28`} value={d("envId")} onChange={edit("envId")} />
           </Field>
@@ -92,7 +114,9 @@ export function SearchView() {
         </div>
         <fieldset className="flex flex-wrap items-end gap-x-4 gap-y-2 rounded-md border border-dashed border-zinc-300 p-2 text-sm dark:border-zinc-700">
           <legend className={`${labelCls} px-1`}>One turn meets all of</legend>
-          <Field label="Turn (t1 = first)">{turnNum("minTurn", "from")}–{turnNum("maxTurn", "to")}</Field>
+          <Field label="Turn (t1 = first)">
+            {turnNum("minTurn", "from")}–{turnNum("maxTurn", "to")}
+          </Field>
           <Field label="Advantage">
             <select aria-label="advantage" className={inputCls} value={d("advantage")} onChange={edit("advantage")}>
               <option value="">any sign</option>
@@ -102,7 +126,9 @@ export function SearchView() {
             </select>
             {num("minAdvantage", "min")}–{num("maxAdvantage", "max")}
           </Field>
-          <Field label="Reward">{num("minReward", "min")}–{num("maxReward", "max")}</Field>
+          <Field label="Reward">
+            {num("minReward", "min")}–{num("maxReward", "max")}
+          </Field>
           <Field label="Valid">
             <select aria-label="valid" className={inputCls} value={d("valid")} onChange={edit("valid")}>
               <option value="">any</option>
@@ -117,17 +143,31 @@ export function SearchView() {
         <div className="flex flex-wrap items-center gap-2 text-sm">
           <span className={labelCls}>Sort</span>
           <select aria-label="sort" className={inputCls} value={d("sort") || "step"} onChange={edit("sort")}>
-            {SEARCH_SORTS.map((s) => <option key={s} value={s}>{s}</option>)}
+            {SEARCH_SORTS.map((s) => (
+              <option key={s} value={s}>
+                {s}
+              </option>
+            ))}
           </select>
           <select aria-label="order" className={inputCls} value={d("order") || "desc"} onChange={edit("order")}>
             <option value="desc">descending</option>
             <option value="asc">ascending</option>
           </select>
-          <button type="submit" className={`${primaryBtnCls} ml-auto`}>Search</button>
-          <button type="button" className={btnCls} onClick={() => setDraft({ runs: draft.runs ?? "", project: draft.project ?? "" })}>Clear</button>
+          <button type="submit" className={`${primaryBtnCls} ml-auto`}>
+            Search
+          </button>
+          <button type="button" className={btnCls} onClick={() => setDraft({ runs: draft.runs ?? "", project: draft.project ?? "" })}>
+            Clear
+          </button>
         </div>
       </form>
-      <Results params={applied} query={query} page={cursors.length} onNext={(c) => setCursors((p) => [...p, c])} onPrev={() => setCursors((p) => p.slice(0, -1))} />
+      <Results
+        params={applied}
+        query={query}
+        page={cursors.length}
+        onNext={(c) => setCursors((p) => [...p, c])}
+        onPrev={() => setCursors((p) => p.slice(0, -1))}
+      />
     </div>
   );
 }
@@ -143,10 +183,30 @@ function Field({ label, children }: { label: string; children: React.ReactNode }
 
 type Query = ReturnType<typeof useQuery<Awaited<ReturnType<NonNullable<ReturnType<typeof searchQuery>["queryFn"]>>>>>;
 
-function Results({ params, query, page, onNext, onPrev }: { params: SearchParams; query: Query; page: number; onNext: (cursor: string) => void; onPrev: () => void }) {
+function Results({
+  params,
+  query,
+  page,
+  onNext,
+  onPrev,
+}: {
+  params: SearchParams;
+  query: Query;
+  page: number;
+  onNext: (cursor: string) => void;
+  onPrev: () => void;
+}) {
   const { data, error, isFetching } = query;
-  if (!params.runs && !params.project) return <p className="text-sm text-zinc-500">Name the runs to search (their ids) or a project, then search. A run's page links here with its id filled in.</p>;
-  if (error) return <p className="rounded-md border border-red-300 bg-red-50 p-3 text-sm text-red-800 dark:border-red-900 dark:bg-red-950 dark:text-red-300" role="alert">{error.message}</p>;
+  if (!params.runs && !params.project)
+    return (
+      <p className="text-sm text-zinc-500">Name the runs to search (their ids) or a project, then search. A run's page links here with its id filled in.</p>
+    );
+  if (error)
+    return (
+      <p className="rounded-md border border-red-300 bg-red-50 p-3 text-sm text-red-800 dark:border-red-900 dark:bg-red-950 dark:text-red-300" role="alert">
+        {error.message}
+      </p>
+    );
   if (!data) return <p className="text-sm text-zinc-500">{isFetching ? "Searching…" : ""}</p>;
   const hits = data.trajectories;
   return (
@@ -154,7 +214,9 @@ function Results({ params, query, page, onNext, onPrev }: { params: SearchParams
       <p className="text-sm text-zinc-500" data-testid="search-summary">
         {hits.length ? `${hits.length} trajector${hits.length === 1 ? "y" : "ies"} on this page` : "No trajectory matches"}
         {page > 0 ? ` (page ${page + 1})` : ""}
-        {data.next && hits.length < Number(params.pageSize ?? 50) ? ` · ${data.scanned.toLocaleString()} candidates checked so far; more may match further on` : ""}
+        {data.next && hits.length < Number(params.pageSize ?? 50)
+          ? ` · ${data.scanned.toLocaleString()} candidates checked so far; more may match further on`
+          : ""}
         {isFetching ? " · updating…" : ""}
       </p>
       {!hits.length && params.step ? <NearestSteps params={params} /> : null}
@@ -179,21 +241,35 @@ function Results({ params, query, page, onNext, onPrev }: { params: SearchParams
                 const href = `/runs/${h.runId}/trajectories?step=${h.step}&group=${h.groupId}&traj=${h.id}`;
                 return (
                   <tr key={h.id} className="border-b border-zinc-100 last:border-0 dark:border-zinc-800/60" data-testid="search-hit">
-                    <td className="px-3 py-1.5"><Link className="hover:underline" href={`/runs/${h.runId}`}>{h.runName}</Link></td>
+                    <td className="px-3 py-1.5">
+                      <Link className="hover:underline" href={`/runs/${h.runId}`}>
+                        {h.runName}
+                      </Link>
+                    </td>
                     <td className="px-3 py-1.5 text-right tabular-nums">{h.step}</td>
-                    <td className="px-3 py-1.5 font-mono text-xs">{h.task} <span className="text-zinc-400">#{h.index}</span></td>
+                    <td className="px-3 py-1.5 font-mono text-xs">
+                      {h.task} <span className="text-zinc-400">#{h.index}</span>
+                    </td>
                     <td className="px-3 py-1.5">{h.envId}</td>
-                    <td className={`px-3 py-1.5 ${h.success ? "text-emerald-700 dark:text-emerald-400" : "text-red-700 dark:text-red-400"}`}>{h.success ? "success" : "failure"}</td>
+                    <td className={`px-3 py-1.5 ${h.success ? "text-emerald-700 dark:text-emerald-400" : "text-red-700 dark:text-red-400"}`}>
+                      {h.success ? "success" : "failure"}
+                    </td>
                     <td className="px-3 py-1.5 text-right tabular-nums">{fmt(h.reward)}</td>
                     <td className="px-3 py-1.5 text-right tabular-nums">{h.length}</td>
                     <td className="px-3 py-1.5">
                       <span className="flex flex-wrap gap-1">
-                        {h.matchedTurns.slice(0, 12).map((t) => <span key={t} className="rounded bg-indigo-50 px-1.5 text-xs tabular-nums text-indigo-700 dark:bg-indigo-950 dark:text-indigo-300">t{t + 1}</span>)}
+                        {h.matchedTurns.slice(0, 12).map((t) => (
+                          <span key={t} className="rounded bg-indigo-50 px-1.5 text-xs tabular-nums text-indigo-700 dark:bg-indigo-950 dark:text-indigo-300">
+                            t{t + 1}
+                          </span>
+                        ))}
                         {h.matchedTurns.length > 12 ? <span className="text-xs text-zinc-500">+{h.matchedTurns.length - 12}</span> : null}
                       </span>
                     </td>
                     <td className="px-3 py-1.5 text-right">
-                      <Link className="whitespace-nowrap text-indigo-600 hover:underline dark:text-indigo-400" href={href}>turns &amp; credit →</Link>
+                      <Link className="whitespace-nowrap text-indigo-600 hover:underline dark:text-indigo-400" href={href}>
+                        turns &amp; credit →
+                      </Link>
                     </td>
                   </tr>
                 );
@@ -203,8 +279,12 @@ function Results({ params, query, page, onNext, onPrev }: { params: SearchParams
         </div>
       ) : null}
       <div className="flex gap-2">
-        <button type="button" className={btnCls} disabled={page === 0} onClick={onPrev}>← Previous</button>
-        <button type="button" className={btnCls} disabled={!data.next} onClick={() => data.next && onNext(data.next)}>Next →</button>
+        <button type="button" className={btnCls} disabled={page === 0} onClick={onPrev}>
+          ← Previous
+        </button>
+        <button type="button" className={btnCls} disabled={!data.next} onClick={() => data.next && onNext(data.next)}>
+          Next →
+        </button>
       </div>
     </div>
   );
@@ -224,7 +304,9 @@ function NearestSteps({ params }: { params: SearchParams }) {
       {steps.map((s, i) => (
         <span key={s}>
           {i ? ", " : ""}
-          <Link className="text-indigo-600 hover:underline dark:text-indigo-400" href={`/search?${qs(s)}`}>step {s}</Link>
+          <Link className="text-indigo-600 hover:underline dark:text-indigo-400" href={`/search?${qs(s)}`}>
+            step {s}
+          </Link>
         </span>
       ))}
     </p>

@@ -58,7 +58,9 @@ function VirtualLines({ text, className, maxHeight, label }: { text: string; cla
           ))}
         </div>
       </div>
-      <p className="mt-0.5 text-[11px] text-zinc-500">{lines.length.toLocaleString()} lines, {text.length.toLocaleString()} characters (only the visible lines are drawn)</p>
+      <p className="mt-0.5 text-[11px] text-zinc-500">
+        {lines.length.toLocaleString()} lines, {text.length.toLocaleString()} characters (only the visible lines are drawn)
+      </p>
     </div>
   );
 }

@@ -10,7 +10,15 @@ import type { TokenData } from "@/lib/schemas/rollouts";
 
 const chip = "rounded-sm px-px";
 
-export function TokenView({ text, tokens, advantage, tint, max, theme, label }: {
+export function TokenView({
+  text,
+  tokens,
+  advantage,
+  tint,
+  max,
+  theme,
+  label,
+}: {
   text: string;
   tokens: TokenData | null;
   advantage: number | null;
@@ -23,7 +31,11 @@ export function TokenView({ text, tokens, advantage, tint, max, theme, label }: 
 }) {
   const paint = (v: number | null) => ({ background: divergingColor(v, max, theme) ?? undefined, color: v === null ? undefined : textOn(v, max, theme) });
   return (
-    <p className="whitespace-pre-wrap break-words rounded bg-zinc-50 p-2 font-mono text-xs leading-6 dark:bg-zinc-950" data-testid="token-view" data-kind={tokens ? "policy-tokens" : "display-words"}>
+    <p
+      className="whitespace-pre-wrap break-words rounded bg-zinc-50 p-2 font-mono text-xs leading-6 dark:bg-zinc-950"
+      data-testid="token-view"
+      data-kind={tokens ? "policy-tokens" : "display-words"}
+    >
       {tokens
         ? tokenCells(tokens, tint, advantage, label).map((c, i) => (
             // biome-ignore lint/suspicious/noArrayIndexKey: policy tokens of one turn, in order: the position is the token

@@ -92,8 +92,14 @@ export function TrajectoryBrowser({ runId }: { runId: string }) {
   const filterInput = (k: string, label: string) => (
     <label className="flex items-center gap-1">
       <span className="sr-only">{label}</span>
-      <input type="number" className={`${inputCls} w-16`} placeholder={label.split(" ")[0]} aria-label={label} defaultValue={get(k) ?? ""}
-        onChange={(e) => set({ [k]: e.target.value || undefined, traj: undefined, turn: undefined })} />
+      <input
+        type="number"
+        className={`${inputCls} w-16`}
+        placeholder={label.split(" ")[0]}
+        aria-label={label}
+        defaultValue={get(k) ?? ""}
+        onChange={(e) => set({ [k]: e.target.value || undefined, traj: undefined, turn: undefined })}
+      />
     </label>
   );
 
@@ -103,25 +109,48 @@ export function TrajectoryBrowser({ runId }: { runId: string }) {
       <div className="grid gap-4 lg:grid-cols-[18rem_1fr]">
         <aside className="space-y-4 lg:sticky lg:top-16 lg:max-h-[calc(100vh-5rem)] lg:self-start lg:overflow-y-auto">
           <div className={cardCls}>
-            <label htmlFor="step-select" className={`block border-b border-zinc-200 px-3 py-2 dark:border-zinc-800 ${labelCls}`}>Step / batch</label>
-            <select id="step-select" className={`m-2 w-[calc(100%-1rem)] min-w-0 truncate pr-7 ${inputCls}`} value={step ?? ""} onChange={(e) => set({ step: e.target.value, group: undefined, traj: undefined, turn: undefined })}>
+            <label htmlFor="step-select" className={`block border-b border-zinc-200 px-3 py-2 dark:border-zinc-800 ${labelCls}`}>
+              Step / batch
+            </label>
+            <select
+              id="step-select"
+              className={`m-2 w-[calc(100%-1rem)] min-w-0 truncate pr-7 ${inputCls}`}
+              value={step ?? ""}
+              onChange={(e) => set({ step: e.target.value, group: undefined, traj: undefined, turn: undefined })}
+            >
               {steps?.steps.map((s) => (
-                <option key={s.id} value={s.step}>step {s.step} · {s.trajectories} traj · {s.successRate === null ? "—" : `${Math.round(s.successRate * 100)} % ok`}</option>
+                <option key={s.id} value={s.step}>
+                  step {s.step} · {s.trajectories} traj · {s.successRate === null ? "—" : `${Math.round(s.successRate * 100)} % ok`}
+                </option>
               ))}
             </select>
             {steps && steps.steps.length === 0 ? <p className="px-3 pb-3 text-sm text-zinc-500">No rollouts stored yet.</p> : null}
           </div>
           <fieldset className={`${cardCls} min-w-0 space-y-2 p-3 text-sm`} aria-label="Filter trajectories">
             <div className={labelCls}>Filter trajectories</div>
-            <select className={`${inputCls} w-full`} aria-label="Outcome" value={outcome} onChange={(e) => set({ outcome: e.target.value || undefined, traj: undefined, turn: undefined })}>
+            <select
+              className={`${inputCls} w-full`}
+              aria-label="Outcome"
+              value={outcome}
+              onChange={(e) => set({ outcome: e.target.value || undefined, traj: undefined, turn: undefined })}
+            >
               <option value="">any outcome</option>
               <option value="success">successes</option>
               <option value="failure">failures</option>
             </select>
-            <div className="flex items-center gap-1.5 text-zinc-500">length {filterInput("minLen", "min length")} – {filterInput("maxLen", "max length")}</div>
-            <div className="flex items-center gap-1.5 text-zinc-500">return {filterInput("minR", "min return")} – {filterInput("maxR", "max return")}</div>
+            <div className="flex items-center gap-1.5 text-zinc-500">
+              length {filterInput("minLen", "min length")} – {filterInput("maxLen", "max length")}
+            </div>
+            <div className="flex items-center gap-1.5 text-zinc-500">
+              return {filterInput("minR", "min return")} – {filterInput("maxR", "max return")}
+            </div>
             <label className="flex items-center gap-2">
-              <input type="checkbox" checked={mixedOnly} onChange={(e) => set({ mixed: e.target.checked ? "1" : undefined, group: undefined, traj: undefined, turn: undefined })} className="accent-indigo-600" />
+              <input
+                type="checkbox"
+                checked={mixedOnly}
+                onChange={(e) => set({ mixed: e.target.checked ? "1" : undefined, group: undefined, traj: undefined, turn: undefined })}
+                className="accent-indigo-600"
+              />
               groups with mixed outcomes only
             </label>
           </fieldset>
@@ -130,8 +159,14 @@ export function TrajectoryBrowser({ runId }: { runId: string }) {
             <ul className="max-h-[28rem] overflow-auto p-1">
               {shownGroups.map((x) => (
                 <li key={x.id}>
-                  <button type="button" onClick={() => set({ group: x.id, traj: undefined, turn: undefined })} aria-current={x.id === groupId} data-testid="group-item" data-success-rate={x.successRate}
-                    className={`flex w-full items-center justify-between rounded px-2 py-1 text-left text-sm ${x.id === groupId ? "bg-indigo-50 text-indigo-900 dark:bg-indigo-950 dark:text-indigo-200" : "hover:bg-zinc-100 dark:hover:bg-zinc-800"}`}>
+                  <button
+                    type="button"
+                    onClick={() => set({ group: x.id, traj: undefined, turn: undefined })}
+                    aria-current={x.id === groupId}
+                    data-testid="group-item"
+                    data-success-rate={x.successRate}
+                    className={`flex w-full items-center justify-between rounded px-2 py-1 text-left text-sm ${x.id === groupId ? "bg-indigo-50 text-indigo-900 dark:bg-indigo-950 dark:text-indigo-200" : "hover:bg-zinc-100 dark:hover:bg-zinc-800"}`}
+                  >
                     <span className="truncate font-mono text-xs">{x.uid}</span>
                     <span className="text-xs tabular-nums text-zinc-500">{Math.round(x.successRate * 100)} %</span>
                   </button>
@@ -139,41 +174,87 @@ export function TrajectoryBrowser({ runId }: { runId: string }) {
               ))}
             </ul>
           </div>
-          <p className="text-xs text-zinc-500"><kbd>j</kbd>/<kbd>k</kbd> next/previous turn · <kbd>h</kbd>/<kbd>l</kbd> trajectory · <kbd>n</kbd>/<kbd>p</kbd> group</p>
+          <p className="text-xs text-zinc-500">
+            <kbd>j</kbd>/<kbd>k</kbd> next/previous turn · <kbd>h</kbd>/<kbd>l</kbd> trajectory · <kbd>n</kbd>/<kbd>p</kbd> group
+          </p>
         </aside>
         <section className="min-w-0 space-y-4">
           {g ? (
             <div className="flex flex-wrap items-center gap-3 text-sm">
               <span className="font-medium">{g.group.uid}</span>
-              <span className="text-zinc-500">showing {rows.length} of {g.trajectories.length} trajectories</span>
-              {est ? <span className="rounded bg-indigo-50 px-1.5 text-xs text-indigo-800 dark:bg-indigo-950 dark:text-indigo-200">advantages under {est} (recomputed)</span> : null}
-              <Link className="text-indigo-600 hover:underline dark:text-indigo-400" href={`/runs/${runId}/credit/group?step=${g.step}&group=${g.group.id}${est ? `&est=${est}` : ""}${pRaw ? `&p=${encodeURIComponent(pRaw)}` : ""}`}>
+              <span className="text-zinc-500">
+                showing {rows.length} of {g.trajectories.length} trajectories
+              </span>
+              {est ? (
+                <span className="rounded bg-indigo-50 px-1.5 text-xs text-indigo-800 dark:bg-indigo-950 dark:text-indigo-200">
+                  advantages under {est} (recomputed)
+                </span>
+              ) : null}
+              <Link
+                className="text-indigo-600 hover:underline dark:text-indigo-400"
+                href={`/runs/${runId}/credit/group?step=${g.step}&group=${g.group.id}${est ? `&est=${est}` : ""}${pRaw ? `&p=${encodeURIComponent(pRaw)}` : ""}`}
+              >
                 Credit heatmap of this group →
               </Link>
               <label className="ml-auto flex items-center gap-1.5 text-xs" title={tokenNote(hasTokens)}>
                 <input type="checkbox" checked={tokens} onChange={(e) => set({ tokens: e.target.checked ? undefined : "0" })} className="accent-indigo-600" />
                 tint action tokens by
               </label>
-              <select className={`${inputCls} py-0.5 text-xs`} aria-label="Tint tokens by" value={tint} disabled={!tokens} onChange={(e) => set({ tint: e.target.value === "advantage" ? undefined : e.target.value })}>
+              <select
+                className={`${inputCls} py-0.5 text-xs`}
+                aria-label="Tint tokens by"
+                value={tint}
+                disabled={!tokens}
+                onChange={(e) => set({ tint: e.target.value === "advantage" ? undefined : e.target.value })}
+              >
                 <option value="advantage">advantage</option>
-                <option value="logprob" disabled={!hasTokens}>log-prob{hasTokens ? "" : " (no token data)"}</option>
-                <option value="entropy" disabled={!hasTokens}>entropy{hasTokens ? "" : " (no token data)"}</option>
+                <option value="logprob" disabled={!hasTokens}>
+                  log-prob{hasTokens ? "" : " (no token data)"}
+                </option>
+                <option value="entropy" disabled={!hasTokens}>
+                  entropy{hasTokens ? "" : " (no token data)"}
+                </option>
               </select>
             </div>
           ) : null}
           {stored.error ? <p className="text-sm text-red-600">{stored.error.message}</p> : null}
           {recomputed.error && est ? <p className="text-sm text-red-600">{recomputed.error.message}</p> : null}
-          {g && tokens && traj ? <p className="text-[11px] text-zinc-500" data-testid="token-note">{tokenNote(hasTokens)}</p> : null}
-          {g ? <SideBySide g={g} values={values ?? g.advantages} rows={rows} trajId={trajId} turn={turnParam} max={max} theme={theme} onPick={(id, turn) => set({ traj: id, turn })} /> : null}
+          {g && tokens && traj ? (
+            <p className="text-[11px] text-zinc-500" data-testid="token-note">
+              {tokenNote(hasTokens)}
+            </p>
+          ) : null}
+          {g ? (
+            <SideBySide
+              g={g}
+              values={values ?? g.advantages}
+              rows={rows}
+              trajId={trajId}
+              turn={turnParam}
+              max={max}
+              theme={theme}
+              onPick={(id, turn) => set({ traj: id, turn })}
+            />
+          ) : null}
           {traj && traj.id === trajId ? (
-            <TurnList turns={traj.turns} highlight={turnParam} max={max} tint={tint} tintMax={tintMax} theme={theme} tokens={tokens}
-              recomputed={r && selRow >= 0 ? { label: `under ${r.estimator}`, values: r.advantages[selRow] } : null} />
+            <TurnList
+              turns={traj.turns}
+              highlight={turnParam}
+              max={max}
+              tint={tint}
+              tintMax={tintMax}
+              theme={theme}
+              tokens={tokens}
+              recomputed={r && selRow >= 0 ? { label: `under ${r.estimator}`, values: r.advantages[selRow] } : null}
+            />
           ) : rows.length === 0 && g ? (
             <p className="text-sm text-zinc-500">No trajectory of this group matches the filters.</p>
           ) : trajError ? (
             <p className="text-sm text-red-600">{trajError.message}</p>
           ) : trajId ? (
-            <p className="text-sm text-zinc-500" data-testid="turns-loading">Loading the turns…</p>
+            <p className="text-sm text-zinc-500" data-testid="turns-loading">
+              Loading the turns…
+            </p>
           ) : (
             <p className="text-sm text-zinc-500">Select a trajectory.</p>
           )}
@@ -184,7 +265,16 @@ export function TrajectoryBrowser({ runId }: { runId: string }) {
 }
 
 /** The group's trajectories as columns, their turns as rows: action, reward and advantage (tinted) at a glance. */
-function SideBySide({ g, values, rows, trajId, turn, max, theme, onPick }: {
+function SideBySide({
+  g,
+  values,
+  rows,
+  trajId,
+  turn,
+  max,
+  theme,
+  onPick,
+}: {
   g: GroupCredit;
   values: (number | null)[][];
   rows: { t: GroupCredit["trajectories"][number]; row: number }[];
@@ -196,20 +286,37 @@ function SideBySide({ g, values, rows, trajId, turn, max, theme, onPick }: {
 }) {
   const longest = rows.reduce((a, x) => Math.max(a, g.advantages[x.row]?.length ?? 0), 0);
   return (
-    <div className="max-h-[22rem] overflow-auto rounded-lg border border-zinc-200 dark:border-zinc-800" role="tablist" aria-label="Trajectories of the group, side by side">
+    <div
+      className="max-h-[22rem] overflow-auto rounded-lg border border-zinc-200 dark:border-zinc-800"
+      role="tablist"
+      aria-label="Trajectories of the group, side by side"
+    >
       <div className="grid w-max" style={{ gridTemplateColumns: `2.5rem repeat(${rows.length}, 11rem)` }}>
         <div className="sticky left-0 top-0 z-20 bg-zinc-50 dark:bg-zinc-900" />
         {rows.map(({ t }) => (
-          <button type="button" key={t.id} role="tab" aria-selected={t.id === trajId} onClick={() => onPick(t.id)} data-testid="trajectory-tab"
-            className={`sticky top-0 z-10 border-b border-l px-2 py-1.5 text-left text-xs ${t.id === trajId ? "border-b-indigo-500 bg-indigo-50 dark:bg-indigo-950" : "border-zinc-200 bg-zinc-50 hover:bg-zinc-100 dark:border-zinc-800 dark:bg-zinc-900 dark:hover:bg-zinc-800"}`}>
-            <div className="font-medium">#{t.index} {t.success ? <span className="text-emerald-600">✓ success</span> : <span className="text-zinc-500">✗</span>}</div>
-            <div className="tabular-nums text-zinc-500">R {t.reward.toFixed(2)} · {t.length} turns{t.truncated ? " · truncated" : ""}</div>
+          <button
+            type="button"
+            key={t.id}
+            role="tab"
+            aria-selected={t.id === trajId}
+            onClick={() => onPick(t.id)}
+            data-testid="trajectory-tab"
+            className={`sticky top-0 z-10 border-b border-l px-2 py-1.5 text-left text-xs ${t.id === trajId ? "border-b-indigo-500 bg-indigo-50 dark:bg-indigo-950" : "border-zinc-200 bg-zinc-50 hover:bg-zinc-100 dark:border-zinc-800 dark:bg-zinc-900 dark:hover:bg-zinc-800"}`}
+          >
+            <div className="font-medium">
+              #{t.index} {t.success ? <span className="text-emerald-600">✓ success</span> : <span className="text-zinc-500">✗</span>}
+            </div>
+            <div className="tabular-nums text-zinc-500">
+              R {t.reward.toFixed(2)} · {t.length} turns{t.truncated ? " · truncated" : ""}
+            </div>
           </button>
         ))}
         {Array.from({ length: longest }, (_, i) => (
           // biome-ignore lint/suspicious/noArrayIndexKey: turn rows: row i is turn i of every trajectory
           <div key={i} className="contents">
-            <div className="sticky left-0 z-10 border-t border-zinc-200 bg-zinc-50 px-1 py-1 text-right text-[11px] tabular-nums text-zinc-500 dark:border-zinc-800 dark:bg-zinc-900">t{i + 1}</div>
+            <div className="sticky left-0 z-10 border-t border-zinc-200 bg-zinc-50 px-1 py-1 text-right text-[11px] tabular-nums text-zinc-500 dark:border-zinc-800 dark:bg-zinc-900">
+              t{i + 1}
+            </div>
             {rows.map(({ t, row }) => {
               const text = g.texts[row]?.[i];
               if (!text) return <div key={t.id} className="border-l border-t border-zinc-100 dark:border-zinc-800" />;
@@ -217,11 +324,21 @@ function SideBySide({ g, values, rows, trajId, turn, max, theme, onPick }: {
               const bg = divergingColor(v, max, theme);
               const on = t.id === trajId && turn === i;
               return (
-                <button type="button" key={t.id} onClick={() => onPick(t.id, i)} title={`${text.action}\nadvantage ${fmtSigned(v)}`}
+                <button
+                  type="button"
+                  key={t.id}
+                  onClick={() => onPick(t.id, i)}
+                  title={`${text.action}\nadvantage ${fmtSigned(v)}`}
                   className={`border-l border-t border-zinc-100 px-1.5 py-1 text-left text-[11px] leading-tight dark:border-zinc-800 ${on ? "outline-2 -outline-offset-2 outline-indigo-500" : ""}`}
-                  style={{ background: bg ?? undefined, color: v === null ? undefined : textOn(v, max, theme) }}>
-                  <div className="truncate font-mono">{g.valid[row][i] ? "" : "⚠ "}{text.action.replace(/\s+/g, " ").slice(0, 40)}</div>
-                  <div className="tabular-nums opacity-80">r {fmt(g.rewards[row][i])} · A {fmtSigned(v, 2)}</div>
+                  style={{ background: bg ?? undefined, color: v === null ? undefined : textOn(v, max, theme) }}
+                >
+                  <div className="truncate font-mono">
+                    {g.valid[row][i] ? "" : "⚠ "}
+                    {text.action.replace(/\s+/g, " ").slice(0, 40)}
+                  </div>
+                  <div className="tabular-nums opacity-80">
+                    r {fmt(g.rewards[row][i])} · A {fmtSigned(v, 2)}
+                  </div>
                 </button>
               );
             })}

@@ -101,14 +101,32 @@ function VirtualTurns(props: TurnListProps) {
   return (
     <ol ref={list} style={{ height: v.getTotalSize(), position: "relative" }}>
       {v.getVirtualItems().map((it) => (
-        <TurnCard key={props.turns[it.index].seq} ref={v.measureElement} data-index={it.index} turn={props.turns[it.index]} {...props}
-          style={{ position: "absolute", top: 0, left: 0, right: 0, transform: `translateY(${it.start - v.options.scrollMargin}px)` }} />
+        <TurnCard
+          key={props.turns[it.index].seq}
+          ref={v.measureElement}
+          data-index={it.index}
+          turn={props.turns[it.index]}
+          {...props}
+          style={{ position: "absolute", top: 0, left: 0, right: 0, transform: `translateY(${it.start - v.options.scrollMargin}px)` }}
+        />
       ))}
     </ol>
   );
 }
 
-function TurnCard({ turn: t, highlight, recomputed, max, tint, tintMax, theme, tokens, ref, style, ...rest }: TurnListProps & {
+function TurnCard({
+  turn: t,
+  highlight,
+  recomputed,
+  max,
+  tint,
+  tintMax,
+  theme,
+  tokens,
+  ref,
+  style,
+  ...rest
+}: TurnListProps & {
   turn: TurnOut;
   ref?: React.Ref<HTMLLIElement>;
   style?: React.CSSProperties;
@@ -119,15 +137,42 @@ function TurnCard({ turn: t, highlight, recomputed, max, tint, tintMax, theme, t
   const re = recomputed?.values[t.index] ?? null;
   const adv = recomputed ? re : t.advantage;
   return (
-    <li ref={ref} style={style} data-index={rest["data-index"]} id={`turn-${t.index}`} tabIndex={on ? -1 : undefined} data-testid="turn" data-highlight={on ? "true" : undefined}
-      className={`scroll-mt-16 rounded-lg border bg-white p-3 outline-none dark:bg-zinc-900 ${on ? "border-indigo-500 ring-2 ring-indigo-400/60" : "border-zinc-200 dark:border-zinc-800"}`}>
+    <li
+      ref={ref}
+      style={style}
+      data-index={rest["data-index"]}
+      id={`turn-${t.index}`}
+      tabIndex={on ? -1 : undefined}
+      data-testid="turn"
+      data-highlight={on ? "true" : undefined}
+      className={`scroll-mt-16 rounded-lg border bg-white p-3 outline-none dark:bg-zinc-900 ${on ? "border-indigo-500 ring-2 ring-indigo-400/60" : "border-zinc-200 dark:border-zinc-800"}`}
+    >
       <div className="mb-2 flex flex-wrap items-center gap-3 text-xs text-zinc-500">
         <span className="font-semibold text-zinc-800 dark:text-zinc-200">Turn {t.index + 1}</span>
-        <span>reward <b className="tabular-nums text-zinc-800 dark:text-zinc-200">{num(t.reward)}</b></span>
+        <span>
+          reward <b className="tabular-nums text-zinc-800 dark:text-zinc-200">{num(t.reward)}</b>
+        </span>
         <span className={t.valid ? "text-emerald-600" : "text-red-600"}>{t.valid ? "valid action" : "invalid action"}</span>
-        {t.advantage !== null ? <span>advantage (stored) <b className="tabular-nums text-zinc-800 dark:text-zinc-200">{fmtSigned(t.advantage)}</b></span> : <span>no stored advantage</span>}
-        {recomputed ? <span>{recomputed.label} <b className="tabular-nums text-zinc-800 dark:text-zinc-200" data-testid="turn-recomputed">{fmtSigned(re)}</b></span> : null}
-        {t.anchor !== null ? <span className="max-w-64 truncate font-mono" title={t.anchor}>anchor {t.anchor}</span> : null}
+        {t.advantage !== null ? (
+          <span>
+            advantage (stored) <b className="tabular-nums text-zinc-800 dark:text-zinc-200">{fmtSigned(t.advantage)}</b>
+          </span>
+        ) : (
+          <span>no stored advantage</span>
+        )}
+        {recomputed ? (
+          <span>
+            {recomputed.label}{" "}
+            <b className="tabular-nums text-zinc-800 dark:text-zinc-200" data-testid="turn-recomputed">
+              {fmtSigned(re)}
+            </b>
+          </span>
+        ) : null}
+        {t.anchor !== null ? (
+          <span className="max-w-64 truncate font-mono" title={t.anchor}>
+            anchor {t.anchor}
+          </span>
+        ) : null}
         {t.tokenCount !== null ? <span>{t.tokenCount} tokens</span> : null}
         {t.agent !== null ? <span>player {t.agent}</span> : null}
         {t.done ? <span className="rounded bg-zinc-100 px-1 dark:bg-zinc-800">done</span> : null}
@@ -141,16 +186,30 @@ function TurnCard({ turn: t, highlight, recomputed, max, tint, tintMax, theme, t
           <div>
             <div className="text-[11px] uppercase tracking-wide text-zinc-500">Action</div>
             {tokens && (t.tokens || adv !== null) ? (
-              <TokenView text={t.action} advantage={adv} theme={theme} label={recomputed ? recomputed.label : "advantage"}
+              <TokenView
+                text={t.action}
+                advantage={adv}
+                theme={theme}
+                label={recomputed ? recomputed.label : "advantage"}
                 // a recomputed estimator gives turn advantages: stored per-token ones belong to the training estimator
                 tokens={t.tokens && recomputed ? { ...t.tokens, advantages: null } : t.tokens}
-                tint={t.tokens ? tint : "advantage"} max={t.tokens && tint !== "advantage" ? tintMax : max} />
+                tint={t.tokens ? tint : "advantage"}
+                max={t.tokens && tint !== "advantage" ? tintMax : max}
+              />
             ) : (
-              <LongText text={t.action} className="bg-indigo-50 text-indigo-900 dark:bg-indigo-950 dark:text-indigo-200" label={`Action of turn ${t.index + 1}`} />
+              <LongText
+                text={t.action}
+                className="bg-indigo-50 text-indigo-900 dark:bg-indigo-950 dark:text-indigo-200"
+                label={`Action of turn ${t.index + 1}`}
+              />
             )}
           </div>
         </div>
-        {info.view ? <div className="shrink-0"><EnvView view={info.view} /></div> : null}
+        {info.view ? (
+          <div className="shrink-0">
+            <EnvView view={info.view} />
+          </div>
+        ) : null}
       </div>
     </li>
   );

@@ -8,7 +8,10 @@ const COLORS: Record<string, string> = {
 
 export function StatusBadge({ status }: { status: string }) {
   return (
-    <span className={`inline-flex items-center gap-1 rounded-full px-2 py-0.5 text-xs font-medium ${COLORS[status] ?? COLORS.queued}`} data-testid="status-badge">
+    <span
+      className={`inline-flex items-center gap-1 rounded-full px-2 py-0.5 text-xs font-medium ${COLORS[status] ?? COLORS.queued}`}
+      data-testid="status-badge"
+    >
       {status === "running" ? <span className="size-1.5 animate-pulse rounded-full bg-current" aria-hidden /> : null}
       {status}
     </span>

@@ -65,6 +65,8 @@ export function statusesOf(c: RouteContract): number[] {
   return [...s].sort();
 }
 
-export function defineRoute<Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType, R extends z.ZodType = z.ZodType, const P extends string = string>(c: RouteContract<Q, B, R, P>): RouteContract<Q, B, R, P> {
+export function defineRoute<Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType, R extends z.ZodType = z.ZodType, const P extends string = string>(
+  c: RouteContract<Q, B, R, P>,
+): RouteContract<Q, B, R, P> {
   return c;
 }

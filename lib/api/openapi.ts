@@ -53,7 +53,8 @@ class SchemaSet {
       const out: Json = {};
       for (const [k, v] of Object.entries(node as Json)) {
         if (k === "$ref" && typeof v === "string" && v.startsWith("#/$defs/")) out[k] = `#/components/schemas/${v.slice(8)}${suffix}`;
-        else if (k === "id" && typeof v === "string") continue; // zod's registry id, not a JSON Schema keyword
+        else if (k === "id" && typeof v === "string")
+          continue; // zod's registry id, not a JSON Schema keyword
         else out[k] = fix(v);
       }
       return out;
@@ -87,7 +88,14 @@ function operation(c: RouteContract, set: SchemaSet, errorRef: Json): Json {
       });
     }
   }
-  if (c.ingest) parameters.push({ name: "X-TurnLens-Write-Key", in: "header", required: false, description: "The run's write key from POST /runs/import (imported runs).", schema: { type: "string" } });
+  if (c.ingest)
+    parameters.push({
+      name: "X-TurnLens-Write-Key",
+      in: "header",
+      required: false,
+      description: "The run's write key from POST /runs/import (imported runs).",
+      schema: { type: "string" },
+    });
   const success = c.status ?? (c.method === "POST" ? 201 : 200);
   const okContent = c.produces
     ? Object.fromEntries(Object.entries(c.produces).map(([type, s]) => [type, { schema: set.of(s, "output") }]))
@@ -95,7 +103,8 @@ function operation(c: RouteContract, set: SchemaSet, errorRef: Json): Json {
   const responses: Json = {};
   for (const status of statusesOf(c)) {
     if (status === success) responses[status] = { description: REASONS[status], content: okContent };
-    else if (status === 200 && c.idempotent) responses[status] = { description: "A repeat of a stored write with identical content: the stored answer", content: okContent };
+    else if (status === 200 && c.idempotent)
+      responses[status] = { description: "A repeat of a stored write with identical content: the stored answer", content: okContent };
     else
       responses[status] = {
         description: REASONS[status] ?? "Error",
@@ -111,10 +120,20 @@ function operation(c: RouteContract, set: SchemaSet, errorRef: Json): Json {
     tags: [c.tag],
     parameters,
     ...(c.method === "POST" && c.bodyType === "application/octet-stream"
-      ? { requestBody: { required: true, description: "The file's bytes, as they are.", content: { "application/octet-stream": { schema: { type: "string", format: "binary", minLength: 1 } } } } }
+      ? {
+          requestBody: {
+            required: true,
+            description: "The file's bytes, as they are.",
+            content: { "application/octet-stream": { schema: { type: "string", format: "binary", minLength: 1 } } },
+          },
+        }
       : c.method === "POST"
-      ? { requestBody: c.body ? { required: true, content: { "application/json": { schema: set.of(c.body, "input") } } } : { required: false, content: { "application/json": { schema: { type: "object", maxProperties: 0 } } } } }
-      : {}),
+        ? {
+            requestBody: c.body
+              ? { required: true, content: { "application/json": { schema: set.of(c.body, "input") } } }
+              : { required: false, content: { "application/json": { schema: { type: "object", maxProperties: 0 } } } },
+          }
+        : {}),
     security,
     responses,
   };

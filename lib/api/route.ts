@@ -31,8 +31,14 @@ function security(): SecurityConfig {
  * before reading anything, and while streaming when the length is not declared (nothing past the
  * limit is read). `setting` names the variable that sets the limit, for the 413's message.
  */
-export async function readBodyChunks(req: Request, limit: number, onChunk: (c: Uint8Array) => void | Promise<void>, setting = "the ingest limit is TURNLENS_MAX_BODY_MB"): Promise<number> {
-  const tooLarge = () => new DomainError("too_large", `request body larger than this endpoint's limit of ${limit} bytes (${setting})`, [{ path: "body", message: "too large" }]);
+export async function readBodyChunks(
+  req: Request,
+  limit: number,
+  onChunk: (c: Uint8Array) => void | Promise<void>,
+  setting = "the ingest limit is TURNLENS_MAX_BODY_MB",
+): Promise<number> {
+  const tooLarge = () =>
+    new DomainError("too_large", `request body larger than this endpoint's limit of ${limit} bytes (${setting})`, [{ path: "body", message: "too large" }]);
   const declared = req.headers.get("content-length");
   if (declared !== null && Number(declared) > limit) throw tooLarge();
   if (!req.body) return 0;
@@ -99,7 +105,11 @@ export interface RouteOptions {
   streamBody?: boolean;
 }
 
-export function route<Q extends z.ZodType, B extends z.ZodType, R extends z.ZodType>(contract: RouteContract<Q, B, R>, fn: (x: RouteInput<Q, B>) => unknown, opts: RouteOptions = {}) {
+export function route<Q extends z.ZodType, B extends z.ZodType, R extends z.ZodType>(
+  contract: RouteContract<Q, B, R>,
+  fn: (x: RouteInput<Q, B>) => unknown,
+  opts: RouteOptions = {},
+) {
   const names = pathParamNames(contract.path);
   const success = contract.status ?? (contract.method === "POST" ? 201 : 200);
   const check = process.env.TURNLENS_CHECK_RESPONSES === "1";

@@ -7,8 +7,32 @@ import { emptyBodySchema, queryInt } from "../schemas/common";
 import { importSchema, importUploadQuerySchema, maxUploadBytes } from "../schemas/imports";
 import { jobListQuerySchema, jobListSchema, jobSchema, logLinesSchema, logQuerySchema } from "../schemas/jobs";
 import { logMetricsSchema, metricKeyInfoSchema, metricKeySchema, seriesQuerySchema, seriesSchema } from "../schemas/metrics";
-import { groupSchema, pageQuerySchema, rolloutStepInputSchema, rolloutStepPartSchema, rolloutStepSchema, rolloutStepsBatchSchema, trajectoryDetailSchema, trajectoryListQuerySchema, trajectorySchema, turnSchema } from "../schemas/rollouts";
-import { compareQuerySchema, envCatalogSchema, finishRunSchema, importedRunSchema, runFiltersSchema, importRunSchema, launchRunSchema, projectListSchema, runComparisonSchema, runListQuerySchema, runListSchema, runSchema } from "../schemas/runs";
+import {
+  groupSchema,
+  pageQuerySchema,
+  rolloutStepInputSchema,
+  rolloutStepPartSchema,
+  rolloutStepSchema,
+  rolloutStepsBatchSchema,
+  trajectoryDetailSchema,
+  trajectoryListQuerySchema,
+  trajectorySchema,
+  turnSchema,
+} from "../schemas/rollouts";
+import {
+  compareQuerySchema,
+  envCatalogSchema,
+  finishRunSchema,
+  importedRunSchema,
+  runFiltersSchema,
+  importRunSchema,
+  launchRunSchema,
+  projectListSchema,
+  runComparisonSchema,
+  runListQuerySchema,
+  runListSchema,
+  runSchema,
+} from "../schemas/runs";
 import { openApiDocumentSchema } from "../schemas/openapi";
 import { taskCompareQuerySchema, taskCompareSchema } from "../schemas/task-compare";
 import { trajectorySearchQuerySchema, trajectorySearchResultSchema } from "../schemas/search";
@@ -19,9 +43,33 @@ const page = <K extends string, T extends z.ZodType>(key: K, item: T) =>
 const none = z.object({}).strict();
 
 export const routes = {
-  projects: defineRoute({ id: "listProjects", method: "GET", path: "/projects", summary: "List projects", tag: "runs", query: none, response: projectListSchema }),
-  envs: defineRoute({ id: "listEnvs", method: "GET", path: "/envs", summary: "Environments with their config JSON Schemas", tag: "launch", query: none, response: envCatalogSchema }),
-  runsList: defineRoute({ id: "listRuns", method: "GET", path: "/runs", summary: "List runs (filter, sort, paginate)", tag: "runs", query: runListQuerySchema, response: runListSchema }),
+  projects: defineRoute({
+    id: "listProjects",
+    method: "GET",
+    path: "/projects",
+    summary: "List projects",
+    tag: "runs",
+    query: none,
+    response: projectListSchema,
+  }),
+  envs: defineRoute({
+    id: "listEnvs",
+    method: "GET",
+    path: "/envs",
+    summary: "Environments with their config JSON Schemas",
+    tag: "launch",
+    query: none,
+    response: envCatalogSchema,
+  }),
+  runsList: defineRoute({
+    id: "listRuns",
+    method: "GET",
+    path: "/runs",
+    summary: "List runs (filter, sort, paginate)",
+    tag: "runs",
+    query: runListQuerySchema,
+    response: runListSchema,
+  }),
   runsLaunch: defineRoute({
     id: "launchRun",
     method: "POST",
@@ -60,8 +108,28 @@ export const routes = {
     response: z.object({ deleted: z.string() }),
     errors: [409],
   }),
-  runCancel: defineRoute({ id: "cancelRun", method: "POST", path: "/runs/{id}/cancel", summary: "Cancel a run's job (a running job stops within 5 s)", tag: "runs", response: runSchema, body: emptyBodySchema, status: 200, errors: [409] }),
-  runRetry: defineRoute({ id: "retryRun", method: "POST", path: "/runs/{id}/retry", summary: "Re-queue a failed or canceled run", tag: "runs", response: runSchema, body: emptyBodySchema, status: 200, errors: [409] }),
+  runCancel: defineRoute({
+    id: "cancelRun",
+    method: "POST",
+    path: "/runs/{id}/cancel",
+    summary: "Cancel a run's job (a running job stops within 5 s)",
+    tag: "runs",
+    response: runSchema,
+    body: emptyBodySchema,
+    status: 200,
+    errors: [409],
+  }),
+  runRetry: defineRoute({
+    id: "retryRun",
+    method: "POST",
+    path: "/runs/{id}/retry",
+    summary: "Re-queue a failed or canceled run",
+    tag: "runs",
+    response: runSchema,
+    body: emptyBodySchema,
+    status: 200,
+    errors: [409],
+  }),
   runFinish: defineRoute({
     id: "finishRun",
     method: "POST",
@@ -104,7 +172,15 @@ export const routes = {
     idempotent: true,
     ingest: true,
   }),
-  metricsSeries: defineRoute({ id: "metricSeries", method: "GET", path: "/runs/{id}/metrics/series", summary: "Downsampled series with live cursor", tag: "metrics", query: seriesQuerySchema, response: seriesSchema }),
+  metricsSeries: defineRoute({
+    id: "metricSeries",
+    method: "GET",
+    path: "/runs/{id}/metrics/series",
+    summary: "Downsampled series with live cursor",
+    tag: "metrics",
+    query: seriesQuerySchema,
+    response: seriesSchema,
+  }),
   metricsExport: defineRoute({
     id: "exportMetrics",
     method: "GET",
@@ -158,7 +234,8 @@ export const routes = {
     id: "writeSteps",
     method: "POST",
     path: "/runs/{id}/steps/batch",
-    summary: "Ingest several steps in one request, in increasing step order and each once (else 400 naming body.steps.N.step), stored in order in one transaction (all or none); each step is idempotent as in writeStep (a step stored before with identical content is answered from its record; other content: 409 naming body.steps.N.step)",
+    summary:
+      "Ingest several steps in one request, in increasing step order and each once (else 400 naming body.steps.N.step), stored in order in one transaction (all or none); each step is idempotent as in writeStep (a step stored before with identical content is answered from its record; other content: 409 naming body.steps.N.step)",
     tag: "ingest",
     body: rolloutStepsBatchSchema,
     response: z.object({ steps: z.array(z.object({ stepId: z.string(), turns: z.number() })) }),
@@ -211,7 +288,15 @@ export const routes = {
     query: pageQuerySchema,
     response: z.object({ turns: z.array(turnSchema), next: z.number().nullable() }),
   }),
-  trajectoryGet: defineRoute({ id: "getTrajectory", method: "GET", path: "/trajectories/{id}", summary: "A trajectory with every turn", tag: "rollouts", query: none, response: trajectoryDetailSchema }),
+  trajectoryGet: defineRoute({
+    id: "getTrajectory",
+    method: "GET",
+    path: "/trajectories/{id}",
+    summary: "A trajectory with every turn",
+    tag: "rollouts",
+    query: none,
+    response: trajectoryDetailSchema,
+  }),
   compareTasks: defineRoute({
     id: "compareTasks",
     method: "GET",
@@ -231,7 +316,16 @@ export const routes = {
     query: trajectorySearchQuerySchema,
     response: trajectorySearchResultSchema,
   }),
-  compare: defineRoute({ id: "compareRuns", method: "GET", path: "/compare", summary: "Runs to compare and the union of their metric keys", tag: "runs", query: compareQuerySchema, response: runComparisonSchema, errors: [404] }),
+  compare: defineRoute({
+    id: "compareRuns",
+    method: "GET",
+    path: "/compare",
+    summary: "Runs to compare and the union of their metric keys",
+    tag: "runs",
+    query: compareQuerySchema,
+    response: runComparisonSchema,
+    errors: [404],
+  }),
   creditOverview: defineRoute({
     id: "creditOverview",
     method: "GET",
@@ -290,10 +384,34 @@ export const routes = {
     status: 200,
     errors: [409],
   }),
-  jobsList: defineRoute({ id: "listJobs", method: "GET", path: "/jobs", summary: "The job queue: jobs by status, kind or run, paginated", tag: "jobs", query: jobListQuerySchema, response: jobListSchema }),
+  jobsList: defineRoute({
+    id: "listJobs",
+    method: "GET",
+    path: "/jobs",
+    summary: "The job queue: jobs by status, kind or run, paginated",
+    tag: "jobs",
+    query: jobListQuerySchema,
+    response: jobListSchema,
+  }),
   jobGet: defineRoute({ id: "getJob", method: "GET", path: "/jobs/{id}", summary: "Job status and progress", tag: "jobs", query: none, response: jobSchema }),
-  jobLog: defineRoute({ id: "jobLog", method: "GET", path: "/jobs/{id}/log", summary: "Tail a job's log", tag: "jobs", query: logQuerySchema, response: logLinesSchema }),
-  openapi: defineRoute({ id: "openapi", method: "GET", path: "/openapi.json", summary: "This document", tag: "meta", query: none, response: openApiDocumentSchema }),
+  jobLog: defineRoute({
+    id: "jobLog",
+    method: "GET",
+    path: "/jobs/{id}/log",
+    summary: "Tail a job's log",
+    tag: "jobs",
+    query: logQuerySchema,
+    response: logLinesSchema,
+  }),
+  openapi: defineRoute({
+    id: "openapi",
+    method: "GET",
+    path: "/openapi.json",
+    summary: "This document",
+    tag: "meta",
+    query: none,
+    response: openApiDocumentSchema,
+  }),
 } as const;
 
 export const ROUTES = Object.values(routes);

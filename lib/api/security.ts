@@ -105,12 +105,18 @@ export function tokenAllows(headers: Headers, access: Access, cfg: SecurityConfi
  * neither application/json nor our Origin). Upload routes take application/octet-stream instead:
  * not a type an HTML form can send either, so a cross-site fetch of it needs a CORS preflight we never grant.
  */
-export function checkRequest(req: Request, cfg: SecurityConfig = securityConfig(), bodyType: "application/json" | "application/octet-stream" = "application/json"): void {
+export function checkRequest(
+  req: Request,
+  cfg: SecurityConfig = securityConfig(),
+  bodyType: "application/json" | "application/octet-stream" = "application/json",
+): void {
   // Node's HTTP server refuses HTTP/1.1 requests without Host; a Request built in-process (tests) has
   // none, and its URL's host stands in
   const host = req.headers.get("host") ?? new URL(req.url).host;
   if (!hostAllowed(host, cfg))
-    throw new DomainError("forbidden", `Host "${host ?? ""}" is not allowed; add it to TURNLENS_ALLOWED_HOSTS`, [{ path: "headers.host", message: "not an allowed host" }]);
+    throw new DomainError("forbidden", `Host "${host ?? ""}" is not allowed; add it to TURNLENS_ALLOWED_HOSTS`, [
+      { path: "headers.host", message: "not an allowed host" },
+    ]);
   const unsafe = !["GET", "HEAD", "OPTIONS"].includes(req.method);
   if (unsafe) {
     const origin = req.headers.get("origin");
@@ -122,20 +128,26 @@ export function checkRequest(req: Request, cfg: SecurityConfig = securityConfig(
         /* "null" or garbage */
       }
       if (originHost === null || originHost.toLowerCase() !== host.toLowerCase())
-        throw new DomainError("forbidden", `cross-origin request refused: Origin ${origin} is not this dashboard (${host})`, [{ path: "headers.origin", message: "must be the dashboard's own origin" }]);
+        throw new DomainError("forbidden", `cross-origin request refused: Origin ${origin} is not this dashboard (${host})`, [
+          { path: "headers.origin", message: "must be the dashboard's own origin" },
+        ]);
     }
     if (req.headers.get("sec-fetch-site") === "cross-site")
       throw new DomainError("forbidden", "cross-site request refused", [{ path: "headers.sec-fetch-site", message: "cross-site" }]);
     if (req.method !== "DELETE") {
       const type = (req.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
       if (type !== bodyType)
-        throw new DomainError("unsupported_media_type", `${bodyType === "application/json" ? "state-changing requests" : "this upload"} must be Content-Type: ${bodyType} (got ${type ? `"${type}"` : "none"})`, [
-          { path: "headers.content-type", message: `must be ${bodyType}` },
-        ]);
+        throw new DomainError(
+          "unsupported_media_type",
+          `${bodyType === "application/json" ? "state-changing requests" : "this upload"} must be Content-Type: ${bodyType} (got ${type ? `"${type}"` : "none"})`,
+          [{ path: "headers.content-type", message: `must be ${bodyType}` }],
+        );
     }
   }
   if (!tokenAllows(req.headers, unsafe ? "write" : "read", cfg)) {
     const which = unsafe ? "TURNLENS_API_TOKEN" : "TURNLENS_READ_TOKEN (or TURNLENS_API_TOKEN)";
-    throw new DomainError("unauthorized", `this endpoint needs \`Authorization: Bearer <${which}>\``, [{ path: "headers.authorization", message: "missing or wrong bearer token" }]);
+    throw new DomainError("unauthorized", `this endpoint needs \`Authorization: Bearer <${which}>\``, [
+      { path: "headers.authorization", message: "missing or wrong bearer token" },
+    ]);
   }
 }

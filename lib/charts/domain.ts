@@ -46,7 +46,11 @@ export function niceStep(raw: number): number {
  * A padded domain widened to round bounds, and its ticks (about `count` of them, on multiples of
  * a round step), so axes read 0.2, 0.4 … rather than 0.181, 0.216 ….
  */
-export function niceScale(values: Iterable<number | null | undefined>, clamp?: [number, number], count = 5): { domain: [number, number]; ticks: number[] } | null {
+export function niceScale(
+  values: Iterable<number | null | undefined>,
+  clamp?: [number, number],
+  count = 5,
+): { domain: [number, number]; ticks: number[] } | null {
   const d = paddedDomain(values, clamp);
   if (!d) return null;
   const step = niceStep((d[1] - d[0]) / Math.max(1, count - 1));

@@ -117,7 +117,6 @@ export function prepareSeries(s: SeriesLike, opts: PrepareOptions = {}): Prepare
   return { points, droppedNoX, hiddenNonPositive };
 }
 
-
 export interface AxisScale {
   domain: [number, number];
   ticks: number[];

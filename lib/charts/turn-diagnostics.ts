@@ -67,7 +67,7 @@ export function turnDiagnostics(d: TurnTable, lines = TURN_LINES): TurnSeries[] 
         }
       }
       const first = count[0] ?? 0;
-      const reached = i < lines ? count[i] ?? 0 : count[lines] ?? 0;
+      const reached = i < lines ? (count[i] ?? 0) : (count[lines] ?? 0);
       creditShare.push(total > 0 && n > 0 ? mass / total : null);
       meanAdvantage.push(n > 0 ? sum / n : null);
       reach.push(first > 0 && reached > 0 ? reached / first : first > 0 ? 0 : null);

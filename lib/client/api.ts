@@ -78,7 +78,9 @@ export interface ClientRoute {
 /** `{id}` names of a path template, as a union ("/runs/{id}/steps/{step}" -> "id" | "step"). */
 export type PathParamNames<P extends string> = P extends `${string}{${infer N}}${infer Rest}` ? N | PathParamNames<Rest> : never;
 /** The path parameters a route needs; a path typed only as `string` gives an open record. */
-export type RouteParams<R extends ClientRoute> = string extends R["path"] ? Record<string, string | number> : { [K in PathParamNames<R["path"]>]: string | number };
+export type RouteParams<R extends ClientRoute> = string extends R["path"]
+  ? Record<string, string | number>
+  : { [K in PathParamNames<R["path"]>]: string | number };
 /** A schema the route declares (a part it leaves out is typed as the wide default, z.ZodType: none). */
 type Declared<S> = NonNullable<S> extends z.ZodType ? (z.ZodType extends NonNullable<S> ? never : NonNullable<S>) : never;
 /** A query field as the URL carries it: a field the server parses from text (`string` input) takes a number too. */
@@ -127,7 +129,12 @@ export function callRoute<R extends ClientRoute>(route: R, ...[init]: InitArg<R>
  * Uploads a file as the raw body (application/octet-stream, which the upload routes take) with XHR,
  * because fetch cannot report upload progress; `onProgress` gets the fraction sent.
  */
-export function uploadRoute<R extends ClientRoute>(route: R, file: Blob, init: RouteInit<R>, onProgress?: (fraction: number) => void): Promise<RouteResponse<R>> {
+export function uploadRoute<R extends ClientRoute>(
+  route: R,
+  file: Blob,
+  init: RouteInit<R>,
+  onProgress?: (fraction: number) => void,
+): Promise<RouteResponse<R>> {
   type T = RouteResponse<R>;
   const url = apiUrl(routePath(route, init.params as Record<string, string | number> | undefined), init.query as QueryParams | undefined);
   return new Promise<T>((resolve, reject) => {

@@ -16,7 +16,8 @@ export function drgrpoTrajectoryAdvantage(flat: FlatBatch) {
   const perTraj = new Float64Array(flat.nTraj);
   for (let i = 0; i < flat.nTraj; i++) {
     const g = flat.trajGroup[i];
-    if (st.size[g] === 1) perTraj[i] = st.score[i]; // singleton: mean 0
+    if (st.size[g] === 1)
+      perTraj[i] = st.score[i]; // singleton: mean 0
     else if (st.constant[g]) perTraj[i] = 0;
     else perTraj[i] = st.score[i] - st.mean[g]; // Dr.GRPO Eq.: A_i = R_i - mean(R)
   }

@@ -22,7 +22,7 @@ function bail(): never {
   throw BAIL;
 }
 
-const POW10 = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22];
+const POW10 = [1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22];
 
 const Q = 0x22; // "
 const BS = 0x5c; // backslash
@@ -464,7 +464,14 @@ function parse(buf: Buffer): ParsedColumns {
           field = 2;
           q += 8;
         } else if (
-          k === 0x69 && b[q + 2] === 0x6e && b[q + 3] === 0x76 && b[q + 4] === 0x61 && b[q + 5] === 0x6c && b[q + 6] === 0x69 && b[q + 7] === 0x64 && b[q + 8] === Q
+          k === 0x69 &&
+          b[q + 2] === 0x6e &&
+          b[q + 3] === 0x76 &&
+          b[q + 4] === 0x61 &&
+          b[q + 5] === 0x6c &&
+          b[q + 6] === 0x69 &&
+          b[q + 7] === 0x64 &&
+          b[q + 8] === Q
         ) {
           field = 4;
           q += 9;
@@ -867,7 +874,8 @@ export function writeResponse(
         continue;
       }
       let s: string;
-      if (Number.isNaN(v) || v === Infinity || v === -Infinity) s = "null"; // JSON.stringify: null
+      if (Number.isNaN(v) || v === Infinity || v === -Infinity)
+        s = "null"; // JSON.stringify: null
       else {
         bits[0] = v;
         const lo = words[0];

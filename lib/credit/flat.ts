@@ -119,7 +119,8 @@ export function flatten(batch: Batch, withComponents = true): FlatBatch {
 
   const anchorKeys = (): string[] => {
     if (!anchors) {
-      if (allStrings) anchors = rawAnchors as string[]; // strings are their own grouping key
+      if (allStrings)
+        anchors = rawAnchors as string[]; // strings are their own grouping key
       else {
         const out: string[] = new Array(nTurns);
         for (let r = 0; r < nTurns; r++) out[r] = anchorGroupKey(rawAnchors[r]);

@@ -82,8 +82,7 @@ export const gae = defineEstimator({
   paramsSchema: gaeParams,
   run(flat, params) {
     const value = flat.numeric("value");
-    const { adv, ret } =
-      params.variant === "ragen_bilevel" ? bilevelGae(flat, value, params.highLevelGamma, params.lam) : turnGae(flat, value, params);
+    const { adv, ret } = params.variant === "ragen_bilevel" ? bilevelGae(flat, value, params.highLevelGamma, params.lam) : turnGae(flat, value, params);
     const wh = params.whiten ? maskedWhiten(adv, flat.tokens, "gae") : null; // verl masked_whiten
     return buildResult(flat, "gae", wh ? wh.out : adv, { gae: adv, returns: ret }, whiteningDiagnostics(wh ? wh.zeroed : 0, wh ? wh.masked : 0));
   },

@@ -12,30 +12,19 @@ export const gigpoParams = z
   .object({
     gamma: z.number().min(0).max(1).default(0.95).describe("Discount of the step return G_t = r_t + gamma G_{t+1} (verl-agent scripts: 0.95)."),
     omega: z.number().default(1).describe("Weight of the step advantage: A = A_E + omega * A_S (verl-agent `step_advantage_w`, default 1)."),
-    mode: z
-      .enum(["mean_std_norm", "mean_norm"])
-      .default("mean_std_norm")
-      .describe("mean_std_norm: (x - mean) / (std + eps); mean_norm: x - mean (no std)."),
+    mode: z.enum(["mean_std_norm", "mean_norm"]).default("mean_std_norm").describe("mean_std_norm: (x - mean) / (std + eps); mean_norm: x - mean (no std)."),
     invalidPenalty: z
       .number()
       .min(0)
       .default(0.1)
       .describe("Subtracted from an invalid turn's G_t and from its copy of the episode score, after discounting (scripts: 0.1)."),
-    perTrajectory: z
-      .boolean()
-      .default(false)
-      .describe("Episode statistics over trajectories (paper Eq. 3) instead of over all step rows (code default)."),
+    perTrajectory: z.boolean().default(false).describe("Episode statistics over trajectories (paper Eq. 3) instead of over all step rows (code default)."),
     epsilon: z.number().positive().default(1e-6).describe("Added to the std in both normalisations."),
     anchorMatch: z
       .enum(["exact", "similarity"])
       .default("exact")
       .describe("exact: equal canonical anchor keys; similarity: greedy clustering by difflib ratio."),
-    similarityThreshold: z
-      .number()
-      .gt(0)
-      .lt(1)
-      .default(0.95)
-      .describe("similarity mode: a turn joins the first cluster whose first member has ratio >= this."),
+    similarityThreshold: z.number().gt(0).lt(1).default(0.95).describe("similarity mode: a turn joins the first cluster whose first member has ratio >= this."),
     rowCopies: z
       .array(z.tuple([z.string(), z.number().int().min(0), z.number().int().min(0), z.number().int().min(1)]))
       .max(100_000)

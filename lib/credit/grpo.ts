@@ -7,11 +7,7 @@ import { defineEstimator } from "./spec";
 
 export const grpoParams = z
   .object({
-    epsilon: z
-      .number()
-      .positive()
-      .default(1e-6)
-      .describe("Added to the group std: (R - mean) / (std + epsilon). verl default 1e-6."),
+    epsilon: z.number().positive().default(1e-6).describe("Added to the group std: (R - mean) / (std + epsilon). verl default 1e-6."),
   })
   .strict();
 export type GrpoParams = z.output<typeof grpoParams>;

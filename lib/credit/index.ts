@@ -55,7 +55,8 @@ export function runCreditWithParams(request: unknown, options: RunCreditOptions 
   for (const t of result.trajectories) {
     const adv = t.advantages;
     for (let i = 0; i < adv.length; i++) {
-      if (!Number.isFinite(adv[i])) throw new CreditRequestError(`trajectory "${t.id}": the estimator produced a non-finite advantage (check the inputs' magnitude)`);
+      if (!Number.isFinite(adv[i]))
+        throw new CreditRequestError(`trajectory "${t.id}": the estimator produced a non-finite advantage (check the inputs' magnitude)`);
     }
   }
   const diagnostics = transformStats ? { ...result.diagnostics, rewardTransform: transformStats } : result.diagnostics;

@@ -79,7 +79,8 @@ export function marsCompute(flat: FlatBatch, params: MarsParams) {
     const adv = new Float64Array(n);
     for (let r = 0; r < n; r++) {
       const k = key[r];
-      if (cnt[k] === 1) adv[r] = ret[r] / (1 + params.epsilon); // one member: mean 0, std 1
+      if (cnt[k] === 1)
+        adv[r] = ret[r] / (1 + params.epsilon); // one member: mean 0, std 1
       else adv[r] = (ret[r] - mean[k]) / (std[k] + params.epsilon); // agent-specific normalisation
     }
     return { advantage: adv, ret, zeroed: 0, masked: 0 };

@@ -16,12 +16,7 @@ export const REINFORCEPP_PAPER = {
 
 export const reinforceppParams = z
   .object({
-    gamma: z
-      .number()
-      .min(0)
-      .max(1)
-      .default(1)
-      .describe("Token discount of the return-to-go inside a turn's response (verl default 1)."),
+    gamma: z.number().min(0).max(1).default(1).describe("Token discount of the return-to-go inside a turn's response (verl default 1)."),
   })
   .strict();
 

@@ -24,8 +24,7 @@ export function describeValue(v: unknown): string {
   return "an object";
 }
 
-const finite = (what = "a finite number") =>
-  z.number({ error: (iss) => `expected ${what}, got ${describeValue(iss.input)}` });
+const finite = (what = "a finite number") => z.number({ error: (iss) => `expected ${what}, got ${describeValue(iss.input)}` });
 const finiteOpt = () => finite().optional();
 
 /** A JSON value (anchor). Non-finite numbers cannot come from JSON; checked at canonicalisation. */
@@ -77,10 +76,7 @@ export const creditRequestSchema = z
     estimator: z.enum(ESTIMATOR_IDS),
     params: z.record(z.string(), z.unknown()).optional(),
     rewardTransform: rewardTransformSchema.optional(),
-    output: z
-      .enum(["full", "advantages"])
-      .optional()
-      .describe('"advantages": trajectories carry only id and advantages (no components); default "full".'),
+    output: z.enum(["full", "advantages"]).optional().describe('"advantages": trajectories carry only id and advantages (no components); default "full".'),
     groups: z.array(groupSchema).min(1, { error: "the request needs at least one group" }),
   })
   .strict();
@@ -131,10 +127,7 @@ export function parseParams(spec: EstimatorSpec, params: unknown): Record<string
   if (issue.code === "unrecognized_keys") {
     const known = Object.keys(spec.paramsSchema.shape);
     const p = formatPath(["params", ...issue.path, issue.keys[0]]);
-    return fail(
-      `${p}: unknown parameter for estimator "${spec.id}"; known: ${known.length ? known.join(", ") : "(none)"}`,
-      p,
-    );
+    return fail(`${p}: unknown parameter for estimator "${spec.id}"; known: ${known.length ? known.join(", ") : "(none)"}`, p);
   }
   throw formatIssue(issue, ["params"]);
 }

@@ -178,12 +178,7 @@ export function summarizeAdvantages(adv: ArrayLike<number>): AdvantageSummary {
   return { mean, std: n > 1 ? Math.sqrt(m2 / (n - 1)) : 0, min, max, nonZeroShare: nz / n };
 }
 
-function commonDiagnostics(
-  flat: FlatBatch,
-  estimator: string,
-  advantages: Float64Array,
-  extra: ExtraDiagnostics,
-): CreditDiagnostics {
+function commonDiagnostics(flat: FlatBatch, estimator: string, advantages: Float64Array, extra: ExtraDiagnostics): CreditDiagnostics {
   const scores = trajectoryScores(flat);
   let singletonCount = 0;
   let multi = 0;

@@ -11,7 +11,11 @@ export interface CheckpointRow {
 }
 
 export function latestCheckpoint(runId: string, db: RawDb = getRawDb()): CheckpointRow | null {
-  return (db.prepare(`SELECT "id","step","torchPath","onnxPath" FROM "Checkpoint" WHERE "runId" = ? ORDER BY "step" DESC LIMIT 1`).get(runId) as CheckpointRow | undefined) ?? null;
+  return (
+    (db.prepare(`SELECT "id","step","torchPath","onnxPath" FROM "Checkpoint" WHERE "runId" = ? ORDER BY "step" DESC LIMIT 1`).get(runId) as
+      | CheckpointRow
+      | undefined) ?? null
+  );
 }
 
 export function listCheckpoints(runId: string, db: RawDb = getRawDb()): CheckpointRow[] {

@@ -57,7 +57,10 @@ export function turnEntropy(entropy: number | null | undefined, tokenEntropies: 
 }
 
 /** Zero-variance share and anchor-group facts of a batch, from lib/credit's own building blocks. */
-function batchFacts(batch: { groups: Group[] }, anchored: boolean): Pick<StepDiagnostics, "zeroVarianceShare" | "singletonRatio" | "meanAnchorGroupSize" | "rewardVariance"> {
+function batchFacts(
+  batch: { groups: Group[] },
+  anchored: boolean,
+): Pick<StepDiagnostics, "zeroVarianceShare" | "singletonRatio" | "meanAnchorGroupSize" | "rewardVariance"> {
   const flat = flatten(batch);
   const scores = trajectoryScores(flat);
   let multi = 0;

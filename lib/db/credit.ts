@@ -68,9 +68,12 @@ export function stepMeta(runId: string, step: number, db: RawDb = getRawDb()): S
 
 /** Loads a step's credit inputs (no texts): one indexed join, ~10^4 turns in tens of ms. */
 export function loadStep(meta: StepMeta, db: RawDb = getRawDb()): LoadedStep {
-  const groups = db
-    .prepare(`SELECT "id","uid","envId","taskSeed" FROM "RolloutGroup" WHERE "stepId" = ? ORDER BY "uid"`)
-    .all(meta.id) as { id: string; uid: string; envId: string; taskSeed: number }[];
+  const groups = db.prepare(`SELECT "id","uid","envId","taskSeed" FROM "RolloutGroup" WHERE "stepId" = ? ORDER BY "uid"`).all(meta.id) as {
+    id: string;
+    uid: string;
+    envId: string;
+    taskSeed: number;
+  }[];
   // A trajectory's credit columns only (lib/db/trajectory-pack.ts): no texts, no tokens, unless a
   // trajectory migrated from per-turn rows needs its token entropies for turn entropy.
   const trajs = db
@@ -95,7 +98,14 @@ export function loadStep(meta: StepMeta, db: RawDb = getRawDb()): LoadedStep {
     const entropies: (number | null)[] = [];
     for (let i = 0; i < t.length; i++) {
       const anchor = c.anchor?.[i] ?? null;
-      const turn = creditTurn({ reward: c.reward[i], valid: c.valid[i] !== 0, anchor, agent: c.agent?.[i] ?? null, tokenCount: c.tokenCount?.[i] ?? null, info: c.creditInfo?.[i] ?? null });
+      const turn = creditTurn({
+        reward: c.reward[i],
+        valid: c.valid[i] !== 0,
+        anchor,
+        agent: c.agent?.[i] ?? null,
+        tokenCount: c.tokenCount?.[i] ?? null,
+        info: c.creditInfo?.[i] ?? null,
+      });
       const rec = turn as unknown as Record<string, unknown>;
       for (const f of OPTIONAL_FIELDS) if (rec[f] !== undefined) present.set(f, (present.get(f) ?? 0) + 1);
       turns.push(turn);

@@ -70,7 +70,8 @@ export const SQLITE: Dialect = {
     else if (c.op === "!=") where.push(`${x} IS NOT ?`), args.push(jsonPath(c.path), v);
     else where.push(`${x} ${c.op} ?`), args.push(jsonPath(c.path), v);
   },
-  bucketExtremes: (agg, s) => `SELECT "${s.stepCol}", ${agg}("${s.valueCol}") FROM "${s.table}" WHERE "seriesId" = ? ${s.levelCond} AND "${s.groupCol}" >= ? GROUP BY "${s.groupCol}" / CAST(? AS INTEGER)`,
+  bucketExtremes: (agg, s) =>
+    `SELECT "${s.stepCol}", ${agg}("${s.valueCol}") FROM "${s.table}" WHERE "seriesId" = ? ${s.levelCond} AND "${s.groupCol}" >= ? GROUP BY "${s.groupCol}" / CAST(? AS INTEGER)`,
   bucketArgs: (seriesId, from, ratio) => [seriesId, from, ratio],
   wordIndex: {
     // an FTS5 table: contentless, detail=column; a column filter per query
@@ -108,13 +109,22 @@ export const POSTGRESQL: Dialect = {
   configClause(c, where, args) {
     const x = `(r."config" #> ARRAY[${c.path.map(() => "CAST(? AS text)").join(",")}])`;
     const v = c.value;
-    const json = v === null ? `'null'::jsonb` : typeof v === "number" ? "to_jsonb(CAST(? AS float8))" : typeof v === "boolean" ? "to_jsonb(CAST(? AS boolean))" : "to_jsonb(CAST(? AS text))";
+    const json =
+      v === null
+        ? `'null'::jsonb`
+        : typeof v === "number"
+          ? "to_jsonb(CAST(? AS float8))"
+          : typeof v === "boolean"
+            ? "to_jsonb(CAST(? AS boolean))"
+            : "to_jsonb(CAST(? AS text))";
     const eq = v === null ? `COALESCE(${x} = 'null'::jsonb, true)` : `COALESCE(${x} = ${json}, false)`;
     const bind = v === null ? [] : [v];
     if (c.op === "~") where.push(`(${x} #>> '{}') ILIKE ? ESCAPE '\\'`), args.push(...c.path, likePattern(v));
     else if (c.op === "=") where.push(eq), args.push(...c.path, ...bind);
     else if (c.op === "!=") where.push(`NOT ${eq}`), args.push(...c.path, ...bind);
-    else where.push(`(CASE WHEN jsonb_typeof(${x}) = 'number' THEN CAST(${x} #>> '{}' AS float8) END) ${c.op} CAST(? AS float8)`), args.push(...c.path, ...c.path, v);
+    else
+      where.push(`(CASE WHEN jsonb_typeof(${x}) = 'number' THEN CAST(${x} #>> '{}' AS float8) END) ${c.op} CAST(? AS float8)`),
+        args.push(...c.path, ...c.path, v);
   },
   bucketExtremes: (agg, s) => {
     const group = `"${s.groupCol}" / ${Math.trunc(s.ratio)}`; // an integer computed here, not input
@@ -133,7 +143,10 @@ export const POSTGRESQL: Dialect = {
   },
   skipLocked: true,
   tableBytes(db, prefix) {
-    const names = db.prepare(`SELECT relname FROM pg_class WHERE relkind = 'r' AND relname LIKE ? ESCAPE '\\'`).pluck().all(`${prefix.replace(/[\\%_]/g, (ch) => "\\" + ch)}%`) as string[];
+    const names = db
+      .prepare(`SELECT relname FROM pg_class WHERE relkind = 'r' AND relname LIKE ? ESCAPE '\\'`)
+      .pluck()
+      .all(`${prefix.replace(/[\\%_]/g, (ch) => "\\" + ch)}%`) as string[];
     return names.reduce((s, n) => s + Number(db.prepare(`SELECT pg_total_relation_size(quote_ident(?)::regclass)`).pluck().get(n)), 0);
   },
 };

@@ -32,7 +32,9 @@ export function runExists(runId: string, db: RawDb = getRawDb()): boolean {
 
 /** A run whose new job waits: queued, progress and times cleared. */
 export function markRunQueued(runId: string, at: string, db: RawDb = getRawDb()): void {
-  db.prepare(`UPDATE "Run" SET "status" = 'queued', "progress" = 0, "progressMessage" = 'queued', "error" = NULL, "startedAt" = NULL, "finishedAt" = NULL, "updatedAt" = ? WHERE "id" = ?`).run(at, runId);
+  db.prepare(
+    `UPDATE "Run" SET "status" = 'queued', "progress" = 0, "progressMessage" = 'queued', "error" = NULL, "startedAt" = NULL, "finishedAt" = NULL, "updatedAt" = ? WHERE "id" = ?`,
+  ).run(at, runId);
 }
 
 /**

@@ -105,7 +105,12 @@ export function metricBodyByKey(input: LogMetrics, now: number): KeyPoints[] {
   if (!("steps" in input))
     return pointsByKey(
       input.points.flatMap((p) =>
-        Object.entries(p.values).map(([key, value]) => ({ key, step: p.step, value: typeof value === "string" ? Number(value) : value, wallTime: p.wallTime ?? now })),
+        Object.entries(p.values).map(([key, value]) => ({
+          key,
+          step: p.step,
+          value: typeof value === "string" ? Number(value) : value,
+          wallTime: p.wallTime ?? now,
+        })),
       ),
     );
   const { steps, wallTimes, values } = input;
@@ -136,12 +141,21 @@ export function writeMetrics(runId: string, points: MetricPoint[], fence: Fence 
 }
 
 /** writeMetrics for points already grouped by key (what the ingest thread has). */
-export function writeMetricsByKey(runId: string, keys: KeyPoints[], fence: Fence | null = null, db: RawDb = getRawDb()): { inserted: number; replaced: number } {
+export function writeMetricsByKey(
+  runId: string,
+  keys: KeyPoints[],
+  fence: Fence | null = null,
+  db: RawDb = getRawDb(),
+): { inserted: number; replaced: number } {
   return writeTransaction(
     fence,
     (db) => {
       const series = seriesOf(db, runId, keys);
-      const out = series.length ? (onlyNewPoints(db, series) ? appendPoints(db, runId, series) : writePointByPoint(db, runId, series)) : { inserted: 0, replaced: 0 };
+      const out = series.length
+        ? onlyNewPoints(db, series)
+          ? appendPoints(db, runId, series)
+          : writePointByPoint(db, runId, series)
+        : { inserted: 0, replaced: 0 };
       const nf = writeNonFinite(db, runId, keys);
       return { inserted: out.inserted + nf.inserted, replaced: out.replaced + nf.replaced };
     },
@@ -163,7 +177,10 @@ function writeNonFinite(db: RawDb, runId: string, keys: KeyPoints[]): { inserted
   const storedIn = cachedStatement(db, `SELECT "step" FROM "MetricNonFinite" WHERE "runId" = ? AND "key" = ? AND "step" BETWEEN ? AND ?`).pluck();
   const drop = cachedStatement(db, `DELETE FROM "MetricNonFinite" WHERE "runId" = ? AND "key" = ? AND "step" = ?`);
   const has = cachedStatement(db, `SELECT 1 FROM "MetricNonFinite" WHERE "runId" = ? AND "key" = ? AND "step" = ?`);
-  const finiteAt = cachedStatement(db, `SELECT 1 FROM "Metric" m JOIN "MetricSeries" s ON s."id" = m."seriesId" WHERE s."runId" = ? AND s."key" = ? AND m."step" = ?`);
+  const finiteAt = cachedStatement(
+    db,
+    `SELECT 1 FROM "Metric" m JOIN "MetricSeries" s ON s."id" = m."seriesId" WHERE s."runId" = ? AND s."key" = ? AND m."step" = ?`,
+  );
   const put = cachedStatement(
     db,
     `INSERT INTO "MetricNonFinite" ("runId","key","step","value","wallTime") VALUES (?,?,?,?,?)
@@ -464,8 +481,14 @@ export function readSeries(runId: string, key: string, opts: SeriesOptions = {},
     };
     const from = level === 1 ? fromStep : fromStep / level;
     const args = d.bucketArgs(meta.id, from, ratio);
-    const mins = db.prepare(sql("MIN")).raw().all(...args) as [number, number][];
-    const maxs = db.prepare(sql("MAX")).raw().all(...args) as [number, number][];
+    const mins = db
+      .prepare(sql("MIN"))
+      .raw()
+      .all(...args) as [number, number][];
+    const maxs = db
+      .prepare(sql("MAX"))
+      .raw()
+      .all(...args) as [number, number][];
     for (let i = 0; i < mins.length; i++) {
       const a = mins[i];
       const b = maxs[i];
@@ -567,7 +590,12 @@ export function* metricChunks(runId: string, keys: string[] | null, chunk = 20_0
 
 /** A run's non-finite values of `key` at or after `fromStep` (at most `limit`), in step order. */
 export function nonFiniteOf(runId: string, key: string, fromStep = 0, limit = 1000, db: RawDb = getRawDb()): { step: number; value: NonFiniteText }[] {
-  return cachedStatement(db, `SELECT "step","value" FROM "MetricNonFinite" WHERE "runId" = ? AND "key" = ? AND "step" >= ? ORDER BY "step" LIMIT ?`).all(runId, key, fromStep, limit) as {
+  return cachedStatement(db, `SELECT "step","value" FROM "MetricNonFinite" WHERE "runId" = ? AND "key" = ? AND "step" >= ? ORDER BY "step" LIMIT ?`).all(
+    runId,
+    key,
+    fromStep,
+    limit,
+  ) as {
     step: number;
     value: NonFiniteText;
   }[];

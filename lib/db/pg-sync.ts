@@ -40,7 +40,11 @@ interface Libpq {
 
 /** A PostgreSQL error with its SQLSTATE (e.g. 23505 unique_violation) and the statement that failed. */
 export class PgError extends Error {
-  constructor(message: string, readonly code: string | undefined, readonly sql: string) {
+  constructor(
+    message: string,
+    readonly code: string | undefined,
+    readonly sql: string,
+  ) {
     super(message);
     this.name = "PgError";
   }
@@ -261,7 +265,10 @@ export class PgStatement implements RawStatement {
   private plucked = false;
   private asArrays = false;
 
-  constructor(private db: PgSyncDb, readonly source: string) {}
+  constructor(
+    private db: PgSyncDb,
+    readonly source: string,
+  ) {}
 
   pluck(toggle = true): this {
     this.plucked = toggle;

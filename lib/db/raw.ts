@@ -74,12 +74,22 @@ export function cachedStatement(db: RawDb, sql: string): RawStatement {
  * `tuple` is a row's VALUES entry, `width` placeholders (by default plain ones; a store may wrap one
  * in a function call).
  */
-export function insertRows(db: RawDb, head: string, width: number, values: unknown[], tail = "", maxRows = 200, tuple = `(${Array(width).fill("?").join(",")})`): void {
+export function insertRows(
+  db: RawDb,
+  head: string,
+  width: number,
+  values: unknown[],
+  tail = "",
+  maxRows = 200,
+  tuple = `(${Array(width).fill("?").join(",")})`,
+): void {
   const n = values.length / width;
   for (let i = 0; i < n; ) {
     let rows = Math.min(maxRows, n - i);
     if (rows < maxRows) rows = 2 ** Math.floor(Math.log2(rows));
-    cachedStatement(db, `${head} VALUES ${Array(rows).fill(tuple).join(",")} ${tail}`).run(i === 0 && rows === n ? values : values.slice(i * width, (i + rows) * width));
+    cachedStatement(db, `${head} VALUES ${Array(rows).fill(tuple).join(",")} ${tail}`).run(
+      i === 0 && rows === n ? values : values.slice(i * width, (i + rows) * width),
+    );
     i += rows;
   }
 }

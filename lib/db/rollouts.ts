@@ -21,7 +21,20 @@ export function stepExists(runId: string, step: number, db: RawDb = getRawDb()):
 }
 
 /** Trajectory's columns as writeRolloutStep inserts them (rolloutRows builds the rows in this order). */
-export const TRAJECTORY_COLS = ["id", "runId", "groupId", "index", "reward", "success", "length", "truncated", "firstSeq", "turnData", "turnTexts", "turnTokens"];
+export const TRAJECTORY_COLS = [
+  "id",
+  "runId",
+  "groupId",
+  "index",
+  "reward",
+  "success",
+  "length",
+  "truncated",
+  "firstSeq",
+  "turnData",
+  "turnTexts",
+  "turnTokens",
+];
 export const STEP_COLS = ["id", "runId", "step", "estimator", "params", "diagnostics", "createdAt"];
 export const GROUP_COLS = ["id", "runId", "stepId", "uid", "envId", "taskSeed"];
 
@@ -32,7 +45,15 @@ export const GROUP_COLS = ["id", "runId", "stepId", "uid", "envId", "taskSeed"];
  */
 export function rolloutRows(runId: string, input: RolloutStepInput, seq0: number, createdAt: string, newId: () => string) {
   const stepId = newId();
-  const step = [stepId, runId, input.step, input.estimator ?? null, input.params ? JSON.stringify(input.params) : null, input.diagnostics ? JSON.stringify(input.diagnostics) : null, createdAt];
+  const step = [
+    stepId,
+    runId,
+    input.step,
+    input.estimator ?? null,
+    input.params ? JSON.stringify(input.params) : null,
+    input.diagnostics ? JSON.stringify(input.diagnostics) : null,
+    createdAt,
+  ];
   const groups: unknown[][] = [];
   const trajectories: unknown[][] = [];
   let seq = seq0;
@@ -42,7 +63,20 @@ export function rolloutRows(runId: string, input: RolloutStepInput, seq0: number
     g.trajectories.forEach((t, ti) => {
       const reward = t.reward ?? t.turns.reduce((s, u) => s + u.reward, 0);
       const p = packTurns(t.turns);
-      trajectories.push([newId(), runId, groupId, ti, reward, t.success ? 1 : 0, t.turns.length, t.truncated ? 1 : 0, seq, p.turnData, p.turnTexts, p.turnTokens]);
+      trajectories.push([
+        newId(),
+        runId,
+        groupId,
+        ti,
+        reward,
+        t.success ? 1 : 0,
+        t.turns.length,
+        t.truncated ? 1 : 0,
+        seq,
+        p.turnData,
+        p.turnTexts,
+        p.turnTokens,
+      ]);
       seq += t.turns.length;
     });
   }
@@ -51,7 +85,11 @@ export function rolloutRows(runId: string, input: RolloutStepInput, seq0: number
 
 /** The run-wide index its next turn gets: one past the last trajectory's turns (index range scan). */
 function nextTurnSeq(runId: string, db: RawDb): number {
-  return (db.prepare(`SELECT "firstSeq" + "length" FROM "Trajectory" WHERE "runId" = ? ORDER BY "firstSeq" DESC LIMIT 1`).pluck().get(runId) as number | undefined) ?? 0;
+  return (
+    (db.prepare(`SELECT "firstSeq" + "length" FROM "Trajectory" WHERE "runId" = ? ORDER BY "firstSeq" DESC LIMIT 1`).pluck().get(runId) as
+      | number
+      | undefined) ?? 0
+  );
 }
 
 /** The step's trajectories as the search index takes them (`trajectories`: rolloutRows' rows, in input order). */
@@ -61,13 +99,27 @@ function searchEntries(runId: string, input: RolloutStepInput, trajectories: unk
   for (const g of input.groups)
     for (const t of g.trajectories) {
       const row = trajectories[out.length];
-      out.push({ id: row[at("id")] as string, runId, step: input.step, success: t.success, reward: row[at("reward")] as number, length: t.turns.length, observations: t.turns.map((u) => u.observation), actions: t.turns.map((u) => u.action) });
+      out.push({
+        id: row[at("id")] as string,
+        runId,
+        step: input.step,
+        success: t.success,
+        reward: row[at("reward")] as number,
+        length: t.turns.length,
+        observations: t.turns.map((u) => u.observation),
+        actions: t.turns.map((u) => u.action),
+      });
     }
   return out;
 }
 
 /** Writes one step's rollouts. Throws StepExistsError if the step is already stored (nothing written twice). */
-export function writeRolloutStep(runId: string, input: RolloutStepInput, fence: Fence | null = null, db: RawDb = getRawDb()): { stepId: string; turns: number } {
+export function writeRolloutStep(
+  runId: string,
+  input: RolloutStepInput,
+  fence: Fence | null = null,
+  db: RawDb = getRawDb(),
+): { stepId: string; turns: number } {
   return writeTransaction(
     fence,
     (db) => {
@@ -98,7 +150,9 @@ export function writeRolloutStep(runId: string, input: RolloutStepInput, fence: 
 /** A run's stored trajectories counted: how many, successes, summed return and turns (a resumed evaluation continues from them). */
 export function runTrajectoryTotals(runId: string, db: RawDb = getRawDb()): { trajectories: number; successes: number; reward: number; turns: number } {
   const r = db
-    .prepare(`SELECT COUNT(*) AS n, COALESCE(SUM(CAST("success" AS INTEGER)),0) AS s, COALESCE(SUM("reward"),0) AS r, COALESCE(SUM("length"),0) AS l FROM "Trajectory" WHERE "runId" = ?`)
+    .prepare(
+      `SELECT COUNT(*) AS n, COALESCE(SUM(CAST("success" AS INTEGER)),0) AS s, COALESCE(SUM("reward"),0) AS r, COALESCE(SUM("length"),0) AS l FROM "Trajectory" WHERE "runId" = ?`,
+    )
     .get(runId) as { n: number; s: number; r: number; l: number };
   return { trajectories: Number(r.n), successes: Number(r.s), reward: Number(r.r), turns: Number(r.l) };
 }
@@ -153,7 +207,6 @@ export function listGroups(runId: string, step: number, db: RawDb = getRawDb()):
 
 export type TrajectoryRow = Omit<TrajectoryOut, "turns">;
 
-
 function toTrajectory(r: Record<string, unknown>): TrajectoryRow {
   return { ...(r as unknown as TrajectoryRow), success: r.success === 1, truncated: r.truncated === 1 };
 }
@@ -178,7 +231,7 @@ export function listTrajectories(runId: string, f: TrajectoryFilter = {}, db: Ra
   // Without a step, the count needs only the trajectories' runId index (every trajectory has its group and step).
   const total = (
     f.step === undefined
-      ? db.prepare(`SELECT COUNT(*) FROM "Trajectory" t WHERE ${["t.\"runId\" = ?", ...where.slice(1)].join(" AND ")}`)
+      ? db.prepare(`SELECT COUNT(*) FROM "Trajectory" t WHERE ${['t."runId" = ?', ...where.slice(1)].join(" AND ")}`)
       : db.prepare(`SELECT COUNT(*) FROM "Trajectory" t JOIN "RolloutGroup" g ON g."id" = t."groupId" JOIN "RolloutStep" s ON s."id" = g."stepId" WHERE ${w}`)
   )
     .pluck()

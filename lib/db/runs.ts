@@ -12,7 +12,6 @@ import { dialect, likePattern } from "./dialect";
 // thrown here; defined with the other domain errors (re-exported for older importers)
 export { ConflictError, NotFoundError };
 
-
 export interface NewRun {
   project: string;
   name: string;
@@ -60,7 +59,8 @@ export function createRun(input: NewRun, job?: Omit<EnqueueInput, "runId">, db: 
   return writeTransaction(
     null,
     (db) => {
-      if (input.parentRunId && !db.prepare(`SELECT 1 FROM "Run" WHERE "id" = ?`).get(input.parentRunId)) throw new NotFoundError("parent run", input.parentRunId);
+      if (input.parentRunId && !db.prepare(`SELECT 1 FROM "Run" WHERE "id" = ?`).get(input.parentRunId))
+        throw new NotFoundError("parent run", input.parentRunId);
       const now = dbDateTime();
       db.prepare(`INSERT INTO "Project" ("id","name","description","createdAt","updatedAt") VALUES (?,?,'',?,?) ON CONFLICT("name") DO NOTHING`).run(
         randomUUID(),
@@ -153,9 +153,11 @@ function toRun(r: RunRow, summary: Record<string, number>): RunOut {
 function summaries(runIds: string[], db: RawDb): Map<string, Record<string, number>> {
   const out = new Map<string, Record<string, number>>(runIds.map((id) => [id, {}]));
   if (!runIds.length) return out;
-  const rows = db
-    .prepare(`SELECT "runId","key","lastValue" FROM "MetricSeries" WHERE "runId" IN (${runIds.map(() => "?").join(",")})`)
-    .all(...runIds) as { runId: string; key: string; lastValue: number }[];
+  const rows = db.prepare(`SELECT "runId","key","lastValue" FROM "MetricSeries" WHERE "runId" IN (${runIds.map(() => "?").join(",")})`).all(...runIds) as {
+    runId: string;
+    key: string;
+    lastValue: number;
+  }[];
   for (const r of rows) out.get(r.runId)![r.key] = r.lastValue;
   return out;
 }
@@ -185,7 +187,10 @@ export function listRuns(q: RunListQuery, db: RawDb = getRawDb()): { runs: RunOu
   }
   for (const c of q.config ? parseConfigFilter(q.config) : []) d.configClause(c, where, args);
   const w = where.length ? `WHERE ${where.join(" AND ")}` : "";
-  const total = db.prepare(`SELECT COUNT(*) FROM "Run" r JOIN "Project" p ON p."id" = r."projectId" ${w}`).pluck().get(...args) as number;
+  const total = db
+    .prepare(`SELECT COUNT(*) FROM "Run" r JOIN "Project" p ON p."id" = r."projectId" ${w}`)
+    .pluck()
+    .get(...args) as number;
   const dir = q.order === "asc" ? "ASC" : "DESC";
   let order: string;
   let join = "";
@@ -202,9 +207,7 @@ export function listRuns(q: RunListQuery, db: RawDb = getRawDb()): { runs: RunOu
     .pluck()
     .all(...args, q.pageSize, (q.page - 1) * q.pageSize) as string[];
   const byId = new Map(
-    ids.length
-      ? (db.prepare(`${RUN_SELECT} WHERE r."id" IN (${ids.map(() => "?").join(",")})`).all(...ids) as RunRow[]).map((r) => [r.id, r])
-      : [],
+    ids.length ? (db.prepare(`${RUN_SELECT} WHERE r."id" IN (${ids.map(() => "?").join(",")})`).all(...ids) as RunRow[]).map((r) => [r.id, r]) : [],
   );
   const rows = ids.map((id) => byId.get(id)!).filter(Boolean);
   const sums = summaries(ids, db);
@@ -215,25 +218,35 @@ export type { RunFilters } from "../schemas/runs";
 
 /** The values the runs-table filters offer (distinct columns, tags, metric keys, config paths). */
 export function runFilters(db: RawDb = getRawDb()): RunFilters {
-  const distinct = (col: string) =>
-    db.prepare(`SELECT DISTINCT "${col}" FROM "Run" WHERE "${col}" IS NOT NULL ORDER BY 1`).pluck().all() as string[];
+  const distinct = (col: string) => db.prepare(`SELECT DISTINCT "${col}" FROM "Run" WHERE "${col}" IS NOT NULL ORDER BY 1`).pluck().all() as string[];
   return {
-    projects: db.prepare(`SELECT "name" FROM "Project" p WHERE EXISTS (SELECT 1 FROM "Run" r WHERE r."projectId" = p."id") ORDER BY 1 LIMIT 500`).pluck().all() as string[],
+    projects: db
+      .prepare(`SELECT "name" FROM "Project" p WHERE EXISTS (SELECT 1 FROM "Run" r WHERE r."projectId" = p."id") ORDER BY 1 LIMIT 500`)
+      .pluck()
+      .all() as string[],
     envIds: distinct("envId"),
     estimators: distinct("estimator"),
     kinds: distinct("kind"),
-    tags: db.prepare(dialect(db).distinctArrayValues("Run", "tags", 500)).pluck().all() as string[],
-    metricKeys: db.prepare(`SELECT "key", COUNT(*) AS "runs" FROM "MetricSeries" GROUP BY "key" ORDER BY "runs" DESC, "key" LIMIT 500`).all() as { key: string; runs: number }[],
-    configKeys: db
-      .prepare(dialect(db).configKeys(200, 300))
+    tags: db
+      .prepare(dialect(db).distinctArrayValues("Run", "tags", 500))
       .pluck()
       .all() as string[],
+    metricKeys: db.prepare(`SELECT "key", COUNT(*) AS "runs" FROM "MetricSeries" GROUP BY "key" ORDER BY "runs" DESC, "key" LIMIT 500`).all() as {
+      key: string;
+      runs: number;
+    }[],
+    configKeys: db.prepare(dialect(db).configKeys(200, 300)).pluck().all() as string[],
   };
 }
 
 /** Who may write into a run (lib/ingest/write-access.ts decides): its kind, status, job kind and write key's hash. */
-export function runOwner(runId: string, db: RawDb = getRawDb()): { kind: string; status: string; jobKind: string | null; writeKeyHash: string | null } | undefined {
-  return db.prepare(`SELECT "kind", "status", "jobKind", "writeKeyHash" FROM "Run" WHERE "id" = ?`).get(runId) as { kind: string; status: string; jobKind: string | null; writeKeyHash: string | null } | undefined;
+export function runOwner(
+  runId: string,
+  db: RawDb = getRawDb(),
+): { kind: string; status: string; jobKind: string | null; writeKeyHash: string | null } | undefined {
+  return db.prepare(`SELECT "kind", "status", "jobKind", "writeKeyHash" FROM "Run" WHERE "id" = ?`).get(runId) as
+    | { kind: string; status: string; jobKind: string | null; writeKeyHash: string | null }
+    | undefined;
 }
 
 export function setWriteKeyHash(runId: string, hash: string, db: RawDb = getRawDb()): void {
@@ -242,7 +255,10 @@ export function setWriteKeyHash(runId: string, hash: string, db: RawDb = getRawD
 
 /** An imported run running again (its finish and error cleared). */
 export function reopenImportedRun(runId: string, db: RawDb = getRawDb()): void {
-  db.prepare(`UPDATE "Run" SET "status" = 'running', "finishedAt" = NULL, "error" = NULL, "updatedAt" = ? WHERE "id" = ? AND "kind" = 'imported'`).run(dbDateTime(), runId);
+  db.prepare(`UPDATE "Run" SET "status" = 'running', "finishedAt" = NULL, "error" = NULL, "updatedAt" = ? WHERE "id" = ? AND "kind" = 'imported'`).run(
+    dbDateTime(),
+    runId,
+  );
 }
 
 /** The run an earlier import of the same source made (config.turnlensImport.id, per project), if any. */
@@ -258,7 +274,12 @@ export function findImportedRun(db: RawDb, project: string, importId: string): {
 
 /** An imported run's end as its import's finish record gives it (an end already stored wins). */
 export function finishImportedRunRow(runId: string, status: string, ended: Date, db: RawDb = getRawDb()): void {
-  db.prepare(`UPDATE "Run" SET "status" = ?, "finishedAt" = COALESCE("finishedAt", ?), "progress" = 1, "updatedAt" = ? WHERE "id" = ?`).run(status, dbDateTime(ended), dbDateTime(), runId);
+  db.prepare(`UPDATE "Run" SET "status" = ?, "finishedAt" = COALESCE("finishedAt", ?), "progress" = 1, "updatedAt" = ? WHERE "id" = ?`).run(
+    status,
+    dbDateTime(ended),
+    dbDateTime(),
+    runId,
+  );
 }
 
 export function getRun(id: string, db: RawDb = getRawDb()): RunOut {
@@ -283,6 +304,8 @@ export async function deleteRun(id: string): Promise<void> {
 
 export function listProjects(db: RawDb = getRawDb()): { id: string; name: string; description: string; runs: number }[] {
   return db
-    .prepare(`SELECT p."id", p."name", p."description", (SELECT COUNT(*) FROM "Run" r WHERE r."projectId" = p."id") AS "runs" FROM "Project" p ORDER BY p."name"`)
+    .prepare(
+      `SELECT p."id", p."name", p."description", (SELECT COUNT(*) FROM "Run" r WHERE r."projectId" = p."id") AS "runs" FROM "Project" p ORDER BY p."name"`,
+    )
     .all() as { id: string; name: string; description: string; runs: number }[];
 }

@@ -145,7 +145,14 @@ export function unpackTurnTokens(blob: Uint8Array | null, n: number): (Uint8Arra
 }
 
 /** A trajectory row's turns, unpacked into the API's turn shape. */
-export function unpackTurns(trajectoryId: string, firstSeq: number, length: number, turnData: Uint8Array, turnTexts: Uint8Array, turnTokens: Uint8Array | null): TurnOut[] {
+export function unpackTurns(
+  trajectoryId: string,
+  firstSeq: number,
+  length: number,
+  turnData: Uint8Array,
+  turnTexts: Uint8Array,
+  turnTokens: Uint8Array | null,
+): TurnOut[] {
   const c = unpackTurnColumns(turnData);
   const x = unpackTurnTexts(turnTexts);
   const tokens = unpackTurnTokens(turnTokens, length);

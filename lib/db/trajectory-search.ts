@@ -42,8 +42,14 @@ export function searchTerms(text: string): string[][] {
   const terms: string[][] = [];
   for (const m of text.matchAll(/"([^"]*)"?|[^\s"]+/g)) {
     const part = m[1] ?? m[0];
-    const long = part.toLowerCase().match(/[\p{L}\p{N}]+/gu)?.find((w) => w.length > MAX_WORD);
-    if (long) throw new InvalidInputError(`a word of at most ${MAX_WORD} letters and digits is searchable; "${long.slice(0, 20)}…" is longer`, [{ path: "query.text", message: `words are at most ${MAX_WORD} characters` }]);
+    const long = part
+      .toLowerCase()
+      .match(/[\p{L}\p{N}]+/gu)
+      ?.find((w) => w.length > MAX_WORD);
+    if (long)
+      throw new InvalidInputError(`a word of at most ${MAX_WORD} letters and digits is searchable; "${long.slice(0, 20)}…" is longer`, [
+        { path: "query.text", message: `words are at most ${MAX_WORD} characters` },
+      ]);
     const words = searchWords(part);
     if (m[1] !== undefined) {
       if (words.length) terms.push(words);
@@ -91,11 +97,21 @@ export function indexTrajectories(db: RawDb, entries: readonly IndexEntry[]): vo
   const keys = new Map<string, number>();
   for (let i = 0; i < entries.length; i += 500) {
     const chunk = entries.slice(i, i + 500);
-    const rows = db.prepare(`SELECT "key", "trajectoryId" FROM "TrajectorySearch" WHERE "trajectoryId" IN (${chunk.map(() => "?").join(",")})`).all(...chunk.map((e) => e.id)) as { key: number; trajectoryId: string }[];
+    const rows = db
+      .prepare(`SELECT "key", "trajectoryId" FROM "TrajectorySearch" WHERE "trajectoryId" IN (${chunk.map(() => "?").join(",")})`)
+      .all(...chunk.map((e) => e.id)) as { key: number; trajectoryId: string }[];
     for (const r of rows) keys.set(r.trajectoryId, r.key);
   }
   const d = dialect(db).wordIndex;
-  insertRows(db, d.insert, 3, entries.flatMap((e) => [keys.get(e.id), distinctWords(e.observations), distinctWords(e.actions)]), "", 64, d.tuple);
+  insertRows(
+    db,
+    d.insert,
+    3,
+    entries.flatMap((e) => [keys.get(e.id), distinctWords(e.observations), distinctWords(e.actions)]),
+    "",
+    64,
+    d.tuple,
+  );
 }
 
 /** Removes a run's index entries (they are made again on its next search): a benchmark's and a test's tool. */
@@ -113,24 +129,28 @@ export function indexMissing(runIds: readonly string[], db: RawDb = getRawDb()):
   for (const runId of runIds) {
     if (indexedRuns.has(runId)) continue;
     for (;;) {
-      const n = writeTransaction(null, (db) => {
-        const rows = db
-          .prepare(
-            `SELECT t."id", t."runId", s."step", t."success", t."reward", t."length", t."turnTexts"
+      const n = writeTransaction(
+        null,
+        (db) => {
+          const rows = db
+            .prepare(
+              `SELECT t."id", t."runId", s."step", t."success", t."reward", t."length", t."turnTexts"
              FROM "Trajectory" t JOIN "RolloutGroup" g ON g."id" = t."groupId" JOIN "RolloutStep" s ON s."id" = g."stepId"
              WHERE t."runId" = ? AND NOT EXISTS (SELECT 1 FROM "TrajectorySearch" x WHERE x."trajectoryId" = t."id")
              LIMIT 1000`,
-          )
-          .all(runId) as { id: string; runId: string; step: number; success: number; reward: number; length: number; turnTexts: Uint8Array }[];
-        indexTrajectories(
-          db,
-          rows.map((r) => {
-            const texts = unpackTurnTexts(r.turnTexts);
-            return { ...r, success: r.success === 1, observations: texts.observation, actions: texts.action };
-          }),
-        );
-        return rows.length;
-      }, db);
+            )
+            .all(runId) as { id: string; runId: string; step: number; success: number; reward: number; length: number; turnTexts: Uint8Array }[];
+          indexTrajectories(
+            db,
+            rows.map((r) => {
+              const texts = unpackTurnTexts(r.turnTexts);
+              return { ...r, success: r.success === 1, observations: texts.observation, actions: texts.action };
+            }),
+          );
+          return rows.length;
+        },
+        db,
+      );
       done += n;
       if (n < 1000) break;
     }
@@ -213,7 +233,11 @@ interface Candidate {
 
 /** The run ids a query covers (unknown ones cover nothing). */
 function scopeRuns(q: TrajectorySearchQuery, db: RawDb): string[] {
-  if (q.runs) return (db.prepare(`SELECT "id" FROM "Run" WHERE "id" IN (${q.runs.map(() => "?").join(",")})`).pluck().all(...q.runs) as string[]);
+  if (q.runs)
+    return db
+      .prepare(`SELECT "id" FROM "Run" WHERE "id" IN (${q.runs.map(() => "?").join(",")})`)
+      .pluck()
+      .all(...q.runs) as string[];
   return db.prepare(`SELECT r."id" FROM "Run" r JOIN "Project" p ON p."id" = r."projectId" WHERE p."name" = ?`).pluck().all(q.project) as string[];
 }
 
@@ -239,7 +263,10 @@ export function searchTrajectories(q: TrajectorySearchQuery, db: RawDb = getRawD
     const gArgs: unknown[] = [];
     if (q.envId !== undefined) g.push(`g."envId" = ?`), gArgs.push(q.envId);
     if (q.task !== undefined) g.push(`g."uid" = ?`), gArgs.push(q.task);
-    cond(`EXISTS (SELECT 1 FROM "Trajectory" t JOIN "RolloutGroup" g ON g."id" = t."groupId" WHERE t."id" = ts."trajectoryId" AND ${g.join(" AND ")})`, ...gArgs);
+    cond(
+      `EXISTS (SELECT 1 FROM "Trajectory" t JOIN "RolloutGroup" g ON g."id" = t."groupId" WHERE t."id" = ts."trajectoryId" AND ${g.join(" AND ")})`,
+      ...gArgs,
+    );
   }
   if (terms.length) {
     const fields: ("obs" | "act")[] = q.in === "observation" ? ["obs"] : q.in === "action" ? ["act"] : ["obs", "act"];
@@ -269,7 +296,9 @@ export function searchTrajectories(q: TrajectorySearchQuery, db: RawDb = getRawD
     const a = [...args];
     if (after) w.push(`(${col}, ts."key") ${desc ? "<" : ">"} (?, ?)`), a.push(after[0], after[1]);
     const rows = db
-      .prepare(`SELECT ${select.join(", ")} FROM ${from} WHERE ${w.join(" AND ")} ORDER BY ${col} ${desc ? "DESC" : "ASC"}, ts."key" ${desc ? "DESC" : "ASC"} LIMIT ${chunk}`)
+      .prepare(
+        `SELECT ${select.join(", ")} FROM ${from} WHERE ${w.join(" AND ")} ORDER BY ${col} ${desc ? "DESC" : "ASC"}, ts."key" ${desc ? "DESC" : "ASC"} LIMIT ${chunk}`,
+      )
       .all(...a) as Candidate[];
     for (const c of rows) {
       scanned++;

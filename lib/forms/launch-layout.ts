@@ -16,7 +16,11 @@ export const LAUNCH_LAYOUTS: Record<string, SectionLayout[]> = {
     { title: "Task and environment", slot: "env", basic: ["steps", "seed"], advanced: ["instructions", "restrictToAdmissible"] },
     { title: "Model", basic: ["model"], advanced: ["device", "threads"] },
     { title: "Credit estimator", slot: "estimator", basic: [] },
-    { title: "Optimisation", basic: ["lr", "epochs"], advanced: ["minibatchSize", "clipRatio", "lrDecayAfter", "klCoef", "klEstimator", "entropyCoef", "lossAggregation", "dropZeroAdvantage"] },
+    {
+      title: "Optimisation",
+      basic: ["lr", "epochs"],
+      advanced: ["minibatchSize", "clipRatio", "lrDecayAfter", "klCoef", "klEstimator", "entropyCoef", "lossAggregation", "dropZeroAdvantage"],
+    },
     { title: "Rollout", basic: ["groupSize", "groupsPerStep", "context"], advanced: ["temperature", "explorationEpsilon", "maxNewTokens"] },
     { title: "Evaluation", basic: ["evalInterval", "evalEpisodes"], advanced: ["targetSuccess"] },
     { title: "Checkpoints", basic: ["checkpointInterval", "exportOnnx"] },

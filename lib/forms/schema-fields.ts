@@ -11,7 +11,18 @@ export interface Variant {
 }
 
 export type Field =
-  | { name: string; kind: "number"; integer: boolean; min?: number; max?: number; minExclusive?: boolean; maxExclusive?: boolean; default?: number | null; nullable?: boolean; help?: string }
+  | {
+      name: string;
+      kind: "number";
+      integer: boolean;
+      min?: number;
+      max?: number;
+      minExclusive?: boolean;
+      maxExclusive?: boolean;
+      default?: number | null;
+      nullable?: boolean;
+      help?: string;
+    }
   | { name: string; kind: "boolean"; default?: boolean; help?: string }
   | { name: string; kind: "enum"; options: string[]; default?: string; help?: string }
   | { name: string; kind: "string"; default?: string; help?: string }
@@ -54,8 +65,7 @@ function fieldOf(name: string, s: JsonSchema): Field {
     };
   if (type === "boolean") return { name, kind: "boolean", default: s.default as boolean, help };
   if (type === "string") return { name, kind: "string", default: s.default as string, help };
-  if (type === "object" && s.properties && Object.keys(s.properties).length)
-    return { name, kind: "object", fields: schemaFields(s), default: s.default, help };
+  if (type === "object" && s.properties && Object.keys(s.properties).length) return { name, kind: "object", fields: schemaFields(s), default: s.default, help };
   return { name, kind: "json", default: s.default, help };
 }
 
@@ -96,5 +106,7 @@ export function variantDefaults(f: Extract<Field, { kind: "variant" }>, tag: str
 }
 
 export function defaultsOf(fields: Field[]): Record<string, unknown> {
-  return Object.fromEntries(fields.map((f) => [f.name, f.kind === "object" || f.kind === "variant" ? initialValue(f) : f.default]).filter(([, v]) => v !== undefined));
+  return Object.fromEntries(
+    fields.map((f) => [f.name, f.kind === "object" || f.kind === "variant" ? initialValue(f) : f.default]).filter(([, v]) => v !== undefined),
+  );
 }

@@ -79,7 +79,13 @@ export function plainMessage(m: string): string {
  * ["config", "lr"], the server "body.config.lr"): [section, field path] or null (a banner).
  */
 export function issuePathKey(path: (string | number)[] | string): [string, string] | null {
-  const parts = typeof path === "string" ? path.replace(/^body\.?/, "").split(".").filter(Boolean) : path.map(String);
+  const parts =
+    typeof path === "string"
+      ? path
+          .replace(/^body\.?/, "")
+          .split(".")
+          .filter(Boolean)
+      : path.map(String);
   if (parts[0] === "name" || parts[0] === "tags") return ["top", parts[0]];
   if (parts[0] !== "config" || parts.length < 2) return null;
   if (parts[1] === "envConfig") return parts.length > 2 ? ["env", parts.slice(2).join(".")] : ["env", "_"];

@@ -24,7 +24,15 @@ function contentHash(value: { batchId?: string }): string {
   return createHash("sha256").update(JSON.stringify(rest)).digest("hex");
 }
 
-function once(runId: string, key: string, kind: "metrics" | "steps", hash: string, clash: () => ConflictError, write: (db: RawDb) => unknown, db: RawDb): IngestAnswer {
+function once(
+  runId: string,
+  key: string,
+  kind: "metrics" | "steps",
+  hash: string,
+  clash: () => ConflictError,
+  write: (db: RawDb) => unknown,
+  db: RawDb,
+): IngestAnswer {
   return writeTransaction(
     null,
     (db) => {
@@ -48,7 +56,10 @@ export function ingestStep(runId: string, input: RolloutStepInput, db: RawDb = g
     `step:${input.step}`,
     "steps",
     contentHash(input),
-    () => new ConflictError(`step ${input.step} of run ${runId} is already stored with other content; a step is written once`, [{ path: "body.step", message: `step ${input.step} exists with other content` }]),
+    () =>
+      new ConflictError(`step ${input.step} of run ${runId} is already stored with other content; a step is written once`, [
+        { path: "body.step", message: `step ${input.step} exists with other content` },
+      ]),
     (db) => writeRolloutStep(runId, input, null, db),
     db,
   );
@@ -67,7 +78,8 @@ export function ingestSteps(runId: string, input: RolloutStepsBatch, db: RawDb =
         try {
           return ingestStep(runId, s, db);
         } catch (e) {
-          if (e instanceof ConflictError) throw new ConflictError(e.message, [{ path: `body.steps.${i}.step`, message: `step ${s.step} exists with other content` }]);
+          if (e instanceof ConflictError)
+            throw new ConflictError(e.message, [{ path: `body.steps.${i}.step`, message: `step ${s.step} exists with other content` }]);
           throw e;
         }
       }),
@@ -87,30 +99,44 @@ export function ingestStepPart(runId: string, input: RolloutStepPart, db: RawDb 
   const { part, parts, batchId: _b, ...content } = input;
   void _b;
   const clash = (message: string, path = "body.part") => new ConflictError(`step ${input.step} of run ${runId}: ${message}`, [{ path, message }]);
-  return once(runId, `steppart:${input.step}:${part}`, "steps", contentHash(input), () => clash(`part ${part} was already stored with other content`), (db) => {
-    if (stepExists(runId, input.step, db)) throw clash("the step is already stored; a step is written once", "body.step");
-    const other = otherPartCount(runId, input.step, parts, db);
-    if (other !== undefined) throw clash(`its other parts say it has ${other} parts, this one ${parts}`, "body.parts");
-    const received = addStepPart(runId, input.step, part, parts, content, db);
-    if (received < parts) return { complete: false, part, parts, received };
-    const bodies = stepPartBodies<Omit<RolloutStepInput, "batchId">>(runId, input.step, db);
-    const head = bodies[0];
-    const same = (x: unknown, y: unknown) => JSON.stringify(x ?? null) === JSON.stringify(y ?? null);
-    for (const [i, b] of bodies.entries())
-      for (const k of ["estimator", "params", "diagnostics"] as const)
-        if (!same(b[k], head[k])) throw clash(`part ${i} has another ${k} than part 0; every part carries the step's own`, `body.${k}`);
-    const step: RolloutStepInput = { step: input.step, ...(head.estimator !== undefined ? { estimator: head.estimator } : {}), ...(head.params !== undefined ? { params: head.params } : {}), ...(head.diagnostics !== undefined ? { diagnostics: head.diagnostics } : {}), groups: bodies.flatMap((b) => b.groups) };
-    // each part's uids are unique (its schema); across parts they are checked here
-    const seen = new Set<string>();
-    for (const g of step.groups) {
-      if (seen.has(g.uid)) throw clash(`group uid "${g.uid}" is in two parts`, "body.groups");
-      seen.add(g.uid);
-    }
-    // stored as ingestStep stores a whole step, with its record: the same step sent again in one piece is answered 200
-    const stored = ingestStep(runId, step, db).body as object;
-    deleteStepParts(runId, input.step, db);
-    return { complete: true, part, parts, received, ...stored };
-  }, db);
+  return once(
+    runId,
+    `steppart:${input.step}:${part}`,
+    "steps",
+    contentHash(input),
+    () => clash(`part ${part} was already stored with other content`),
+    (db) => {
+      if (stepExists(runId, input.step, db)) throw clash("the step is already stored; a step is written once", "body.step");
+      const other = otherPartCount(runId, input.step, parts, db);
+      if (other !== undefined) throw clash(`its other parts say it has ${other} parts, this one ${parts}`, "body.parts");
+      const received = addStepPart(runId, input.step, part, parts, content, db);
+      if (received < parts) return { complete: false, part, parts, received };
+      const bodies = stepPartBodies<Omit<RolloutStepInput, "batchId">>(runId, input.step, db);
+      const head = bodies[0];
+      const same = (x: unknown, y: unknown) => JSON.stringify(x ?? null) === JSON.stringify(y ?? null);
+      for (const [i, b] of bodies.entries())
+        for (const k of ["estimator", "params", "diagnostics"] as const)
+          if (!same(b[k], head[k])) throw clash(`part ${i} has another ${k} than part 0; every part carries the step's own`, `body.${k}`);
+      const step: RolloutStepInput = {
+        step: input.step,
+        ...(head.estimator !== undefined ? { estimator: head.estimator } : {}),
+        ...(head.params !== undefined ? { params: head.params } : {}),
+        ...(head.diagnostics !== undefined ? { diagnostics: head.diagnostics } : {}),
+        groups: bodies.flatMap((b) => b.groups),
+      };
+      // each part's uids are unique (its schema); across parts they are checked here
+      const seen = new Set<string>();
+      for (const g of step.groups) {
+        if (seen.has(g.uid)) throw clash(`group uid "${g.uid}" is in two parts`, "body.groups");
+        seen.add(g.uid);
+      }
+      // stored as ingestStep stores a whole step, with its record: the same step sent again in one piece is answered 200
+      const stored = ingestStep(runId, step, db).body as object;
+      deleteStepParts(runId, input.step, db);
+      return { complete: true, part, parts, received, ...stored };
+    },
+    db,
+  );
 }
 
 /** Metric points; with a batchId a retry is answered from the record instead of written again. */
@@ -124,7 +150,10 @@ export function ingestMetrics(runId: string, input: LogMetrics, db: RawDb = getR
     `metrics:${input.batchId}`,
     "metrics",
     contentHash(input),
-    () => new ConflictError(`metric batch "${input.batchId}" of run ${runId} was already stored with other content`, [{ path: "body.batchId", message: "reused with other content" }]),
+    () =>
+      new ConflictError(`metric batch "${input.batchId}" of run ${runId} was already stored with other content`, [
+        { path: "body.batchId", message: "reused with other content" },
+      ]),
     (db) => writeMetricsByKey(runId, points(), null, db),
     db,
   );

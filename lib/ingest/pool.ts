@@ -13,7 +13,9 @@ const MAX_IN_FLIGHT = Number(process.env.TURNLENS_INGEST_QUEUE ?? 16);
 
 export class OverloadedError extends DomainError {
   constructor() {
-    super("overloaded", `the server is busy with ${MAX_IN_FLIGHT} ingest requests; retry after the Retry-After delay`, [{ path: "body", message: "server busy" }]);
+    super("overloaded", `the server is busy with ${MAX_IN_FLIGHT} ingest requests; retry after the Retry-After delay`, [
+      { path: "body", message: "server busy" },
+    ]);
   }
 }
 

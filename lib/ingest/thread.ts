@@ -6,7 +6,14 @@ import { errorKind, parseInput, type ErrorKind, type Issue } from "../schemas/er
 import { parseJsonBytes } from "../schemas/json-limits";
 import { openRawDb, type RawDb } from "../db/raw";
 import { metricBodySchema, metricColumnsLookValid } from "../schemas/metrics";
-import { rolloutStepFast, rolloutStepInputSchema, rolloutStepPartFast, rolloutStepPartSchema, rolloutStepsBatchFast, rolloutStepsBatchSchema } from "../schemas/rollouts";
+import {
+  rolloutStepFast,
+  rolloutStepInputSchema,
+  rolloutStepPartFast,
+  rolloutStepPartSchema,
+  rolloutStepsBatchFast,
+  rolloutStepsBatchSchema,
+} from "../schemas/rollouts";
 import { ingestMetrics, ingestStep, ingestStepPart, ingestSteps } from "./batches";
 
 export interface IngestRequest {
@@ -44,12 +51,19 @@ export function handleIngest(req: IngestRequest, conn?: RawDb): IngestReply {
         : req.kind === "stepPart"
           ? ingestStepPart(req.runId, rolloutStepPartFast(value) ?? parseInput(rolloutStepPartSchema, value, "body"), conn)
           : req.kind === "stepsBatch"
-          ? ingestSteps(req.runId, rolloutStepsBatchFast(value) ?? parseInput(rolloutStepsBatchSchema, value, "body"), conn)
-          : ingestMetrics(req.runId, metricColumnsLookValid(value) ? value : parseInput(metricBodySchema(value), value, "body"), conn);
+            ? ingestSteps(req.runId, rolloutStepsBatchFast(value) ?? parseInput(rolloutStepsBatchSchema, value, "body"), conn)
+            : ingestMetrics(req.runId, metricColumnsLookValid(value) ? value : parseInput(metricBodySchema(value), value, "body"), conn);
     return { id: req.id, ok: true, status: ans.status, body: ans.body };
   } catch (e) {
     const err = e as Error & { issues?: Issue[]; code?: unknown };
-    return { id: req.id, ok: false, kind: errorKind(e), ...(typeof err?.code === "string" ? { code: err.code } : {}), error: err?.message ?? String(e), issues: err?.issues ?? [] };
+    return {
+      id: req.id,
+      ok: false,
+      kind: errorKind(e),
+      ...(typeof err?.code === "string" ? { code: err.code } : {}),
+      error: err?.message ?? String(e),
+      issues: err?.issues ?? [],
+    };
   }
 }
 

@@ -25,9 +25,10 @@ export function assertExternalWrite(runId: string, headers: Headers, opts: { all
   const run = runOwner(runId, db);
   if (!run) throw new NotFoundError("run", runId);
   if (run.jobKind !== null || run.kind !== "imported")
-    throw new ConflictError(`run ${runId} is produced by a TurnLens worker (job kind "${run.jobKind ?? run.kind}"); it takes no external writes: create your own run with POST /runs/import`, [
-      { path: "params.id", message: `owned by the ${run.jobKind ?? run.kind} job` },
-    ]);
+    throw new ConflictError(
+      `run ${runId} is produced by a TurnLens worker (job kind "${run.jobKind ?? run.kind}"); it takes no external writes: create your own run with POST /runs/import`,
+      [{ path: "params.id", message: `owned by the ${run.jobKind ?? run.kind} job` }],
+    );
   if (run.writeKeyHash !== null) {
     const got = headers.get(WRITE_KEY_HEADER) ?? "";
     const a = Buffer.from(hashKey(got));
@@ -38,7 +39,9 @@ export function assertExternalWrite(runId: string, headers: Headers, opts: { all
       ]);
   }
   if (!opts.allowFinished && run.status !== "running")
-    throw new ConflictError(`run ${runId} is ${run.status}: it takes no more writes; reopen it with POST /runs/${runId}/resume`, [{ path: "params.id", message: `run is ${run.status}` }]);
+    throw new ConflictError(`run ${runId} is ${run.status}: it takes no more writes; reopen it with POST /runs/${runId}/resume`, [
+      { path: "params.id", message: `run is ${run.status}` },
+    ]);
 }
 
 /** Reopens a finished imported run for writes (the client's `resume`). */

@@ -71,7 +71,12 @@ export function workerConfig(env: Env = process.env, argv: string[] = []): Worke
   const parsed = WorkerConfigSchema.safeParse({
     concurrency: flags.concurrency ?? blank(env.TURNLENS_WORKER_CONCURRENCY),
     job: flags.job ?? null,
-    kinds: kinds ? kinds.split(",").map((k) => k.trim()).filter(Boolean) : undefined,
+    kinds: kinds
+      ? kinds
+          .split(",")
+          .map((k) => k.trim())
+          .filter(Boolean)
+      : undefined,
     leaseMs: blank(env.TURNLENS_JOB_LEASE_MS),
     heartbeatMs: blank(env.TURNLENS_WORKER_HEARTBEAT_MS),
     pollMs: blank(env.TURNLENS_WORKER_POLL_MS),

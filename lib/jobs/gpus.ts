@@ -8,7 +8,13 @@ import { execFileSync } from "node:child_process";
  */
 export function detectGpus(env: Record<string, string | undefined> = process.env, smi: () => string = nvidiaSmiList): string[] {
   const set = env.TURNLENS_GPUS?.trim();
-  if (set) return set === "none" ? [] : set.split(",").map((s) => s.trim()).filter(Boolean);
+  if (set)
+    return set === "none"
+      ? []
+      : set
+          .split(",")
+          .map((s) => s.trim())
+          .filter(Boolean);
   try {
     return parseNvidiaSmiList(smi());
   } catch {

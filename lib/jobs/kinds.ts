@@ -20,7 +20,9 @@ export const SelftestPayloadSchema = z
     crashAtStep: z.number().int().min(0).optional(),
     /** the job's own process dies at this step, by exit code or by signal (a crashing runner) */
     dieAtStep: z.number().int().min(0).optional(),
-    dieWith: z.union([z.object({ code: z.number().int().min(0).max(255) }).strict(), z.object({ signal: z.enum(["SIGKILL", "SIGSEGV", "SIGABRT"]) }).strict()]).default({ code: 3 }),
+    dieWith: z
+      .union([z.object({ code: z.number().int().min(0).max(255) }).strict(), z.object({ signal: z.enum(["SIGKILL", "SIGSEGV", "SIGABRT"]) }).strict()])
+      .default({ code: 3 }),
     /** throws at this step ... */
     failAtStep: z.number().int().min(0).optional(),
     /** ... on the first failAttempts attempts only (default: every attempt) */
@@ -82,7 +84,8 @@ export const JOB_KINDS = {
   "onnx-eval": {
     id: "onnx-eval",
     title: "Evaluate an exported ONNX policy",
-    description: "A training run's exported policy plays held-out tasks greedily in onnxruntime-node (no Python): a deployable check of what training produced.",
+    description:
+      "A training run's exported policy plays held-out tasks greedily in onnxruntime-node (no Python): a deployable check of what training produced.",
     payload: onnxEvalConfigSchema,
     runner: { module: "workers/runners/onnx-eval.ts", export: "onnxEval" },
     concurrency: 2,
@@ -93,7 +96,8 @@ export const JOB_KINDS = {
   "checkpoint-eval": {
     id: "checkpoint-eval",
     title: "Evaluate a training checkpoint",
-    description: "Any checkpoint of a training run plays held-out tasks in the PyTorch engine (the worker's GPU, else CPU): greedy success, pass@k from sampled episodes, mean return, and the overlap with training.",
+    description:
+      "Any checkpoint of a training run plays held-out tasks in the PyTorch engine (the worker's GPU, else CPU): greedy success, pass@k from sampled episodes, mean return, and the overlap with training.",
     payload: checkpointEvalConfigSchema,
     runner: { module: "workers/runners/checkpoint-eval.ts", export: "checkpointEval" },
     // one engine (and one GPU) per job, as training
@@ -106,7 +110,8 @@ export const JOB_KINDS = {
   import: {
     id: "import",
     title: "Import uploaded files",
-    description: "An uploaded verl dump, TensorBoard log, MLflow store or generic JSONL file read by the Python client's importer and stored through the ingest path: rows imported, rows rejected with reasons.",
+    description:
+      "An uploaded verl dump, TensorBoard log, MLflow store or generic JSONL file read by the Python client's importer and stored through the ingest path: rows imported, rows rejected with reasons.",
     payload: importPayloadSchema,
     runner: { module: "workers/runners/import.ts", export: "importUpload" },
     // reading is CPU-bound Python, writing is SQLite's one writer: two at a time is plenty

@@ -53,9 +53,13 @@ export async function listJobs(q: ListJobsQuery = {}, opts: { db?: Db } = {}): P
   const wanted = q.status?.length ? new Set(q.status) : null;
   const others = wanted ? [...wanted].filter((s) => s !== "queued") : null;
   const queuedWhere: Prisma.JobWhereInput | null = !wanted || wanted.has("queued") ? { ...base, status: "queued" } : null;
-  const otherWhere: Prisma.JobWhereInput | null = others === null ? { ...base, status: { not: "queued" } } : others.length ? { ...base, status: { in: others } } : null;
+  const otherWhere: Prisma.JobWhereInput | null =
+    others === null ? { ...base, status: { not: "queued" } } : others.length ? { ...base, status: { in: others } } : null;
 
-  const [queuedTotal, otherTotal] = await Promise.all([queuedWhere ? db.job.count({ where: queuedWhere }) : 0, otherWhere ? db.job.count({ where: otherWhere }) : 0]);
+  const [queuedTotal, otherTotal] = await Promise.all([
+    queuedWhere ? db.job.count({ where: queuedWhere }) : 0,
+    otherWhere ? db.job.count({ where: otherWhere }) : 0,
+  ]);
   // The page is a window over [queued in claim order] ++ [others, most recent first].
   const skip = (page - 1) * pageSize;
   const jobs: Job[] = [];

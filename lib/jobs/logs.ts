@@ -64,12 +64,7 @@ export async function appendLog(jobId: string, lines: ReadonlyArray<string | Log
 }
 
 /** Lines after `afterSeq` (exclusive), oldest first; pass the returned lastSeq back to poll for more. */
-export async function tailLog(
-  jobId: string,
-  afterSeq = 0,
-  limit = 500,
-  opts: { db?: Db } = {},
-): Promise<{ lines: JobLogLine[]; lastSeq: number }> {
+export async function tailLog(jobId: string, afterSeq = 0, limit = 500, opts: { db?: Db } = {}): Promise<{ lines: JobLogLine[]; lastSeq: number }> {
   const db = opts.db ?? getDb();
   const take = Math.max(1, Math.min(5_000, Math.floor(limit)));
   const lines = await db.jobLog.findMany({

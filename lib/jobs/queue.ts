@@ -102,7 +102,9 @@ export async function getJob(jobId: string, opts: QueueOptions = {}): Promise<Jo
 }
 
 /** A validated enqueue input with the kind's defaults applied (lib/jobs/kinds.ts). */
-function resolveInput(input: EnqueueInput): Omit<z.output<typeof EnqueueInputSchema>, "maxAttempts" | "timeoutMs"> & { maxAttempts: number; timeoutMs: number | null } {
+function resolveInput(
+  input: EnqueueInput,
+): Omit<z.output<typeof EnqueueInputSchema>, "maxAttempts" | "timeoutMs"> & { maxAttempts: number; timeoutMs: number | null } {
   const p = EnqueueInputSchema.parse(input);
   const spec = getJobKind(p.kind);
   return { ...p, maxAttempts: p.maxAttempts ?? spec?.maxAttempts ?? 3, timeoutMs: p.timeoutMs !== undefined ? p.timeoutMs : (spec?.timeoutMs ?? null) };
@@ -121,7 +123,17 @@ export function enqueueInTransaction(db: RawDb, input: EnqueueInput, now: Date =
   const p = resolveInput(input);
   const id = randomUUID();
   const at = dbDateTime(now);
-  insertQueuedJob(db, { id, runId: p.runId ?? null, kind: p.kind, payload: JSON.stringify(p.payload), priority: p.priority, maxAttempts: p.maxAttempts, timeoutMs: p.timeoutMs, availableAt: dbDateTime(p.availableAt ?? now), at });
+  insertQueuedJob(db, {
+    id,
+    runId: p.runId ?? null,
+    kind: p.kind,
+    payload: JSON.stringify(p.payload),
+    priority: p.priority,
+    maxAttempts: p.maxAttempts,
+    timeoutMs: p.timeoutMs,
+    availableAt: dbDateTime(p.availableAt ?? now),
+    at,
+  });
   return id;
 }
 
@@ -165,41 +177,53 @@ export async function claim(
     const ready: Prisma.JobWhereInput = { status: "queued", availableAt: { lte: now }, ...kindFilter, ...(opts.jobId ? { id: opts.jobId } : {}) };
     // On PostgreSQL one statement claims: the best ready row not locked by another claimer
     // (FOR UPDATE SKIP LOCKED), so racing workers take different jobs instead of retrying one.
-    const oneStatement = opts.db ? undefined : claimInOneStatement({ workerId, kinds, excludeKinds: opts.excludeKinds, jobId: opts.jobId ?? null, now, leaseMs });
-    const candidates = oneStatement ?? await db.job.findMany({
-          where: ready,
-          orderBy: [{ priority: "desc" }, { createdAt: "asc" }, { id: "asc" }],
-          take: opts.candidates ?? 8,
-          select: { id: true },
-        });
+    const oneStatement = opts.db
+      ? undefined
+      : claimInOneStatement({ workerId, kinds, excludeKinds: opts.excludeKinds, jobId: opts.jobId ?? null, now, leaseMs });
+    const candidates =
+      oneStatement ??
+      (await db.job.findMany({
+        where: ready,
+        orderBy: [{ priority: "desc" }, { createdAt: "asc" }, { id: "asc" }],
+        take: opts.candidates ?? 8,
+        select: { id: true },
+      }));
     if (candidates.length === 0) return null;
     for (const { id, claimed } of candidates as { id: string; claimed?: { leaseToken: string; leaseExpiresAt: Date } }[]) {
       const leaseToken = claimed?.leaseToken ?? randomUUID();
       const leaseExpiresAt = claimed?.leaseExpiresAt ?? new Date(now.getTime() + leaseMs);
-      const { count } = claimed ? { count: 1 } : await db.job.updateMany({
-        where: { id, ...ready },
-        data: {
-          status: "running",
-          leaseOwner: workerId,
-          leaseToken,
-          leaseExpiresAt,
-          heartbeatAt: now,
-          attempts: { increment: 1 },
-          startedAt: now,
-          finishedAt: null,
-        },
-      });
+      const { count } = claimed
+        ? { count: 1 }
+        : await db.job.updateMany({
+            where: { id, ...ready },
+            data: {
+              status: "running",
+              leaseOwner: workerId,
+              leaseToken,
+              leaseExpiresAt,
+              heartbeatAt: now,
+              attempts: { increment: 1 },
+              startedAt: now,
+              finishedAt: null,
+            },
+          });
       if (count !== 1) continue; // another worker won it
       const job = await db.job.findUnique({ where: { id } });
       if (!job || job.leaseToken !== leaseToken) continue; // deleted in the meantime
       runIds.set(id, job.runId);
-      await mirrorRun(db, job.runId, id, { status: "running", leaseToken }, {
-        status: "running",
-        startedAt: now,
-        finishedAt: null,
-        error: null,
-        progressMessage: `running (attempt ${job.attempts}/${job.maxAttempts})`,
-      });
+      await mirrorRun(
+        db,
+        job.runId,
+        id,
+        { status: "running", leaseToken },
+        {
+          status: "running",
+          startedAt: now,
+          finishedAt: null,
+          error: null,
+          progressMessage: `running (attempt ${job.attempts}/${job.maxAttempts})`,
+        },
+      );
       return {
         id,
         kind: job.kind,
@@ -240,13 +264,7 @@ export async function heartbeat(jobId: string, token: string, opts: LeaseOptions
 }
 
 /** Records progress (fraction in [0, 1]) on the job and its Run; false if the lease no longer holds. */
-export async function progress(
-  jobId: string,
-  token: string,
-  fraction: number,
-  message?: string,
-  opts: QueueOptions = {},
-): Promise<boolean> {
+export async function progress(jobId: string, token: string, fraction: number, message?: string, opts: QueueOptions = {}): Promise<boolean> {
   if (!Number.isFinite(fraction) || fraction < 0 || fraction > 1) {
     throw new RangeError(`progress fraction must be within [0, 1], got ${fraction}`);
   }
@@ -280,13 +298,19 @@ export async function finish(jobId: string, token: string, outcome: FinishOutcom
     },
   });
   if (count !== 1) return false;
-  await mirrorRun(db, await runIdOf(db, jobId), jobId, { status: o.status, leaseToken: token }, {
-    status: o.status,
-    finishedAt: now,
-    error,
-    ...done,
-    progressMessage: o.status === "succeeded" ? "done" : o.status,
-  });
+  await mirrorRun(
+    db,
+    await runIdOf(db, jobId),
+    jobId,
+    { status: o.status, leaseToken: token },
+    {
+      status: o.status,
+      finishedAt: now,
+      error,
+      ...done,
+      progressMessage: o.status === "succeeded" ? "done" : o.status,
+    },
+  );
   return true;
 }
 
@@ -377,11 +401,17 @@ export async function requestCancel(jobId: string, opts: QueueOptions = {}): Pro
         data: { status: "canceled", cancelRequested: true, finishedAt: now },
       });
       if (count !== 1) continue; // claimed meanwhile: cancel it as a running job
-      await mirrorRun(db, cur.runId, jobId, { status: "canceled", leaseToken: cur.leaseToken }, {
-        status: "canceled",
-        finishedAt: now,
-        progressMessage: "canceled",
-      });
+      await mirrorRun(
+        db,
+        cur.runId,
+        jobId,
+        { status: "canceled", leaseToken: cur.leaseToken },
+        {
+          status: "canceled",
+          finishedAt: now,
+          progressMessage: "canceled",
+        },
+      );
       return getJob(jobId, { db });
     }
     if (cur.status === "running") {
@@ -423,14 +453,20 @@ export async function retry(jobId: string, opts: QueueOptions = {}): Promise<Job
     const again = await getJob(jobId, { db });
     throw new InvalidJobTransitionError(jobId, again.status, "retry", "it changed state meanwhile");
   }
-  await mirrorRun(db, cur.runId, jobId, { status: "queued", leaseToken: cur.leaseToken }, {
-    status: "queued",
-    progress: 0,
-    progressMessage: "queued (retry)",
-    error: null,
-    startedAt: null,
-    finishedAt: null,
-  });
+  await mirrorRun(
+    db,
+    cur.runId,
+    jobId,
+    { status: "queued", leaseToken: cur.leaseToken },
+    {
+      status: "queued",
+      progress: 0,
+      progressMessage: "queued (retry)",
+      error: null,
+      startedAt: null,
+      finishedAt: null,
+    },
+  );
   return getJob(jobId, { db });
 }
 

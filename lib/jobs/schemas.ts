@@ -9,9 +9,7 @@ export type JobStatus = z.infer<typeof JobStatusSchema>;
 export { TERMINAL_STATUSES };
 export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
 
-export const JobKindSchema = z
-  .string()
-  .regex(/^[a-z][a-z0-9_-]{0,63}$/, "a job kind is lower-case letters, digits, '-' or '_' (at most 64)");
+export const JobKindSchema = z.string().regex(/^[a-z][a-z0-9_-]{0,63}$/, "a job kind is lower-case letters, digits, '-' or '_' (at most 64)");
 
 /** enqueue() input. `payload` is validated again, strictly, by the runner of its kind. */
 export const EnqueueInputSchema = z
@@ -26,7 +24,13 @@ export const EnqueueInputSchema = z
     /** claims allowed before a lost or retryable job is failed for good (default: the kind's, else 3) */
     maxAttempts: z.number().int().min(1).max(100).optional(),
     /** wall-clock limit of one attempt in ms; undefined: the kind's default (lib/jobs/kinds.ts); null: none */
-    timeoutMs: z.number().int().min(1).max(2 ** 31 - 1).nullable().optional(),
+    timeoutMs: z
+      .number()
+      .int()
+      .min(1)
+      .max(2 ** 31 - 1)
+      .nullable()
+      .optional(),
     /** do not run before this time (default: now) */
     availableAt: z.coerce.date().optional(),
   })

@@ -56,6 +56,9 @@ export class TinyTokenizer {
   }
 
   decode(ids: number[]): string {
-    return ids.filter((i) => i > 3).map((i) => this.vocab[i] ?? "").join("");
+    return ids
+      .filter((i) => i > 3)
+      .map((i) => this.vocab[i] ?? "")
+      .join("");
   }
 }

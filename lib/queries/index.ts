@@ -99,8 +99,7 @@ export const runsPageQuery = (params: Record<string, string>, page: number) =>
     staleTime: 5000,
   });
 
-export const runFiltersQuery = () =>
-  queryOptions({ queryKey: ["runs", "filters"], queryFn: () => callRoute(routes.runsFilters), staleTime: 30_000 });
+export const runFiltersQuery = () => queryOptions({ queryKey: ["runs", "filters"], queryFn: () => callRoute(routes.runsFilters), staleTime: 30_000 });
 
 export const compareQuery = (ids: string[]) =>
   queryOptions({

@@ -5,8 +5,32 @@ import { routes } from "../api/routes";
 
 /** Every query parameter the search page keeps in its URL (the API's, less the page cursor). */
 export const SEARCH_KEYS = [
-  "runs", "project", "text", "in", "outcome", "minLength", "maxLength", "minReturn", "maxReturn", "step", "minStep", "maxStep", "envId", "task",
-  "minTurn", "maxTurn", "advantage", "minAdvantage", "maxAdvantage", "minReward", "maxReward", "valid", "anchor", "sort", "order", "pageSize",
+  "runs",
+  "project",
+  "text",
+  "in",
+  "outcome",
+  "minLength",
+  "maxLength",
+  "minReturn",
+  "maxReturn",
+  "step",
+  "minStep",
+  "maxStep",
+  "envId",
+  "task",
+  "minTurn",
+  "maxTurn",
+  "advantage",
+  "minAdvantage",
+  "maxAdvantage",
+  "minReward",
+  "maxReward",
+  "valid",
+  "anchor",
+  "sort",
+  "order",
+  "pageSize",
 ] as const;
 export type SearchKey = (typeof SEARCH_KEYS)[number];
 

@@ -21,7 +21,6 @@ export async function retryRun(runId: string): Promise<RunOut> {
   return getRun(runId);
 }
 
-
 /** External trainers mark their imported run finished. */
 export async function finishImportedRun(runId: string, body: z.infer<typeof finishRunSchema>): Promise<RunOut> {
   const db = getDb();
@@ -29,7 +28,12 @@ export async function finishImportedRun(runId: string, body: z.infer<typeof fini
   const given = body.finishedAt ?? (await db.run.findUnique({ where: { id: runId }, select: { finishedAt: true } }))?.finishedAt ?? null;
   const r = await db.run.updateMany({
     where: { id: runId, kind: "imported", status: "running" },
-    data: { status: body.status, error: body.error ?? null, finishedAt: given ? new Date(given) : new Date(), progress: body.status === "succeeded" ? 1 : undefined },
+    data: {
+      status: body.status,
+      error: body.error ?? null,
+      finishedAt: given ? new Date(given) : new Date(),
+      progress: body.status === "succeeded" ? 1 : undefined,
+    },
   });
   if (r.count === 0) {
     const run = getRun(runId); // throws NotFoundError
@@ -37,4 +41,3 @@ export async function finishImportedRun(runId: string, body: z.infer<typeof fini
   }
   return getRun(runId);
 }
-

@@ -194,7 +194,12 @@ function stepSummaries(runId: string, metas: readonly StepMeta[], source: Credit
   const out = metas.map((m) => overviewCache.get(`${m.id}|${key}`));
   const missing = metas.filter((_, i) => !out[i]);
   if (!missing.length) return out as StepSummary[];
-  const kept = isStoredSource(source) ? readStepSummaries(missing.map((m) => m.id), db) : new Map<string, StepSummary>();
+  const kept = isStoredSource(source)
+    ? readStepSummaries(
+        missing.map((m) => m.id),
+        db,
+      )
+    : new Map<string, StepSummary>();
   metas.forEach((m, i) => {
     if (out[i]) return;
     let s = kept.get(m.id);
@@ -223,7 +228,12 @@ export function sampleIndices(n: number, k: number): number[] {
   return [...out];
 }
 
-export function creditOverview(runId: string, source: CreditSource = {}, opts: { maxSteps?: number; maxTurns?: number } = {}, db: RawDb = getRawDb()): CreditOverview {
+export function creditOverview(
+  runId: string,
+  source: CreditSource = {},
+  opts: { maxSteps?: number; maxTurns?: number } = {},
+  db: RawDb = getRawDb(),
+): CreditOverview {
   const maxSteps = opts.maxSteps ?? 50;
   const maxTurns = opts.maxTurns ?? 200;
   const all = runSteps(runId, db);
@@ -232,7 +242,10 @@ export function creditOverview(runId: string, source: CreditSource = {}, opts: {
   const stored = isStoredSource(source);
   // the template-collapse probe reads texts, not advantages: a recomputation shows the stored summary's
   const probes = stored ? summaries : stepSummaries(runId, picked, {}, db);
-  const turns = Math.min(maxTurns, summaries.reduce((a, s) => Math.max(a, s.count.length), 0));
+  const turns = Math.min(
+    maxTurns,
+    summaries.reduce((a, s) => Math.max(a, s.count.length), 0),
+  );
   const lengths: number[] = [];
   for (let L = 1; L <= summaries.reduce((a, s) => Math.max(a, s.lenCount.length - 1), 0); L++) if (summaries.some((s) => s.lenCount[L])) lengths.push(L);
   const cell = (s: StepSummary, i: number, abs: boolean) => (s.count[i] ? (abs ? s.sumAbs[i] : s.sum[i]) / s.count[i] : null);

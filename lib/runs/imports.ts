@@ -24,7 +24,10 @@ const uploadDir = () => path.resolve(/*turbopackIgnore: true*/ process.env.TURNL
  * then moves it to <upload dir>/<sha256>/<filename>. A failed or refused upload leaves nothing behind;
  * a full disk (ENOSPC, EDQUOT) is a 507, never a request left waiting for a `drain` that cannot come.
  */
-export async function storeUpload(filename: string, pump: (write: (chunk: Uint8Array) => Promise<void>) => Promise<number>): Promise<{ upload: string; sha256: string; bytes: number }> {
+export async function storeUpload(
+  filename: string,
+  pump: (write: (chunk: Uint8Array) => Promise<void>) => Promise<number>,
+): Promise<{ upload: string; sha256: string; bytes: number }> {
   const tmpDir = path.join(uploadDir(), "tmp");
   fs.mkdirSync(tmpDir, { recursive: true });
   const tmp = path.join(tmpDir, randomUUID());
@@ -53,7 +56,11 @@ export async function storeUpload(filename: string, pump: (write: (chunk: Uint8A
     // the file is opened asynchronously: remove it only once the stream has closed
     if (!out.closed) await new Promise<void>((r) => out.once("close", () => r()).destroy());
     fs.rmSync(tmp, { force: true });
-    if (isDiskFull(e)) throw new InsufficientStorageError(`the upload was not stored: the server's disk is full (${(e as NodeJS.ErrnoException).code}); retry once space is freed under the upload folder`, [{ path: "body", message: "disk full" }]);
+    if (isDiskFull(e))
+      throw new InsufficientStorageError(
+        `the upload was not stored: the server's disk is full (${(e as NodeJS.ErrnoException).code}); retry once space is freed under the upload folder`,
+        [{ path: "body", message: "disk full" }],
+      );
     throw e;
   }
 }
@@ -61,7 +68,13 @@ export async function storeUpload(filename: string, pump: (write: (chunk: Uint8A
 /** Queues the import job of a stored upload. */
 export async function enqueueImport(q: ImportUploadQuery, stored: { upload: string; sha256: string; bytes: number }): Promise<ImportOut> {
   // no undefined values: the payload is stored as JSON
-  const payload: ImportPayload = importPayloadSchema.parse({ format: q.format, project: q.project, ...(q.name ? { name: q.name } : {}), filename: q.filename, ...stored });
+  const payload: ImportPayload = importPayloadSchema.parse({
+    format: q.format,
+    project: q.project,
+    ...(q.name ? { name: q.name } : {}),
+    filename: q.filename,
+    ...stored,
+  });
   const job = await enqueue({ kind: "import", payload });
   return importView(job.id);
 }

@@ -20,11 +20,23 @@ export class LaunchConfigError extends InvalidInputError {
  * Looks `id` up in a registry and parses `value` with the schema it names, or throws
  * LaunchConfigError naming the field: `${root}.${idField}` for an unknown id, `${root}.${valueField}.x` for a bad value.
  */
-function parseWithRegistry(what: string, id: string, known: readonly string[], schemaOf: (id: string) => z.ZodType | undefined, value: unknown, root: string, idField: string, valueField: string, valueLabel: string): Record<string, unknown> {
+function parseWithRegistry(
+  what: string,
+  id: string,
+  known: readonly string[],
+  schemaOf: (id: string) => z.ZodType | undefined,
+  value: unknown,
+  root: string,
+  idField: string,
+  valueField: string,
+  valueLabel: string,
+): Record<string, unknown> {
   const schema = known.includes(id) ? schemaOf(id) : undefined;
   if (!schema) {
     const list = known.join(", ");
-    throw new LaunchConfigError(`${root}.${idField}: unknown ${what} "${id}" (known: ${list})`, [{ path: `${root}.${idField}`, message: `unknown ${what}; known: ${list}` }]);
+    throw new LaunchConfigError(`${root}.${idField}: unknown ${what} "${id}" (known: ${list})`, [
+      { path: `${root}.${idField}`, message: `unknown ${what}; known: ${list}` },
+    ]);
   }
   const r = schema.safeParse(value ?? {});
   if (!r.success) {
@@ -36,7 +48,17 @@ function parseWithRegistry(what: string, id: string, known: readonly string[], s
 
 /** Parses an environment config with its registry schema, naming the offending field under `root`. */
 export function parseEnvConfig(envId: string, envConfig: unknown, root: string): Record<string, unknown> {
-  return parseWithRegistry("environment", envId, Object.keys(envRegistry), (id) => getEnvSpec(id).configSchema as z.ZodType, envConfig, root, "envId", "envConfig", "config");
+  return parseWithRegistry(
+    "environment",
+    envId,
+    Object.keys(envRegistry),
+    (id) => getEnvSpec(id).configSchema as z.ZodType,
+    envConfig,
+    root,
+    "envId",
+    "envConfig",
+    "config",
+  );
 }
 
 type LaunchOf<K extends LaunchableKindId> = Extract<LaunchRun, { jobKind: K }>;
@@ -50,7 +72,15 @@ const prepare: { [K in LaunchableKindId]: (body: LaunchOf<K>) => Prepared } = {
     const envConfig = parseEnvConfig(body.config.envId, body.config.envConfig, "body.config");
     const config = { ...body.config, envConfig };
     return {
-      run: { name: body.name ?? `baseline-${body.config.envId}-s${body.config.seed}`, kind: "eval", config, envId: body.config.envId, estimator: null, seed: body.config.seed, parentRunId: body.parentRunId },
+      run: {
+        name: body.name ?? `baseline-${body.config.envId}-s${body.config.seed}`,
+        kind: "eval",
+        config,
+        envId: body.config.envId,
+        estimator: null,
+        seed: body.config.seed,
+        parentRunId: body.parentRunId,
+      },
       payload: config,
     };
   },
@@ -74,9 +104,19 @@ const prepare: { [K in LaunchableKindId]: (body: LaunchOf<K>) => Prepared } = {
   "onnx-eval": (body) => {
     const source = getRun(body.config.sourceRunId); // 404 for an unknown run
     if (source.jobKind !== "train")
-      throw new LaunchConfigError(`body.config.sourceRunId: run ${source.id} is not a training run`, [{ path: "body.config.sourceRunId", message: "not a training run" }]);
+      throw new LaunchConfigError(`body.config.sourceRunId: run ${source.id} is not a training run`, [
+        { path: "body.config.sourceRunId", message: "not a training run" },
+      ]);
     return {
-      run: { name: body.name ?? `onnx-eval-${source.name}`, kind: "eval", config: body.config, envId: source.envId, estimator: null, seed: 0, parentRunId: body.parentRunId ?? source.id },
+      run: {
+        name: body.name ?? `onnx-eval-${source.name}`,
+        kind: "eval",
+        config: body.config,
+        envId: source.envId,
+        estimator: null,
+        seed: 0,
+        parentRunId: body.parentRunId ?? source.id,
+      },
       payload: body.config,
     };
   },
@@ -92,7 +132,15 @@ const prepare: { [K in LaunchableKindId]: (body: LaunchOf<K>) => Prepared } = {
     // "the latest" is pinned at launch, so the run says which checkpoint it evaluated
     const config = { ...body.config, checkpointStep: ckpt.step };
     return {
-      run: { name: body.name ?? `checkpoint-eval-${source!.name}-step${ckpt.step}`, kind: "eval", config, envId: source!.envId, estimator: null, seed: body.config.seed, parentRunId: body.parentRunId ?? source!.id },
+      run: {
+        name: body.name ?? `checkpoint-eval-${source!.name}-step${ckpt.step}`,
+        kind: "eval",
+        config,
+        envId: source!.envId,
+        estimator: null,
+        seed: body.config.seed,
+        parentRunId: body.parentRunId ?? source!.id,
+      },
       payload: config,
     };
   },
@@ -105,19 +153,38 @@ const prepare: { [K in LaunchableKindId]: (body: LaunchOf<K>) => Prepared } = {
 export async function launchRun(body: LaunchRun): Promise<{ runId: string; jobId: string | null }> {
   const spec = getJobKind(body.jobKind);
   if (!spec?.launchable) {
-    const known = launchableKinds().map((k) => k.id).join(", ");
-    throw new LaunchConfigError(`body.jobKind: "${body.jobKind}" cannot be launched (known: ${known})`, [{ path: "body.jobKind", message: `not a launchable job kind; known: ${known}` }]);
+    const known = launchableKinds()
+      .map((k) => k.id)
+      .join(", ");
+    throw new LaunchConfigError(`body.jobKind: "${body.jobKind}" cannot be launched (known: ${known})`, [
+      { path: "body.jobKind", message: `not a launchable job kind; known: ${known}` },
+    ]);
   }
   const { run, payload } = (prepare[body.jobKind] as (b: LaunchRun) => Prepared)(body);
   return createRun(
     { ...run, project: body.project, tags: body.tags, notes: body.notes, jobKind: spec.id },
-    { kind: spec.id, payload: payload as EnqueueInput["payload"], priority: body.priority, ...(body.timeoutMs !== undefined ? { timeoutMs: body.timeoutMs } : {}) },
+    {
+      kind: spec.id,
+      payload: payload as EnqueueInput["payload"],
+      priority: body.priority,
+      ...(body.timeoutMs !== undefined ? { timeoutMs: body.timeoutMs } : {}),
+    },
   );
 }
 
 /** Parses estimator params with the estimator's registry schema, naming the offending field under `root`. */
 export function parseEstimatorParams(estimator: string, params: unknown, root: string): Record<string, unknown> {
-  return parseWithRegistry("estimator", estimator, ESTIMATOR_IDS, (id) => getEstimator(id).paramsSchema, params, root, "estimator", "estimatorParams", "params");
+  return parseWithRegistry(
+    "estimator",
+    estimator,
+    ESTIMATOR_IDS,
+    (id) => getEstimator(id).paramsSchema,
+    params,
+    root,
+    "estimator",
+    "estimatorParams",
+    "params",
+  );
 }
 
 /** A run from an external trainer: no job; it streams metrics and rollouts through the ingest API. */

@@ -1,7 +1,11 @@
 // Shared building blocks of the API schemas (one source of truth for API, worker, UI and CLI).
 import { z } from "zod";
 
-export const idSchema = z.string().min(1).max(64).regex(/^[A-Za-z0-9_-]+$/, "must be an id (letters, digits, _ or -)");
+export const idSchema = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[A-Za-z0-9_-]+$/, "must be an id (letters, digits, _ or -)");
 
 /**
  * How a schema appears in the OpenAPI document when zod's own JSON Schema would say less than the

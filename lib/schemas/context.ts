@@ -6,7 +6,9 @@ export const contextSchema = z
   .discriminatedUnion("strategy", [
     z.object({ strategy: z.literal("full") }).strict(),
     z.object({ strategy: z.literal("window"), turns: z.number().int().min(0).max(64).default(2).describe("Earlier turns kept in the prompt.") }).strict(),
-    z.object({ strategy: z.literal("memory"), maxChars: z.number().int().min(16).max(4096).default(400).describe("Memory is cut to this many characters.") }).strict(),
+    z
+      .object({ strategy: z.literal("memory"), maxChars: z.number().int().min(16).max(4096).default(400).describe("Memory is cut to this many characters.") })
+      .strict(),
   ])
   .describe("What the agent sees: full history, a sliding window of the last k turns, or a memory it rewrites (MEM1).");
 export type ContextConfig = z.infer<typeof contextSchema>;

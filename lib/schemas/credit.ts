@@ -165,7 +165,12 @@ export const creditDiagnosticsSchema = z
     advantage: z.object({ mean: z.number(), std: z.number(), min: z.number(), max: z.number(), nonZeroShare: z.number() }),
     groups: z.object({ count: z.number(), singletonCount: z.number(), zeroVarianceShare: z.number() }),
     anchorGroups: z
-      .object({ count: z.number(), singletonRatio: z.number(), sizeHistogram: z.record(z.string(), z.number()).describe("Anchor-group size -> groups of that size."), meanAbsStep: z.number() })
+      .object({
+        count: z.number(),
+        singletonRatio: z.number(),
+        sizeHistogram: z.record(z.string(), z.number()).describe("Anchor-group size -> groups of that size."),
+        meanAbsStep: z.number(),
+      })
       .optional(),
     lossMask: z.object({ maskedTurns: z.number() }).optional(),
     zeroVariance: z.object({ turns: z.number() }).optional(),
@@ -181,18 +186,26 @@ export const groupCreditSchema = z
     step: z.number(),
     stepId: z.string(),
     group: z.object({ id: z.string(), uid: z.string(), envId: z.string(), taskSeed: z.number() }),
-    trained: z.object({ estimator: z.string().nullable(), params: paramsObject.nullable() }).describe("The estimator and params stored with the step (used in training)."),
+    trained: z
+      .object({ estimator: z.string().nullable(), params: paramsObject.nullable() })
+      .describe("The estimator and params stored with the step (used in training)."),
     source: z.enum(["stored", "recomputed"]),
     estimator: z.string().nullable().describe("The estimator whose values are shown (the trained one for stored values)."),
     params: paramsObject.nullable().describe("Parsed params with defaults (recomputed), or the stored training params."),
     paramsFrom: z.enum(["training", "request", "defaults", "stored"]),
-    trajectories: z.array(z.object({ id: z.string(), index: z.number(), reward: z.number(), success: z.boolean(), length: z.number(), truncated: z.boolean() })),
+    trajectories: z.array(
+      z.object({ id: z.string(), index: z.number(), reward: z.number(), success: z.boolean(), length: z.number(), truncated: z.boolean() }),
+    ),
     advantages: grid(maybe).describe("Trajectory x turn."),
     rewards: grid(z.number()),
     valid: grid(z.boolean()),
-    anchorGroup: grid(maybe).describe("Anchor-group id of each turn within this task group (null = no anchor); from the estimator when it groups anchors itself."),
+    anchorGroup: grid(maybe).describe(
+      "Anchor-group id of each turn within this task group (null = no anchor); from the estimator when it groups anchors itself.",
+    ),
     anchorKeys: z.array(z.string()).describe("Anchor text of each anchor-group id (first 160 characters)."),
-    components: z.record(z.string(), grid(z.union([z.number(), z.string(), z.null()]))).describe("The estimator's per-turn components (recomputed only), trajectory x turn."),
+    components: z
+      .record(z.string(), grid(z.union([z.number(), z.string(), z.null()])))
+      .describe("The estimator's per-turn components (recomputed only), trajectory x turn."),
     texts: grid(turnTextSchema),
     diagnostics: creditDiagnosticsSchema.nullable().describe("lib/credit's batch diagnostics of the recomputation (whole step); null for stored values."),
     stepDiagnostics: stepDiagnosticsSchema.describe("The step's batch statistics of the shown advantages, as in credit over training."),
@@ -217,7 +230,9 @@ export const creditOverviewSchema = z
     meanAbs: grid(maybe).describe("Step x turn index: mean absolute advantage."),
     count: grid(z.number()).describe("Step x turn index: turns at that index."),
     entropy: grid(maybe).nullable().describe("Step x turn index: mean token entropy of the policy (stored with the turns); null when no turn has one."),
-    byLength: z.object({ lengths: z.array(z.number()), mean: grid(maybe) }).describe("Mean advantage by episode length: the lengths present (columns), and step x length means."),
+    byLength: z
+      .object({ lengths: z.array(z.number()), mean: grid(maybe) })
+      .describe("Mean advantage by episode length: the lengths present (columns), and step x length means."),
     diagnostics: z.array(stepDiagnosticsSchema),
   })
   .meta({ id: "CreditOverview" });

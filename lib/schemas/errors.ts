@@ -11,7 +11,16 @@ export interface Issue {
 }
 
 /** What kind of failure; lib/api answers each with one status (400, 401, 403, 404, 409, 413, 415, 429, 507). */
-export type ErrorKind = "invalid" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "too_large" | "unsupported_media_type" | "overloaded" | "insufficient_storage";
+export type ErrorKind =
+  | "invalid"
+  | "unauthorized"
+  | "forbidden"
+  | "not_found"
+  | "conflict"
+  | "too_large"
+  | "unsupported_media_type"
+  | "overloaded"
+  | "insufficient_storage";
 
 export class DomainError extends Error {
   constructor(
@@ -75,7 +84,17 @@ export function errorKind(err: unknown): ErrorKind | undefined {
   const k = err instanceof Error ? (err as { kind?: unknown }).kind : undefined;
   return typeof k === "string" && KINDS.has(k as ErrorKind) ? (k as ErrorKind) : undefined;
 }
-const KINDS = new Set<ErrorKind>(["invalid", "unauthorized", "forbidden", "not_found", "conflict", "too_large", "unsupported_media_type", "overloaded", "insufficient_storage"]);
+const KINDS = new Set<ErrorKind>([
+  "invalid",
+  "unauthorized",
+  "forbidden",
+  "not_found",
+  "conflict",
+  "too_large",
+  "unsupported_media_type",
+  "overloaded",
+  "insufficient_storage",
+]);
 
 /** zod issues as `{path, message}` with the path rooted at where the input came from (body, query, params). */
 export function zodIssues(err: ZodError, root: string): Issue[] {

@@ -6,13 +6,31 @@ import { jobSchema } from "./jobs";
 /** Format id -> what the page says to upload. The ids are the Python importers' KINDS. */
 export const IMPORT_FORMATS = {
   verl: { title: "verl rollout dump", accepts: "a <step>.jsonl file, or a .tar/.tar.gz/.zip of a trainer.rollout_data_dir" },
-  tensorboard: { title: "TensorBoard", accepts: "an events.out.tfevents.* file, or a .tar/.tar.gz/.zip of a log dir (scalars; histograms, text and images are reported, not imported)" },
-  mlflow: { title: "MLflow tracking store", accepts: "mlflow.db (the SQLite store, MLflow 3's default), or a .tar/.tar.gz/.zip of an mlruns/ folder (or one experiment or run folder)" },
-  trackio: { title: "Trackio project", accepts: "a project's <project>.db from TRACKIO_DIR (default ~/.cache/huggingface/trackio), or a .tar/.tar.gz/.zip of that folder" },
-  wandb: { title: "W&B offline run", accepts: "a run-<id>.wandb file, or a .tar/.tar.gz/.zip of a wandb/offline-run-* folder (or of wandb/); needs the wandb package where the worker runs" },
-  inspect: { title: "Inspect eval log", accepts: "an Inspect .eval log, or a .tar/.tar.gz/.zip of a folder of them; needs the inspect-ai package where the worker runs" },
+  tensorboard: {
+    title: "TensorBoard",
+    accepts: "an events.out.tfevents.* file, or a .tar/.tar.gz/.zip of a log dir (scalars; histograms, text and images are reported, not imported)",
+  },
+  mlflow: {
+    title: "MLflow tracking store",
+    accepts: "mlflow.db (the SQLite store, MLflow 3's default), or a .tar/.tar.gz/.zip of an mlruns/ folder (or one experiment or run folder)",
+  },
+  trackio: {
+    title: "Trackio project",
+    accepts: "a project's <project>.db from TRACKIO_DIR (default ~/.cache/huggingface/trackio), or a .tar/.tar.gz/.zip of that folder",
+  },
+  wandb: {
+    title: "W&B offline run",
+    accepts: "a run-<id>.wandb file, or a .tar/.tar.gz/.zip of a wandb/offline-run-* folder (or of wandb/); needs the wandb package where the worker runs",
+  },
+  inspect: {
+    title: "Inspect eval log",
+    accepts: "an Inspect .eval log, or a .tar/.tar.gz/.zip of a folder of them; needs the inspect-ai package where the worker runs",
+  },
   chat: { title: "Chat JSONL", accepts: 'a .jsonl file of {"messages": [...], "reward": r} lines (one trajectory per line, a turn per assistant message)' },
-  "prime-rl": { title: "prime-rl token exports", accepts: "a .tar/.tar.gz/.zip of a run's token_exports/ folder (trainer.enable_token_export): per-token ids, logprobs, advantages; no text or rewards" },
+  "prime-rl": {
+    title: "prime-rl token exports",
+    accepts: "a .tar/.tar.gz/.zip of a run's token_exports/ folder (trainer.enable_token_export): per-token ids, logprobs, advantages; no text or rewards",
+  },
   "verl-file": { title: "verl file logger", accepts: "a <experiment>.jsonl written by trainer.logger=['file'] (metric curves)" },
   trl: { title: "TRL completion tables", accepts: "a completions_<step>.parquet, or a .tar/.tar.gz/.zip of a TRL output_dir or its completions/ folder" },
   jsonl: { title: "Generic JSONL", accepts: "a .jsonl file in the generic format (run / metrics / rollouts / finish lines)" },

@@ -37,7 +37,10 @@ export const jobListQuerySchema = z
       .optional()
       .transform((s, ctx) => {
         if (s === undefined || s.trim() === "") return undefined;
-        const parts = s.split(",").map((p) => p.trim()).filter(Boolean);
+        const parts = s
+          .split(",")
+          .map((p) => p.trim())
+          .filter(Boolean);
         const bad = parts.filter((p) => !jobStatusSchema.options.includes(p as never));
         if (bad.length) {
           ctx.addIssue({ code: "custom", message: `unknown status ${bad.map((b) => `"${b}"`).join(", ")}; known: ${jobStatusSchema.options.join(", ")}` });
@@ -67,7 +70,9 @@ export type JobList = z.infer<typeof jobListSchema>;
 
 export const logQuerySchema = z
   .object({
-    after: queryInt(-1, 2 ** 31 - 1).default(-1).describe("Return lines with seq greater than this."),
+    after: queryInt(-1, 2 ** 31 - 1)
+      .default(-1)
+      .describe("Return lines with seq greater than this."),
     limit: queryInt(1, 5000).default(500),
   })
   .strict();

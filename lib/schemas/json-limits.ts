@@ -50,7 +50,8 @@ export function findJsonViolation(value: unknown, limits: JsonLimits = DEFAULT_J
         if (x !== null && typeof x === "object") stack.push([x, depth + 1, [...path, i]]);
         else if (typeof x === "number") {
           if (x - x !== 0) return { path: [...path, i], message: NOT_FINITE };
-        } else if (typeof x === "string" && x.length > limits.maxString) return { path: [...path, i], message: `string longer than ${limits.maxString} characters` };
+        } else if (typeof x === "string" && x.length > limits.maxString)
+          return { path: [...path, i], message: `string longer than ${limits.maxString} characters` };
       }
     } else {
       const keys = Object.keys(v);
@@ -61,7 +62,8 @@ export function findJsonViolation(value: unknown, limits: JsonLimits = DEFAULT_J
         if (x !== null && typeof x === "object") stack.push([x, depth + 1, [...path, keys[i]]]);
         else if (typeof x === "number") {
           if (x - x !== 0) return { path: [...path, keys[i]], message: NOT_FINITE };
-        } else if (typeof x === "string" && x.length > limits.maxString) return { path: [...path, keys[i]], message: `string longer than ${limits.maxString} characters` };
+        } else if (typeof x === "string" && x.length > limits.maxString)
+          return { path: [...path, keys[i]], message: `string longer than ${limits.maxString} characters` };
       }
     }
   }
@@ -129,7 +131,10 @@ function invalidUtf8Path(bytes: Uint8Array): (string | number)[] | null {
     const [v, path] = stack.pop()!;
     if (typeof v === "string") {
       if (v.includes(MARK)) return path;
-    } else if (Array.isArray(v)) v.forEach((x, i) => { stack.push([x, [...path, i]]); });
+    } else if (Array.isArray(v))
+      v.forEach((x, i) => {
+        stack.push([x, [...path, i]]);
+      });
     else if (v !== null && typeof v === "object")
       for (const [k, x] of Object.entries(v)) {
         if (k.includes(MARK)) return [...path, k.replace(MARK, "\ufffd")];

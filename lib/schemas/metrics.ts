@@ -8,7 +8,11 @@ export const metricKeySchema = z
   .max(200)
   .regex(/^[\w/.-]+$/, "metric keys use letters, digits, _ . - and / (e.g. rollout/success_rate)");
 
-const stepSchema = z.number().int().min(0).max(2 ** 31 - 1);
+const stepSchema = z
+  .number()
+  .int()
+  .min(0)
+  .max(2 ** 31 - 1);
 /**
  * A metric value: a finite number, or one of the three texts a JSON body can carry for the
  * non-finite ones (a NaN loss is when a researcher most needs the logger to keep going).
@@ -16,7 +20,7 @@ const stepSchema = z.number().int().min(0).max(2 ** 31 - 1);
  */
 export const NON_FINITE_VALUES = ["NaN", "Infinity", "-Infinity"] as const;
 export type NonFiniteText = (typeof NON_FINITE_VALUES)[number];
-const finite = z.number().refine(Number.isFinite, "must be a finite number (non-finite values are sent as \"NaN\", \"Infinity\" or \"-Infinity\")");
+const finite = z.number().refine(Number.isFinite, 'must be a finite number (non-finite values are sent as "NaN", "Infinity" or "-Infinity")');
 const metricValue = z.union([finite, z.enum(NON_FINITE_VALUES)]);
 
 /** POST /runs/:id/metrics, one object per log call: `{points: [{step, values: {key: value}}]}`. */
@@ -64,9 +68,14 @@ export const metricColumnsSchema = z
       ctx.addIssue({ code: "custom", path: ["wallTimes"], message: `has ${b.wallTimes.length} entries, steps has ${n}: one per step` });
     const keys = Object.keys(b.values);
     for (const k of keys)
-      if (b.values[k].length !== n) ctx.addIssue({ code: "custom", path: ["values", k], message: `has ${b.values[k].length} entries, steps has ${n}: one per step` });
+      if (b.values[k].length !== n)
+        ctx.addIssue({ code: "custom", path: ["values", k], message: `has ${b.values[k].length} entries, steps has ${n}: one per step` });
     if (n * keys.length > MAX_COLUMN_CELLS)
-      ctx.addIssue({ code: "custom", path: ["values"], message: `${n} steps x ${keys.length} keys is more than ${MAX_COLUMN_CELLS} cells: send fewer steps per request` });
+      ctx.addIssue({
+        code: "custom",
+        path: ["values"],
+        message: `${n} steps x ${keys.length} keys is more than ${MAX_COLUMN_CELLS} cells: send fewer steps per request`,
+      });
   })
   .meta({ id: "MetricColumns" });
 export type MetricColumnsInput = z.infer<typeof metricColumnsSchema>;
@@ -121,8 +130,12 @@ export const seriesQuerySchema = z
   .object({
     key: metricKeySchema,
     maxPoints: queryInt(10, 100_000).default(1500).describe("Upper bound on returned points (min/max buckets)."),
-    after: queryInt(0, 2 ** 31 - 1).optional().describe("Live cursor: the client already has points up to this step."),
-    stride: queryInt(1, 2 ** 30).optional().describe("The stride the client's points were fetched with."),
+    after: queryInt(0, 2 ** 31 - 1)
+      .optional()
+      .describe("Live cursor: the client already has points up to this step."),
+    stride: queryInt(1, 2 ** 30)
+      .optional()
+      .describe("The stride the client's points were fetched with."),
   })
   .strict();
 export type SeriesQuery = z.infer<typeof seriesQuerySchema>;

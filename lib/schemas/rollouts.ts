@@ -93,14 +93,37 @@ export const turnInputSchema = z
     // Per-token data of the response (stored packed, lib/db/token-data.ts): each array has one
     // entry per token id, in order.
     tokenIds: z
-      .union([z.array(z.number().int().min(-(2 ** 31)).max(2 ** 31 - 1)).max(MAX_TURN_TOKENS), packedSchema("int32")])
+      .union([
+        z
+          .array(
+            z
+              .number()
+              .int()
+              .min(-(2 ** 31))
+              .max(2 ** 31 - 1),
+          )
+          .max(MAX_TURN_TOKENS),
+        packedSchema("int32"),
+      ])
       .nullable()
       .optional()
       .describe("The response's token ids (an array, or packed int32)."),
     tokenTexts: z.array(z.string().max(1000)).max(MAX_TURN_TOKENS).nullable().optional().describe("Each token's text, for display (needs tokenIds)."),
-    tokenLogprobs: z.union([z.array(finite).max(MAX_TURN_TOKENS), packedSchema("float32")]).nullable().optional().describe("Sampling-time log-prob of each token under the policy (needs tokenIds; an array, or packed float32)."),
-    tokenAdvantages: z.union([z.array(finite).max(MAX_TURN_TOKENS), packedSchema("float32")]).nullable().optional().describe("Per-token advantage (needs tokenIds; an array, or packed float32)."),
-    tokenEntropies: z.union([z.array(finite).max(MAX_TURN_TOKENS), packedSchema("float32")]).nullable().optional().describe("Entropy of the policy at each token, nats (needs tokenIds; an array, or packed float32)."),
+    tokenLogprobs: z
+      .union([z.array(finite).max(MAX_TURN_TOKENS), packedSchema("float32")])
+      .nullable()
+      .optional()
+      .describe("Sampling-time log-prob of each token under the policy (needs tokenIds; an array, or packed float32)."),
+    tokenAdvantages: z
+      .union([z.array(finite).max(MAX_TURN_TOKENS), packedSchema("float32")])
+      .nullable()
+      .optional()
+      .describe("Per-token advantage (needs tokenIds; an array, or packed float32)."),
+    tokenEntropies: z
+      .union([z.array(finite).max(MAX_TURN_TOKENS), packedSchema("float32")])
+      .nullable()
+      .optional()
+      .describe("Entropy of the policy at each token, nats (needs tokenIds; an array, or packed float32)."),
   })
   .strict()
   .superRefine((t, ctx) => {
@@ -138,7 +161,11 @@ export type GroupInput = z.infer<typeof groupInputSchema>;
 /** POST /runs/:id/rollouts — one training step's batch (or an evaluation batch). */
 export const rolloutStepInputSchema = z
   .object({
-    step: z.number().int().min(0).max(2 ** 31 - 1),
+    step: z
+      .number()
+      .int()
+      .min(0)
+      .max(2 ** 31 - 1),
     estimator: z.string().max(100).nullable().optional(),
     params: z.record(z.string(), z.unknown()).nullable().optional(),
     diagnostics: z.record(z.string(), z.unknown()).nullable().optional(),
@@ -171,7 +198,12 @@ export const MAX_STEP_PARTS = 1024;
  */
 export const rolloutStepPartSchema = rolloutStepInputSchema
   .extend({
-    part: z.number().int().min(0).max(MAX_STEP_PARTS - 1).describe("This part's index, 0-based."),
+    part: z
+      .number()
+      .int()
+      .min(0)
+      .max(MAX_STEP_PARTS - 1)
+      .describe("This part's index, 0-based."),
     parts: z.number().int().min(1).max(MAX_STEP_PARTS).describe("How many parts the step was split into."),
   })
   .strict()
@@ -359,7 +391,9 @@ export function rolloutStepsBatchFast(v: unknown): RolloutStepsBatch | null {
 
 export const pageQuerySchema = z
   .object({
-    after: queryInt(-1, 2 ** 31 - 1).default(-1).describe("Cursor: return items after this one."),
+    after: queryInt(-1, 2 ** 31 - 1)
+      .default(-1)
+      .describe("Cursor: return items after this one."),
     limit: queryInt(1, 1000).default(100),
   })
   .strict();

@@ -12,7 +12,13 @@ export const baselineConfigSchema = z
     episodes: z.number().int().min(1).max(100_000).default(200).describe("Number of episodes K to play."),
     groupSize: z.number().int().min(1).max(64).default(8).describe("Episodes per task group: G episodes share one task seed, as in GRPO."),
     episodesPerBatch: z.number().int().min(1).max(10_000).default(40).describe("Episodes per stored batch (one point on the per-batch curves)."),
-    seed: z.number().int().min(0).max(2 ** 31 - 1).default(0).describe("Seed of the task seeds and of the random policy."),
+    seed: z
+      .number()
+      .int()
+      .min(0)
+      .max(2 ** 31 - 1)
+      .default(0)
+      .describe("Seed of the task seeds and of the random policy."),
   })
   .strict();
 export type BaselineConfig = z.infer<typeof baselineConfigSchema>;
@@ -36,13 +42,32 @@ export const checkpointEvalConfigSchema = z
   .object({
     sourceRunId: idSchema.describe("The training run whose checkpoint is evaluated."),
     checkpointStep: z.number().int().min(0).nullable().default(null).describe("Training step of the checkpoint to evaluate; none: the latest."),
-    episodes: z.number().int().min(1).max(10_000).default(100).describe("Held-out tasks to play (the first of the instances the training run's greedy evaluation uses, never trained on)."),
+    episodes: z
+      .number()
+      .int()
+      .min(1)
+      .max(10_000)
+      .default(100)
+      .describe("Held-out tasks to play (the first of the instances the training run's greedy evaluation uses, never trained on)."),
     greedy: z.boolean().default(true).describe("Play each task once with the most likely action at every turn (greedy success)."),
     sampled: z.boolean().default(false).describe("Also sample `samples` episodes per task at `temperature`: pass@k and the per-sample success rate."),
     k: z.number().int().min(1).max(256).default(4).describe("pass@k: the chance that at least one of k sampled episodes succeeds."),
-    samples: z.number().int().min(1).max(256).nullable().default(null).describe("Episodes sampled per task, n >= k (the unbiased pass@k estimator uses all n); none: k."),
+    samples: z
+      .number()
+      .int()
+      .min(1)
+      .max(256)
+      .nullable()
+      .default(null)
+      .describe("Episodes sampled per task, n >= k (the unbiased pass@k estimator uses all n); none: k."),
     temperature: z.number().positive().max(5).nullable().default(null).describe("Sampling temperature; none: the training run's."),
-    seed: z.number().int().min(0).max(2 ** 31 - 1).default(0).describe("Seed of the sampled episodes."),
+    seed: z
+      .number()
+      .int()
+      .min(0)
+      .max(2 ** 31 - 1)
+      .default(0)
+      .describe("Seed of the sampled episodes."),
     episodesPerBatch: z.number().int().min(1).max(10_000).default(50).describe("Tasks per stored batch (one point on the curves)."),
     device: z.enum(["auto", "cpu", "cuda"]).default("auto").describe("auto: the worker's GPU where it has one, else CPU."),
     threads: z.number().int().min(1).max(256).nullable().default(1).describe("torch CPU threads (null: torch's default)."),
@@ -50,7 +75,8 @@ export const checkpointEvalConfigSchema = z
   .strict()
   .superRefine((c, ctx) => {
     if (!c.greedy && !c.sampled) ctx.addIssue({ code: "custom", path: ["sampled"], message: "pick greedy, sampled or both" });
-    if (c.samples !== null && c.samples < c.k) ctx.addIssue({ code: "custom", path: ["samples"], message: `must be at least k (${c.k}): pass@k needs k samples per task` });
+    if (c.samples !== null && c.samples < c.k)
+      ctx.addIssue({ code: "custom", path: ["samples"], message: `must be at least k (${c.k}): pass@k needs k samples per task` });
   });
 export type CheckpointEvalConfig = z.infer<typeof checkpointEvalConfigSchema>;
 
@@ -69,10 +95,17 @@ export function checkpointToEvaluate<C extends { step: number }>(
     throw new InvalidInputError(`${root}.${field}: ${message}`, [{ path: `${root}.${field}`, message }]);
   };
   if (!source) return fail("sourceRunId", `unknown run "${cfg.sourceRunId}"`);
-  if (source.jobKind !== "train") return fail("sourceRunId", `run ${source.id} is not a training run (its job kind is ${source.jobKind ?? "none: an imported run"})`);
+  if (source.jobKind !== "train")
+    return fail("sourceRunId", `run ${source.id} is not a training run (its job kind is ${source.jobKind ?? "none: an imported run"})`);
   if (!checkpoints.length) return fail("checkpointStep", `run ${source.id} has no checkpoint yet (it saves one every checkpointInterval steps)`);
   const ckpt = cfg.checkpointStep === null ? checkpoints.at(-1) : checkpoints.find((c) => c.step === cfg.checkpointStep);
-  return ckpt ?? fail("checkpointStep", `run ${source.id} has no checkpoint at step ${cfg.checkpointStep} (its checkpoints: steps ${checkpoints.map((c) => c.step).join(", ")})`);
+  return (
+    ckpt ??
+    fail(
+      "checkpointStep",
+      `run ${source.id} has no checkpoint at step ${cfg.checkpointStep} (its checkpoints: steps ${checkpoints.map((c) => c.step).join(", ")})`,
+    )
+  );
 }
 
 const launchCommon = {
@@ -125,7 +158,9 @@ export const importRunSchema = z
     seed: z.number().int().default(0),
     tags: launchCommon.tags,
     notes: launchCommon.notes,
-    startedAt: sourceTime.optional().describe("When the source run started (an importer sends the training's own time); the run's creation time too. Default: now."),
+    startedAt: sourceTime
+      .optional()
+      .describe("When the source run started (an importer sends the training's own time); the run's creation time too. Default: now."),
     finishedAt: sourceTime.optional().describe("When the source run ended, if it already has."),
   })
   .strict()
@@ -252,9 +287,7 @@ export const importedRunSchema = runSchema
   .extend({ writeKey: z.string().describe("Send as X-TurnLens-Write-Key with every write to this run (metrics, steps, finish, resume).") })
   .meta({ id: "ImportedRun" });
 
-export const runListSchema = z
-  .object({ runs: z.array(runSchema), total: z.number(), page: z.number(), pageSize: z.number() })
-  .meta({ id: "RunList" });
+export const runListSchema = z.object({ runs: z.array(runSchema), total: z.number(), page: z.number(), pageSize: z.number() }).meta({ id: "RunList" });
 export type RunList = z.infer<typeof runListSchema>;
 
 /** What the runs table can filter and sort by (GET /runs/filters). */
@@ -276,7 +309,12 @@ export const compareQuerySchema = z
     runs: z
       .string()
       .regex(/^[A-Za-z0-9_-]{1,64}(,[A-Za-z0-9_-]{1,64}){0,49}$/, "must be 1 to 50 comma-separated run ids")
-      .transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean))
+      .transform((s) =>
+        s
+          .split(",")
+          .map((x) => x.trim())
+          .filter(Boolean),
+      )
       .pipe(z.array(idSchema).min(1, "name at least one run").max(50, "compare at most 50 runs"))
       .describe("Comma-separated run ids."),
   })

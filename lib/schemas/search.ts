@@ -37,7 +37,9 @@ export const trajectorySearchQuerySchema = z
     maxLength: queryInt(0, 1_000_000).optional(),
     minReturn: queryNumber().optional().describe("The trajectory's return, at least."),
     maxReturn: queryNumber().optional(),
-    step: queryInt(0, 2 ** 31 - 1).optional().describe("Only this training step."),
+    step: queryInt(0, 2 ** 31 - 1)
+      .optional()
+      .describe("Only this training step."),
     minStep: queryInt(0, 2 ** 31 - 1).optional(),
     maxStep: queryInt(0, 2 ** 31 - 1).optional(),
     envId: z.string().min(1).max(100).optional().describe("The task group's environment."),
@@ -54,7 +56,12 @@ export const trajectorySearchQuerySchema = z
     anchor: z.string().min(1).max(10_000).optional().describe("Per-turn: the turn's anchor state, exactly as stored."),
     sort: z.enum(SEARCH_SORTS).default("step"),
     order: z.enum(["asc", "desc"]).default("desc"),
-    cursor: z.string().max(200).regex(/^[A-Za-z0-9_-]+$/, "must be a cursor this endpoint returned").optional().describe("The `next` of the previous page."),
+    cursor: z
+      .string()
+      .max(200)
+      .regex(/^[A-Za-z0-9_-]+$/, "must be a cursor this endpoint returned")
+      .optional()
+      .describe("The `next` of the previous page."),
     pageSize: queryInt(1, 200).default(50),
   })
   .strict()

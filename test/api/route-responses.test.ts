@@ -46,7 +46,12 @@ beforeAll(async () => {
   for (const s of [0, 1, 2]) {
     const step = { ...gigpoStep(s, { groups: 3, G: 4, maxTurns: 6 }), diagnostics: { kl: 0.01 * s } };
     // the last step carries the policy's token entropy, so credit over training has its entropy table
-    if (s === 2) for (const g of step.groups) for (const t of g.trajectories) t.turns.forEach((u, i) => { Object.assign(u, { entropy: 0.5 + 0.01 * i }); });
+    if (s === 2)
+      for (const g of step.groups)
+        for (const t of g.trajectories)
+          t.turns.forEach((u, i) => {
+            Object.assign(u, { entropy: 0.5 + 0.01 * i });
+          });
     expect((await call(stepsRoute.POST, "POST", `/api/v1/runs/${runId}/steps`, { body: step, params: { id: runId } })).status).toBe(201);
   }
   await call(metricsRoute.POST, "POST", `/api/v1/runs/${runId}/metrics`, { body: { points: curve(20, 0, 0.8) }, params: { id: runId } });
@@ -120,6 +125,8 @@ describe("answers of the routes that gained a schema", () => {
     expectMatches(routes.openapi, r.json);
     // the new answers are documented as named schemas
     expect(r.json.paths["/runs/{id}/credit"].get.responses["200"].content["application/json"].schema.$ref).toBe("#/components/schemas/CreditOverview");
-    expect(Object.keys(r.json.components.schemas)).toEqual(expect.arrayContaining(["GroupCredit", "CreditDiagnostics", "StepCreditDiagnostics", "RunComparison", "ProjectList", "EnvCatalog"]));
+    expect(Object.keys(r.json.components.schemas)).toEqual(
+      expect.arrayContaining(["GroupCredit", "CreditDiagnostics", "StepCreditDiagnostics", "RunComparison", "ProjectList", "EnvCatalog"]),
+    );
   });
 });

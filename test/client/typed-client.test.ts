@@ -52,7 +52,9 @@ describe("callRoute", () => {
   it("leaves out undefined, null and empty query values, and repeats an array's key", async () => {
     await callRoute(routes.runsList, { query: { q: "", status: undefined, page: 2, pageSize: 50 } });
     expect(only().url.search).toBe("?page=2&pageSize=50");
-    expect(routeHref(routes.metricsExport, { params: { id: "r1" }, query: { format: "json", key: ["a/b", "c"] } })).toBe("/api/v1/runs/r1/metrics/export?format=json&key=a%2Fb&key=c");
+    expect(routeHref(routes.metricsExport, { params: { id: "r1" }, query: { format: "json", key: ["a/b", "c"] } })).toBe(
+      "/api/v1/runs/r1/metrics/export?format=json&key=a%2Fb&key=c",
+    );
   });
 
   it("sends the declared method and the body as JSON; a body-less action sends {}", async () => {
@@ -70,7 +72,9 @@ describe("callRoute", () => {
   it("refuses a missing path parameter by name, before any request", () => {
     // (routePath: callRoute's own params type already refuses this where the declaration keeps its path's literal type)
     expect(() => routePath(routes.groupsList, { id: "r1" })).toThrow('listGroups: path parameter "step" is missing');
-    expect(() => callRoute(routes.groupsList, { params: { id: "r1" } as unknown as { id: string; step: number } })).toThrow('listGroups: path parameter "step" is missing');
+    expect(() => callRoute(routes.groupsList, { params: { id: "r1" } as unknown as { id: string; step: number } })).toThrow(
+      'listGroups: path parameter "step" is missing',
+    );
     expect(sent).toHaveLength(0);
   });
 
@@ -87,7 +91,9 @@ describe("callRoute", () => {
     expectTypeOf(callRoute(routes.runGet, { params: { id: "r" } })).resolves.toEqualTypeOf<RunOut>();
     expectTypeOf(callRoute(routes.groupCredit, { params: { id: "r", step: 0, groupId: "g" } })).resolves.toEqualTypeOf<GroupCredit>();
     expectTypeOf(callRoute(routes.creditOverview, { params: { id: "r" } })).resolves.toEqualTypeOf<CreditOverview>();
-    expectTypeOf(callRoute(routes.stepsList, { params: { id: "r" } })).resolves.toHaveProperty("steps").toBeArray();
+    expectTypeOf(callRoute(routes.stepsList, { params: { id: "r" } }))
+      .resolves.toHaveProperty("steps")
+      .toBeArray();
     // @ts-expect-error: not a value the query schema takes
     void callRoute(routes.runsList, { query: { order: "sideways" } });
     // @ts-expect-error: a write declares its body
@@ -141,7 +147,15 @@ describe("the browser's imports", () => {
         if (ts.isImportDeclaration(st) && st.importClause?.isTypeOnly) continue;
         if (ts.isExportDeclaration(st) && st.isTypeOnly) continue;
         const named = ts.isImportDeclaration(st) ? st.importClause?.namedBindings : undefined;
-        if (ts.isImportDeclaration(st) && !st.importClause?.name && named && ts.isNamedImports(named) && named.elements.length && named.elements.every((e) => e.isTypeOnly)) continue;
+        if (
+          ts.isImportDeclaration(st) &&
+          !st.importClause?.name &&
+          named &&
+          ts.isNamedImports(named) &&
+          named.elements.length &&
+          named.elements.every((e) => e.isTypeOnly)
+        )
+          continue;
         const spec = st.moduleSpecifier.text;
         if (!spec.startsWith(".") && !spec.startsWith("@/")) {
           packages.set(spec, path.relative(ROOT, file));
@@ -156,10 +170,19 @@ describe("the browser's imports", () => {
   }
 
   it("reach only the route declarations, schemas and pure rooms: no store, service, server wrapper or Node module", () => {
-    const entries = ["lib/client/api.ts", "lib/api/routes.ts", ...fs.readdirSync(path.join(ROOT, "lib/queries")).filter((f) => f.endsWith(".ts")).map((f) => `lib/queries/${f}`)];
+    const entries = [
+      "lib/client/api.ts",
+      "lib/api/routes.ts",
+      ...fs
+        .readdirSync(path.join(ROOT, "lib/queries"))
+        .filter((f) => f.endsWith(".ts"))
+        .map((f) => `lib/queries/${f}`),
+    ];
     const { files, packages } = closure(entries);
     expect(files).toContain("lib/api/contract.ts");
-    const server = files.filter((f) => /^lib\/(db|runs|jobs|ingest|generated)\//.test(f) || (f.startsWith("lib/api/") && !["lib/api/routes.ts", "lib/api/contract.ts"].includes(f)));
+    const server = files.filter(
+      (f) => /^lib\/(db|runs|jobs|ingest|generated)\//.test(f) || (f.startsWith("lib/api/") && !["lib/api/routes.ts", "lib/api/contract.ts"].includes(f)),
+    );
     expect(server).toEqual([]);
     const nodeOnly = [...packages].filter(([p]) => p.startsWith("node:") || /^(fs|path|crypto|child_process|better-sqlite3|@prisma\/|next\/server)/.test(p));
     expect(nodeOnly).toEqual([]);

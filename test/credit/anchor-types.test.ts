@@ -12,10 +12,16 @@ import type { AnchorValue, Batch } from "../../lib/credit/types";
 const LOOKALIKES: AnchorValue[] = [1, "1", 1.0, null, "null", true, "true", { a: 1 }, '{"a":1}', { a: 1.0 }, [1], "[1]", "", "\u0000", "\u0000u", "A"];
 
 const batchArb: fc.Arbitrary<Batch> = fc
-  .array(fc.array(fc.array(fc.record({ reward: fc.constantFrom(0, 1), anchor: fc.constantFrom(...LOOKALIKES) }), { minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 4 }), {
-    minLength: 1,
-    maxLength: 3,
-  })
+  .array(
+    fc.array(fc.array(fc.record({ reward: fc.constantFrom(0, 1), anchor: fc.constantFrom(...LOOKALIKES) }), { minLength: 1, maxLength: 6 }), {
+      minLength: 1,
+      maxLength: 4,
+    }),
+    {
+      minLength: 1,
+      maxLength: 3,
+    },
+  )
   .map((groups) => ({ groups: groups.map((trajs, g) => ({ uid: `g${g}`, trajectories: trajs.map((turns, i) => ({ id: `g${g}t${i}`, turns })) })) }));
 
 /** Every pair of rows of one uid: same anchor group iff same JSON type and same canonical text. */
@@ -23,7 +29,8 @@ function checkGroups(batch: Batch, groupOf: ArrayLike<number>) {
   let r = 0;
   for (const g of batch.groups) {
     const rows: { kind: number; text: string; group: number }[] = [];
-    for (const t of g.trajectories) for (const turn of t.turns) rows.push({ kind: anchorKind(turn.anchor), text: canonicalAnchorKey(turn.anchor), group: groupOf[r++] });
+    for (const t of g.trajectories)
+      for (const turn of t.turns) rows.push({ kind: anchorKind(turn.anchor), text: canonicalAnchorKey(turn.anchor), group: groupOf[r++] });
     for (const a of rows)
       for (const b of rows) {
         const same = a.kind === b.kind && a.text === b.text;
@@ -54,7 +61,10 @@ describe("anchors of different JSON types", () => {
         checkGroups(batch, buildAnchorGroups(flat, flat.anchorIds()).groupOf);
         checkGroups(batch, buildAnchorGroups(flat, flat.anchorKeys()).groupOf); // the string-key form (lib/db's)
         const res = estimators.gigpo.compute(batch, {});
-        checkGroups(batch, res.trajectories.flatMap((t) => t.components.anchorGroup as number[]));
+        checkGroups(
+          batch,
+          res.trajectories.flatMap((t) => t.components.anchorGroup as number[]),
+        );
       }),
       { numRuns: 300 },
     );
@@ -75,14 +85,28 @@ describe("anchors of different JSON types", () => {
     );
   });
 
-  it("the issue's cases: 1 / \"1\", {\"a\":1} / '{\"a\":1}', null / \"null\" in one uid give six groups", () => {
+  it('the issue\'s cases: 1 / "1", {"a":1} / \'{"a":1}\', null / "null" in one uid give six groups', () => {
     const batch: Batch = {
       groups: [
         {
           uid: "g",
           trajectories: [
-            { id: "a", turns: [{ reward: 0, anchor: 1 }, { reward: 0, anchor: { a: 1 } }, { reward: 1, anchor: null }] },
-            { id: "b", turns: [{ reward: 0, anchor: "1" }, { reward: 0, anchor: '{"a":1}' }, { reward: 0, anchor: "null" }] },
+            {
+              id: "a",
+              turns: [
+                { reward: 0, anchor: 1 },
+                { reward: 0, anchor: { a: 1 } },
+                { reward: 1, anchor: null },
+              ],
+            },
+            {
+              id: "b",
+              turns: [
+                { reward: 0, anchor: "1" },
+                { reward: 0, anchor: '{"a":1}' },
+                { reward: 0, anchor: "null" },
+              ],
+            },
           ],
         },
       ],
@@ -94,7 +118,20 @@ describe("anchors of different JSON types", () => {
       [1, 1, 1],
     ]);
     // one type, two spellings: one group
-    const same = estimators.gigpo.compute({ groups: [{ uid: "g", trajectories: [{ id: "a", turns: [{ reward: 0, anchor: { a: 1, b: 2 } }] }, { id: "b", turns: [{ reward: 1, anchor: { b: 2, a: 1.0 } }] }] }] }, {});
+    const same = estimators.gigpo.compute(
+      {
+        groups: [
+          {
+            uid: "g",
+            trajectories: [
+              { id: "a", turns: [{ reward: 0, anchor: { a: 1, b: 2 } }] },
+              { id: "b", turns: [{ reward: 1, anchor: { b: 2, a: 1.0 } }] },
+            ],
+          },
+        ],
+      },
+      {},
+    );
     expect(same.diagnostics.anchorGroups!.count).toBe(1);
   });
 });

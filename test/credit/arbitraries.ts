@@ -41,7 +41,10 @@ export const batchArb: fc.Arbitrary<Batch> = fc
 export const simpleBatchArb: fc.Arbitrary<Batch> = fc
   .array(
     fc.array(
-      fc.array(fc.record({ reward: small, anchor: fc.constantFrom<AnchorValue>("A", "B", "C", 1, "1", null, "null"), invalid: fc.boolean() }), { minLength: 1, maxLength: 8 }),
+      fc.array(fc.record({ reward: small, anchor: fc.constantFrom<AnchorValue>("A", "B", "C", 1, "1", null, "null"), invalid: fc.boolean() }), {
+        minLength: 1,
+        maxLength: 8,
+      }),
       { minLength: 1, maxLength: 6 },
     ),
     { minLength: 1, maxLength: 4 },

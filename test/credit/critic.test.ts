@@ -37,13 +37,28 @@ describe("GAE", () => {
     expect(res.diagnostics.masked).toEqual({ turns: 1 });
   });
   it("RAGEN bi-level: turn-level GAE with high_level_gamma; the turn-end token carries A_k", () => {
-    const b = mkBatch({ g: { a: [{ reward: 0, value: 0.5 }, { reward: 0, value: 0.2 }, { reward: 1, value: 0.8 }] } });
+    const b = mkBatch({
+      g: {
+        a: [
+          { reward: 0, value: 0.5 },
+          { reward: 0, value: 0.2 },
+          { reward: 1, value: 0.8 },
+        ],
+      },
+    });
     const res = run("gae", b, { variant: "ragen_bilevel", highLevelGamma: 0.95, lam: 1, whiten: false });
     // t2: 0.2 ; t1: 0.95*0.8 - 0.2 + 0.95*0.2 = 0.75 ; t0: 0.95*0.2 - 0.5 + 0.95*0.75 = 0.4025
     expectClose(advOf(res).a, [0.4025, 0.75, 0.2], 12);
   });
   it("verl defaults gamma = lam = 1: A_t = sum of later rewards - V_t", () => {
-    const b = mkBatch({ g: { a: [{ reward: 1, value: 0.3 }, { reward: 2, value: 0.1 }] } });
+    const b = mkBatch({
+      g: {
+        a: [
+          { reward: 1, value: 0.3 },
+          { reward: 2, value: 0.1 },
+        ],
+      },
+    });
     expectClose(advOf(run("gae", b, { whiten: false })).a, [3 - 0.3, 2 - 0.1], 12);
   });
 });

@@ -21,7 +21,14 @@ function toJson(v: unknown, indent = "", at = ""): string {
   const end = indent ? "\n" + at : "";
   const sep = indent ? ": " : ":";
   if (Array.isArray(v)) return "[" + v.map((x) => nl + toJson(x, indent, at + indent)).join(",") + end + "]";
-  return "{" + Object.entries(v).map(([k, x]) => nl + JSON.stringify(k) + sep + toJson(x, indent, at + indent)).join(",") + end + "}";
+  return (
+    "{" +
+    Object.entries(v)
+      .map(([k, x]) => nl + JSON.stringify(k) + sep + toJson(x, indent, at + indent))
+      .join(",") +
+    end +
+    "}"
+  );
 }
 
 /** The ordinary path's bytes, or null where it reports a bad request. */
@@ -49,7 +56,9 @@ const fast = (text: string, options: RunCreditOptions = {}) => {
 const rewardArb = fc.oneof(
   fc.constantFrom(0, 1, -1, 0.5, 0.25, 1e-7, 123456789012345680000),
   fc.double({ min: -1e6, max: 1e6, noNaN: true }),
-  fc.constantFrom("-0", "1.0", "1e0", "1E+2", "2.5e-3", "0.1000000000000000055511151231257827", "12345678901234567890", "-0.000", "3.14159265358979323846").map((t) => new Raw(t)),
+  fc
+    .constantFrom("-0", "1.0", "1e0", "1E+2", "2.5e-3", "0.1000000000000000055511151231257827", "12345678901234567890", "-0.000", "3.14159265358979323846")
+    .map((t) => new Raw(t)),
   fc.integer({ min: -1000, max: 1000 }).map((i) => new Raw(`${i}.${"0".repeat(Math.abs(i) % 4)}${Math.abs(i) % 10}`)),
 );
 
@@ -62,10 +71,7 @@ const anchorArb = fc.oneof(
   fc.string({ unit: "binary", maxLength: 4 }),
 );
 
-const turnArb = fc.record(
-  { reward: rewardArb, anchor: anchorArb, invalid: fc.boolean() },
-  { requiredKeys: ["reward"] },
-);
+const turnArb = fc.record({ reward: rewardArb, anchor: anchorArb, invalid: fc.boolean() }, { requiredKeys: ["reward"] });
 
 const ESTIMATORS = ["grpo", "drgrpo", "rloo", "reinforcepp", "reinforcepp_baseline", "gigpo", "mars", "mtgrpo"] as const;
 
@@ -74,7 +80,11 @@ const requestArb = fc
     estimator: fc.constantFrom(...ESTIMATORS),
     groups: fc.array(
       fc.array(
-        fc.record({ turns: fc.array(turnArb, { minLength: 1, maxLength: 5 }), truncated: fc.option(fc.boolean(), { nil: undefined }), envTag: fc.option(fc.constantFrom("x", "y"), { nil: undefined }) }),
+        fc.record({
+          turns: fc.array(turnArb, { minLength: 1, maxLength: 5 }),
+          truncated: fc.option(fc.boolean(), { nil: undefined }),
+          envTag: fc.option(fc.constantFrom("x", "y"), { nil: undefined }),
+        }),
         { minLength: 1, maxLength: 4 },
       ),
       { minLength: 1, maxLength: 3 },
@@ -138,7 +148,9 @@ describe("CLI fast path", () => {
         fc.array(
           fc.oneof(
             fc.double({ noNaN: true, noDefaultInfinity: true, min: -1e100, max: 1e100 }).map((x) => String(x)),
-            fc.tuple(fc.integer({ min: -99999, max: 99999 }), fc.nat({ max: 10 ** 9 }), fc.integer({ min: 0, max: 12 })).map(([i, f, z]) => `${i}.${"0".repeat(z)}${f}`),
+            fc
+              .tuple(fc.integer({ min: -99999, max: 99999 }), fc.nat({ max: 10 ** 9 }), fc.integer({ min: 0, max: 12 }))
+              .map(([i, f, z]) => `${i}.${"0".repeat(z)}${f}`),
             fc.tuple(fc.bigInt({ min: -(10n ** 25n), max: 10n ** 25n }), fc.integer({ min: -30, max: 30 })).map(([m, e]) => `${m}e${e}`),
           ),
           { minLength: 1, maxLength: 20 },
@@ -148,7 +160,9 @@ describe("CLI fast path", () => {
           const text = `{"estimator":"grpo","groups":[{"uid":"g","trajectories":[{"id":"t","turns":[${turns}]}]}]}`;
           const c = parseRequestColumns(Buffer.from(text));
           expect(c).not.toBeNull();
-          texts.forEach((t, i) => { expect(Object.is(c!.reward[i], JSON.parse(t))).toBe(true); });
+          texts.forEach((t, i) => {
+            expect(Object.is(c!.reward[i], JSON.parse(t))).toBe(true);
+          });
         },
       ),
       { numRuns: 300 },
@@ -179,7 +193,7 @@ describe("CLI fast path", () => {
       good.replace('"gigpo"', '"gae"'),
       good.replace('"gigpo"', '"nope"'),
       good.replace('"groups"', '"params":{"gama":1},"groups"'),
-      good.replace("]}]}]}", "]},{\"id\":\"t\",\"turns\":[{\"reward\":0,\"anchor\":\"a\"}]}]}]}"), // duplicate trajectory id
+      good.replace("]}]}]}", ']},{"id":"t","turns":[{"reward":0,"anchor":"a"}]}]}]}'), // duplicate trajectory id
       "\ufeff" + good,
       good + "x",
       good.slice(0, -1),
@@ -203,8 +217,22 @@ describe("CLI: fast and ordinary paths agree", () => {
         {
           uid: "g",
           trajectories: [
-            { id: "a", turns: [{ reward: 0, anchor: 1 }, { reward: 0, anchor: null }, { reward: 1, anchor: { a: 1 } }] },
-            { id: "b", turns: [{ reward: 0, anchor: "1" }, { reward: 0, anchor: "null" }, { reward: 0, anchor: '{"a":1}' }] },
+            {
+              id: "a",
+              turns: [
+                { reward: 0, anchor: 1 },
+                { reward: 0, anchor: null },
+                { reward: 1, anchor: { a: 1 } },
+              ],
+            },
+            {
+              id: "b",
+              turns: [
+                { reward: 0, anchor: "1" },
+                { reward: 0, anchor: "null" },
+                { reward: 0, anchor: '{"a":1}' },
+              ],
+            },
           ],
         },
       ],

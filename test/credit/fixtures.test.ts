@@ -27,7 +27,9 @@ describe("golden fixtures", () => {
     const res = runCredit(c.request);
     expect(res.trajectories.map((t) => t.id)).toEqual(c.response.trajectories.map((t) => t.id));
     res.trajectories.forEach((t, i) => {
-      t.advantages.forEach((a, j) => { expect(a).toBeCloseTo(c.response.trajectories[i].advantages[j], 12); });
+      t.advantages.forEach((a, j) => {
+        expect(a).toBeCloseTo(c.response.trajectories[i].advantages[j], 12);
+      });
     });
     approxEqual(JSON.parse(JSON.stringify(res)), c.response, "response");
   });

@@ -10,12 +10,43 @@ const groups = [
   {
     uid: "task-a",
     trajectories: [
-      { id: "a0", turns: [{ reward: 0, anchor: "s0" }, { reward: 0, anchor: "s1" }, { reward: 1, anchor: "s2" }] as T[] },
-      { id: "a1", turns: [{ reward: 0, anchor: "s0" }, { reward: 0, anchor: "s3", invalid: true }] as T[] },
-      { id: "a2", turns: [{ reward: 0, anchor: "s0" }, { reward: 0.5, anchor: "s1" }] as T[] },
+      {
+        id: "a0",
+        turns: [
+          { reward: 0, anchor: "s0" },
+          { reward: 0, anchor: "s1" },
+          { reward: 1, anchor: "s2" },
+        ] as T[],
+      },
+      {
+        id: "a1",
+        turns: [
+          { reward: 0, anchor: "s0" },
+          { reward: 0, anchor: "s3", invalid: true },
+        ] as T[],
+      },
+      {
+        id: "a2",
+        turns: [
+          { reward: 0, anchor: "s0" },
+          { reward: 0.5, anchor: "s1" },
+        ] as T[],
+      },
     ],
   },
-  { uid: "task-b", trajectories: [{ id: "b0", turns: [{ reward: 1, anchor: "x" }] as T[] }, { id: "b1", turns: [{ reward: 0, anchor: "x" }, { reward: 0, anchor: "y" }] as T[] }] },
+  {
+    uid: "task-b",
+    trajectories: [
+      { id: "b0", turns: [{ reward: 1, anchor: "x" }] as T[] },
+      {
+        id: "b1",
+        turns: [
+          { reward: 0, anchor: "x" },
+          { reward: 0, anchor: "y" },
+        ] as T[],
+      },
+    ],
+  },
 ];
 const P = { gamma: 0.9, omega: 1, invalidPenalty: 0.1, epsilon: 1e-6 };
 
@@ -46,9 +77,26 @@ function bruteForce(copies: [string, number, number, number][], mode: "mean_std_
     return { mean, std: Math.sqrt(xs.reduce((a, b) => a + (b - mean) ** 2, 0) / (xs.length - 1)) };
   };
   const norm = (v: number, s: { mean: number; std: number }) => (mode === "mean_norm" ? v - s.mean : s.std === 0 ? 0 : (v - s.mean) / (s.std + P.epsilon));
-  const ep = expand((x) => x.g, (x) => x.R);
-  const an = expand((x) => `${x.g}|${x.anchor}`, (x) => x.G);
-  return rows.map((x) => norm(x.R, stats(ep.get(x.g)!, () => 0)) + P.omega * norm(x.G, stats(an.get(`${x.g}|${x.anchor}`)!, (v) => v)));
+  const ep = expand(
+    (x) => x.g,
+    (x) => x.R,
+  );
+  const an = expand(
+    (x) => `${x.g}|${x.anchor}`,
+    (x) => x.G,
+  );
+  return rows.map(
+    (x) =>
+      norm(
+        x.R,
+        stats(ep.get(x.g)!, () => 0),
+      ) +
+      P.omega *
+        norm(
+          x.G,
+          stats(an.get(`${x.g}|${x.anchor}`)!, (v) => v),
+        ),
+  );
 }
 
 const advantages = (params: Record<string, unknown>) =>
@@ -57,14 +105,22 @@ const advantages = (params: Record<string, unknown>) =>
 describe("GiGPO rowCopies (verl-agent adjust_batch copies)", () => {
   for (const mode of ["mean_std_norm", "mean_norm"] as const) {
     it(`counts a copied turn once per copy in both statistics (${mode})`, () => {
-      const copies: [string, number, number, number][] = [["task-a", 0, 2, 1], ["task-a", 2, 0, 2], ["task-b", 0, 0, 1]];
+      const copies: [string, number, number, number][] = [
+        ["task-a", 0, 2, 1],
+        ["task-a", 2, 0, 2],
+        ["task-b", 0, 0, 1],
+      ];
       const got = advantages({ mode, rowCopies: copies });
       const want = bruteForce(copies, mode);
-      got.forEach((v, i) => { expect(v).toBeCloseTo(want[i], 12); });
+      got.forEach((v, i) => {
+        expect(v).toBeCloseTo(want[i], 12);
+      });
       // and the copies matter: without them the answer is another one
       expect(Math.max(...advantages({ mode }).map((v, i) => Math.abs(v - got[i])))).toBeGreaterThan(1e-3);
       const plain = bruteForce([], mode);
-      advantages({ mode }).forEach((v, i) => { expect(v).toBeCloseTo(plain[i], 12); });
+      advantages({ mode }).forEach((v, i) => {
+        expect(v).toBeCloseTo(plain[i], 12);
+      });
     });
   }
 

@@ -13,12 +13,22 @@ const P = { gamma: 0.5, omega: 1, mode: "mean_std_norm", invalidPenalty: 0.1 };
 const batch = () =>
   mkBatch({
     g0: {
-      a: [{ anchor: "A", reward: 0 }, { anchor: "B", reward: 1 }],
-      b: [{ anchor: "A", reward: 0 }, { anchor: "C", reward: 0 }, { anchor: "B", reward: 0, invalid: true }],
+      a: [
+        { anchor: "A", reward: 0 },
+        { anchor: "B", reward: 1 },
+      ],
+      b: [
+        { anchor: "A", reward: 0 },
+        { anchor: "C", reward: 0 },
+        { anchor: "B", reward: 0, invalid: true },
+      ],
     },
     g1: {
       c: [{ anchor: "A", reward: 0 }],
-      d: [{ anchor: "X", reward: 0 }, { anchor: "X", reward: 1 }],
+      d: [
+        { anchor: "X", reward: 0 },
+        { anchor: "X", reward: 1 },
+      ],
     },
   });
 
@@ -56,9 +66,13 @@ describe("GiGPO", () => {
 
   it("A = A_E + omega * A_S", () => {
     const a = advOf(res);
-    a.b.forEach((x, i) => { expect(x).toBeCloseTo(ep.b[i] + st.b[i], 12); });
+    a.b.forEach((x, i) => {
+      expect(x).toBeCloseTo(ep.b[i] + st.b[i], 12);
+    });
     const a2 = advOf(run("gigpo", batch(), { ...P, omega: 0.5 }));
-    a2.a.forEach((x, i) => { expect(x).toBeCloseTo(ep.a[i] + 0.5 * st.a[i], 12); });
+    a2.a.forEach((x, i) => {
+      expect(x).toBeCloseTo(ep.a[i] + 0.5 * st.a[i], 12);
+    });
   });
 
   it("equal anchors in different uids never group; repeated visits inside one trajectory do", () => {
@@ -103,13 +117,29 @@ describe("GiGPO", () => {
   });
 
   it("zero variance inside an anchor group gives 0, not x / eps", () => {
-    const r = run("gigpo", mkBatch({ g: { a: [{ anchor: "S", reward: 0.1 }, { anchor: "T", reward: 0.2 }], b: [{ anchor: "S", reward: 0.1 }, { anchor: "T", reward: 0.2 }] } }), P);
+    const r = run(
+      "gigpo",
+      mkBatch({
+        g: {
+          a: [
+            { anchor: "S", reward: 0.1 },
+            { anchor: "T", reward: 0.2 },
+          ],
+          b: [
+            { anchor: "S", reward: 0.1 },
+            { anchor: "T", reward: 0.2 },
+          ],
+        },
+      }),
+      P,
+    );
     for (const t of r.trajectories) expect(t.advantages).toEqual([0, 0]);
     expect(r.diagnostics.groups.zeroVarianceShare).toBe(1);
   });
 
   it("canonical anchors: JSON observations equal up to key order / number formatting group together", () => {
-    const text = '{"g":{"a":{"turns":[{"anchor":{"x":1.0,"y":[2,{"k":true}]},"reward":1}]},"b":{"turns":[{"anchor":{"y":[2e0,{"k":true}],"x":1},"reward":0}]}}}';
+    const text =
+      '{"g":{"a":{"turns":[{"anchor":{"x":1.0,"y":[2,{"k":true}]},"reward":1}]},"b":{"turns":[{"anchor":{"y":[2e0,{"k":true}],"x":1},"reward":0}]}}}';
     const parsed = JSON.parse(text) as { g: Record<string, { turns: { anchor: unknown; reward: number }[] }> };
     const b = { groups: [{ uid: "g", trajectories: Object.entries(parsed.g).map(([id, t]) => ({ id, turns: t.turns as never })) }] };
     const r = run("gigpo", b, P);
@@ -120,7 +150,15 @@ describe("GiGPO", () => {
     const obs1 = "You are in the kitchen. There is a red apple on the table and a knife.";
     const obs2 = "You are in the kitchen. There is a red apple on the table and a knive."; // one char off
     const obs3 = "You are in the garden. A gate leads north.";
-    const b = mkBatch({ g: { a: [{ anchor: obs1, reward: 0 }, { anchor: obs3, reward: 1 }], b: [{ anchor: obs2, reward: 0 }] } });
+    const b = mkBatch({
+      g: {
+        a: [
+          { anchor: obs1, reward: 0 },
+          { anchor: obs3, reward: 1 },
+        ],
+        b: [{ anchor: obs2, reward: 0 }],
+      },
+    });
     const exact = run("gigpo", b, P);
     expect(compOf(exact, "anchorGroupSize").b).toEqual([1]);
     const sim = run("gigpo", b, { ...P, anchorMatch: "similarity", similarityThreshold: 0.95 });
@@ -140,19 +178,50 @@ describe("GiGPO", () => {
   });
 
   it("defaults follow the verl-agent scripts: gamma 0.95, omega 1, mean_std_norm, penalty 0.1", () => {
-    const r = run("gigpo", mkBatch({ g: { a: [{ anchor: "A", reward: 0, invalid: true }, { anchor: "B", reward: 1 }] } }));
+    const r = run(
+      "gigpo",
+      mkBatch({
+        g: {
+          a: [
+            { anchor: "A", reward: 0, invalid: true },
+            { anchor: "B", reward: 1 },
+          ],
+        },
+      }),
+    );
     expectClose(compOf(r, "return").a as number[], [0.95 - 0.1, 1], 14);
   });
 });
 
 describe("anchor-group ids of one task group (the heatmap's view)", () => {
   it("numbers groups by first appearance in row-major order; a turn without an anchor is in no group", () => {
-    expect(groupAnchorIds([["s0", "s1", "s0"], ["s1", null, "s2"]])).toEqual([
+    expect(
+      groupAnchorIds([
+        ["s0", "s1", "s0"],
+        ["s1", null, "s2"],
+      ]),
+    ).toEqual([
       [0, 1, 0],
       [1, null, 2],
     ]);
     // a missing anchor is not the empty-string anchor
-    expect(groupAnchorIds([[null, ""], ["", null]])).toEqual([[null, 0], [0, null]]);
-    expect(renumberGroups([[7, 3], [3, null]])).toEqual([[0, 1], [1, null]]);
+    expect(
+      groupAnchorIds([
+        [null, ""],
+        ["", null],
+      ]),
+    ).toEqual([
+      [null, 0],
+      [0, null],
+    ]);
+    expect(
+      renumberGroups([
+        [7, 3],
+        [3, null],
+      ]),
+    ).toEqual([
+      [0, 1],
+      [1, null],
+    ]);
   });
 });

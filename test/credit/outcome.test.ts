@@ -69,7 +69,13 @@ describe("REINFORCE++-baseline", () => {
   it("R - group mean, broadcast to tokens, whitened over all valid tokens (token-weighted, Bessel, sqrt(var + 1e-8))", () => {
     // g: a R=1 (2 turns, 3 and 1 tokens), b R=0 (1 turn, 2 tokens); h: c R=3 singleton (1 turn, 1 token)
     const batch = mkBatch({
-      g: { a: [{ reward: 1, tokens: 3 }, { reward: 0, tokens: 1 }], b: [{ reward: 0, tokens: 2 }] },
+      g: {
+        a: [
+          { reward: 1, tokens: 3 },
+          { reward: 0, tokens: 1 },
+        ],
+        b: [{ reward: 0, tokens: 2 }],
+      },
       h: { c: [{ reward: 3, tokens: 1 }] },
     });
     const a = advOf(run("reinforcepp_baseline", batch));

@@ -15,8 +15,7 @@ function byId(batch: Batch, id: string, params: Record<string, unknown> = {}) {
 
 /** Estimators that whiten over the batch's valid tokens with their default parameters. */
 const WHITENING = new Set(["reinforcepp", "reinforcepp_baseline", "gae", "mars"]);
-const validTokens = (batch: Batch) =>
-  batch.groups.flatMap((g) => g.trajectories.flatMap((t) => t.turns.map((x) => x.tokens ?? 1))).reduce((a, b) => a + b, 0);
+const validTokens = (batch: Batch) => batch.groups.flatMap((g) => g.trajectories.flatMap((t) => t.turns.map((x) => x.tokens ?? 1))).reduce((a, b) => a + b, 0);
 
 /** byId, or null where the README's convention raises: whitening over <= 1 valid token. */
 function byIdOrDegenerate(batch: Batch, id: string) {
@@ -118,7 +117,10 @@ describe("loop vs fast", () => {
       fc.property(simpleBatchArb, (batch) => {
         const fast = byId(batch, "grpo");
         const loop = grpoLoop(batch);
-        for (const k of Object.keys(loop)) loop[k].forEach((x, i) => { expect(close(fast[k][i], x, 1e-12)).toBe(true); });
+        for (const k of Object.keys(loop))
+          loop[k].forEach((x, i) => {
+            expect(close(fast[k][i], x, 1e-12)).toBe(true);
+          });
       }),
       { numRuns: 300 },
     );

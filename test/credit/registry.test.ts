@@ -5,7 +5,22 @@ import { z } from "zod";
 import { runCredit } from "../../lib/credit";
 import { ESTIMATOR_IDS, estimators, getEstimator } from "../../lib/credit/registry";
 
-const TURN_FIELDS = ["reward", "anchor", "invalid", "agent", "value", "q1", "q2", "v2", "infoGain", "judgeScore", "segment", "tokens", "toolResult", "highValue"];
+const TURN_FIELDS = [
+  "reward",
+  "anchor",
+  "invalid",
+  "agent",
+  "value",
+  "q1",
+  "q2",
+  "v2",
+  "infoGain",
+  "judgeScore",
+  "segment",
+  "tokens",
+  "toolResult",
+  "highValue",
+];
 
 describe("registry", () => {
   it("has every documented id, keyed by its own id", () => {
@@ -13,7 +28,9 @@ describe("registry", () => {
     for (const [id, spec] of Object.entries(estimators)) expect(spec.id).toBe(id);
   });
   it("unknown ids raise and list the known ones", () => {
-    expect(() => getEstimator("ppo")).toThrow(/unknown estimator "ppo"; known: grpo, drgrpo, rloo, reinforcepp, reinforcepp_baseline, gae, gigpo, mapo, mtgrpo, igpo, mars, hiper, archer/);
+    expect(() => getEstimator("ppo")).toThrow(
+      /unknown estimator "ppo"; known: grpo, drgrpo, rloo, reinforcepp, reinforcepp_baseline, gae, gigpo, mapo, mtgrpo, igpo, mars, hiper, archer/,
+    );
     expect(getEstimator("gigpo").id).toBe("gigpo");
   });
   it.each([...ESTIMATOR_IDS])("%s: paper, needs and a params schema whose every field has a default and help text", (id) => {
@@ -39,7 +56,10 @@ describe("registry", () => {
   it.each([...ESTIMATOR_IDS])("%s: runs on turns that carry only what it needs, and names each needed field when it is missing", (id) => {
     const spec = estimators[id];
     const sample: Record<string, unknown> = { anchor: "A", value: 0.5, q1: 0.2, infoGain: 0.1, judgeScore: 0.5, segment: 0 };
-    const turn = (reward: number, omit?: string) => ({ reward, ...Object.fromEntries(spec.needs.filter((f) => f !== "reward" && f !== omit).map((f) => [f, sample[f]])) });
+    const turn = (reward: number, omit?: string) => ({
+      reward,
+      ...Object.fromEntries(spec.needs.filter((f) => f !== "reward" && f !== omit).map((f) => [f, sample[f]])),
+    });
     const request = (omit?: string) => ({
       estimator: id,
       groups: [{ uid: "u", trajectories: [0, 1, 2].map((j) => ({ id: `t${j}`, turns: [turn(0, omit), turn(j, omit)] })) }],

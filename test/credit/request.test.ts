@@ -33,7 +33,13 @@ describe("runCredit", () => {
     const res = runCredit({
       estimator: "grpo",
       groups: [
-        { uid: "g1", trajectories: [{ id: "z", turns: [{ reward: 1 }, { reward: 0 }] }, { id: "y", turns: [{ reward: 0 }] }] },
+        {
+          uid: "g1",
+          trajectories: [
+            { id: "z", turns: [{ reward: 1 }, { reward: 0 }] },
+            { id: "y", turns: [{ reward: 0 }] },
+          ],
+        },
         { uid: "g0", trajectories: [{ id: "x", turns: [{ reward: 2 }] }] },
       ],
     });
@@ -51,18 +57,28 @@ describe("runCredit", () => {
       'groups[0].trajectories[0].turns[1].value: missing; estimator "gae" needs value on every turn',
     );
     expect(err(withTurns("grpo", [{ reward: NaN }]))).toBe("groups[0].trajectories[0].turns[0].reward: expected a finite number, got NaN");
-    expect(err(withTurns("grpo", [{ reward: "NaN" }]))).toBe(
-      'groups[0].trajectories[0].turns[0].reward: expected a finite number, got the string "NaN"',
-    );
+    expect(err(withTurns("grpo", [{ reward: "NaN" }]))).toBe('groups[0].trajectories[0].turns[0].reward: expected a finite number, got the string "NaN"');
     expect(err(withTurns("grpo", [{ reward: null }]))).toBe("groups[0].trajectories[0].turns[0].reward: expected a finite number, got null");
     expect(err(withTurns("grpo", [{ reward: Infinity }]))).toMatch(/reward: expected a finite number, got Infinity/);
     expect(err(withTurns("grpo", [{}]))).toMatch(/turns\[0\]\.reward: missing/);
     expect(
-      err({ estimator: "grpo", groups: [{ uid: "g", trajectories: [{ id: "a", turns: [{ reward: 1 }] }] }, { uid: "h", trajectories: [{ id: "a", turns: [{ reward: 1 }] }] }] }),
+      err({
+        estimator: "grpo",
+        groups: [
+          { uid: "g", trajectories: [{ id: "a", turns: [{ reward: 1 }] }] },
+          { uid: "h", trajectories: [{ id: "a", turns: [{ reward: 1 }] }] },
+        ],
+      }),
     ).toBe('groups[1].trajectories[0].id: duplicate trajectory id "a" (first at groups[0].trajectories[0])');
-    expect(err({ estimator: "grpo", groups: [{ uid: "g", trajectories: [{ id: "a", turns: [{ reward: 1 }] }] }, { uid: "g", trajectories: [{ id: "b", turns: [{ reward: 1 }] }] }] })).toMatch(
-      /groups\[1\]\.uid: duplicate group uid "g"/,
-    );
+    expect(
+      err({
+        estimator: "grpo",
+        groups: [
+          { uid: "g", trajectories: [{ id: "a", turns: [{ reward: 1 }] }] },
+          { uid: "g", trajectories: [{ id: "b", turns: [{ reward: 1 }] }] },
+        ],
+      }),
+    ).toMatch(/groups\[1\]\.uid: duplicate group uid "g"/);
     expect(err({ ...ok, params: { gama: 1 } })).toMatch(/^params\.gama: unknown parameter for estimator "gigpo"; known: gamma, omega,/);
     expect(err({ ...ok, params: { mode: "zscore" } })).toBe('params.mode: expected one of "mean_std_norm", "mean_norm", got the string "zscore"');
     expect(err(withTurns("grpo", [{ reward: 1, rewrd: 2 }]))).toBe('groups[0].trajectories[0].turns[0]: unknown field "rewrd"');
@@ -95,8 +111,11 @@ describe("CLI (compiled: what `npm run credit` runs)", () => {
     expect(res.trajectories[0].advantages).toHaveLength(1);
     expect(res.diagnostics.anchorGroups.count).toBe(1);
   });
-  it("--advantages-only and \"output\": \"advantages\" leave the components out", () => {
-    for (const [args, req] of [[["--advantages-only"], ok], [[], { ...ok, output: "advantages" }]] as const) {
+  it('--advantages-only and "output": "advantages" leave the components out', () => {
+    for (const [args, req] of [
+      [["--advantages-only"], ok],
+      [[], { ...ok, output: "advantages" }],
+    ] as const) {
       const res = JSON.parse(execFileSync(node, [cli, ...args], { cwd, input: JSON.stringify(req) }).toString());
       expect(res.trajectories).toEqual([{ id: "a0", advantages: [0], components: {} }]);
       expect(res.diagnostics.counts.turns).toBe(1);
@@ -107,7 +126,10 @@ describe("CLI (compiled: what `npm run credit` runs)", () => {
   });
   it("names an anchor nested 100000 deep instead of overflowing the stack", () => {
     const deep = "[".repeat(100_000) + "]".repeat(100_000);
-    const r = spawnSync(node, [cli], { cwd, input: `{"estimator":"gigpo","groups":[{"uid":"g","trajectories":[{"id":"a","turns":[{"reward":0,"anchor":${deep}}]}]}]}` });
+    const r = spawnSync(node, [cli], {
+      cwd,
+      input: `{"estimator":"gigpo","groups":[{"uid":"g","trajectories":[{"id":"a","turns":[{"reward":0,"anchor":${deep}}]}]}]}`,
+    });
     expect(r.status).toBe(1);
     expect(r.stderr.toString().trim()).toBe("error: groups[0].trajectories[0].turns[0].anchor: nested deeper than 64 levels of arrays / objects");
   });

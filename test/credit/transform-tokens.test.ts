@@ -23,7 +23,23 @@ describe("gated reward accumulation (G-RA)", () => {
     expect(res.diagnostics.rewardTransform).toEqual({ kind: "gated", tau: 1, gateOpenShare: 0.5 });
   });
   it("can gate judge scores and info gains", () => {
-    const b = { groups: [{ uid: "g", trajectories: [{ id: "a", turns: [{ reward: 0, judgeScore: 0.7, infoGain: 0.1 }, { reward: 0, judgeScore: null }, { reward: 0, judgeScore: 1 }] }] }] };
+    const b = {
+      groups: [
+        {
+          uid: "g",
+          trajectories: [
+            {
+              id: "a",
+              turns: [
+                { reward: 0, judgeScore: 0.7, infoGain: 0.1 },
+                { reward: 0, judgeScore: null },
+                { reward: 0, judgeScore: 1 },
+              ],
+            },
+          ],
+        },
+      ],
+    };
     const out = applyRewardTransform(b, { kind: "gated", tau: 0.5, fields: ["judgeScore", "infoGain"] }).batch;
     const turns = out.groups[0].trajectories[0].turns;
     expect(turns.map((t) => t.judgeScore)).toEqual([0, null, 1]);

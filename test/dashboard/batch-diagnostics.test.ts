@@ -17,7 +17,15 @@ const OBJECTS = ["apple", "mug", "knife", "towel"];
 type Traj = RolloutStepInput["groups"][number]["trajectories"][number];
 
 /** A step of 4 tasks x 4 trajectories; `act` writes each turn's action for task k. */
-function step(n: number, opts: { act: (task: number, turn: number) => string; length: (task: number, i: number) => number; success: (task: number, i: number) => boolean; advantage?: (len: number) => number }): RolloutStepInput {
+function step(
+  n: number,
+  opts: {
+    act: (task: number, turn: number) => string;
+    length: (task: number, i: number) => number;
+    success: (task: number, i: number) => boolean;
+    advantage?: (len: number) => number;
+  },
+): RolloutStepInput {
   return {
     step: n,
     estimator: "grpo",
@@ -53,7 +61,12 @@ describe("batch diagnostics, pure", () => {
 
   it("within-group reward variance is the mean population variance of the groups' scores", () => {
     expect(withinGroupVariance([[0, 1], [2, 2, 2], [5]])).toBeCloseTo((0.25 + 0) / 2, 12);
-    expect(withinGroupVariance([[1, 1], [0, 0]])).toBe(0);
+    expect(
+      withinGroupVariance([
+        [1, 1],
+        [0, 0],
+      ]),
+    ).toBe(0);
   });
 
   it("template collapse: actions naming their task retrieve it; one template for every task scores chance", () => {
@@ -86,10 +99,25 @@ describe("batch diagnostics, kept per step", () => {
   });
 
   it("an ingested run's overview carries them, stored and recomputed, and a step stored before them gets them on read", () => {
-    const runId = createRun({ project: "t", name: "diag", kind: "imported", jobKind: null, config: {}, envId: "alfworld", estimator: "grpo", status: "running" }).runId;
+    const runId = createRun({
+      project: "t",
+      name: "diag",
+      kind: "imported",
+      jobKind: null,
+      config: {},
+      envId: "alfworld",
+      estimator: "grpo",
+      status: "running",
+    }).runId;
     // faithful at step 0 (actions name the task's object), collapsed at step 1
-    writeRolloutStep(runId, step(0, { act: (k) => `take ${OBJECTS[k]}`, length: (_, i) => 2 + i, success: (k, i) => (k + i) % 2 === 0, advantage: (len) => len / 10 }));
-    writeRolloutStep(runId, step(1, { act: () => "Think: explore", length: (_, i) => 2 + i, success: (k, i) => (k + i) % 2 === 0, advantage: (len) => len / 10 }));
+    writeRolloutStep(
+      runId,
+      step(0, { act: (k) => `take ${OBJECTS[k]}`, length: (_, i) => 2 + i, success: (k, i) => (k + i) % 2 === 0, advantage: (len) => len / 10 }),
+    );
+    writeRolloutStep(
+      runId,
+      step(1, { act: () => "Think: explore", length: (_, i) => 2 + i, success: (k, i) => (k + i) % 2 === 0, advantage: (len) => len / 10 }),
+    );
     // drop the kept summaries: the first read makes them from the stored rows (texts included)
     getRawDb().prepare(`DELETE FROM "StepCreditSummary" WHERE "runId" = ?`).run(runId);
     for (const source of [{}, { estimator: "grpo" }]) {
@@ -102,6 +130,8 @@ describe("batch diagnostics, kept per step", () => {
       expect(ov.byLength.lengths).toEqual([2, 3, 4, 5]);
     }
     const stored = creditOverview(runId, {});
-    stored.byLength.mean[0].forEach((m, i) => { expect(m).toBeCloseTo([0.2, 0.3, 0.4, 0.5][i], 12); });
+    stored.byLength.mean[0].forEach((m, i) => {
+      expect(m).toBeCloseTo([0.2, 0.3, 0.4, 0.5][i], 12);
+    });
   });
 });

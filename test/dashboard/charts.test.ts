@@ -15,12 +15,16 @@ describe("debiased EMA", () => {
     const v = [1, 2, 3];
     // last: 0.4, 0.4*0.6+0.8=1.04, 1.04*0.6+1.2=1.824; debias 0.4, 0.64, 0.784
     const want = [0.4 / 0.4, 1.04 / 0.64, 1.824 / 0.784];
-    debiasedEma(v, w).forEach((x, i) => { expect(x).toBeCloseTo(want[i], 12); });
+    debiasedEma(v, w).forEach((x, i) => {
+      expect(x).toBeCloseTo(want[i], 12);
+    });
   });
   it("starts at the first value, is the identity at weight 0, and keeps a constant constant", () => {
     expect(debiasedEma([5, 7], 0.9)[0]).toBeCloseTo(5, 12);
     expect(debiasedEma([1, -2, 3], 0)).toEqual([1, -2, 3]);
-    debiasedEma([2, 2, 2, 2, 2], 0.95).forEach((x) => { expect(x).toBeCloseTo(2, 12); });
+    debiasedEma([2, 2, 2, 2, 2], 0.95).forEach((x) => {
+      expect(x).toBeCloseTo(2, 12);
+    });
   });
   it("leaves gaps as gaps and skips them in the average", () => {
     const out = debiasedEma([1, null, NaN, 3], 0.5);
@@ -178,20 +182,44 @@ describe("display tokens and formatting", () => {
     const text = "I move right. <action>right</action>\n  done, ok?";
     const toks = displayTokens(text);
     expect(toks.map((t) => t.text).join("")).toBe(text);
-    expect(toks.filter((t) => !t.space).map((t) => t.text).slice(0, 6)).toEqual(["I", "move", "right", ".", "<", "action"]);
-    expect(displayTokens("héllo wörld").filter((t) => !t.space).map((t) => t.text)).toEqual(["héllo", "wörld"]);
+    expect(
+      toks
+        .filter((t) => !t.space)
+        .map((t) => t.text)
+        .slice(0, 6),
+    ).toEqual(["I", "move", "right", ".", "<", "action"]);
+    expect(
+      displayTokens("héllo wörld")
+        .filter((t) => !t.space)
+        .map((t) => t.text),
+    ).toEqual(["héllo", "wörld"]);
   });
   it("tints stored policy tokens by advantage, log-prob or entropy, with every value on hover", () => {
     const t = { ids: [7, 3, 9], texts: ["go", "", " left"], logprobs: [-0.5, -2, -0.01], advantages: null, entropies: [1.5, 0.2, 0] };
     const adv = tokenCells(t, "advantage", 0.25);
-    expect(adv.map((c) => [c.text, c.id, c.value])).toEqual([["go", 7, 0.25], ["⟨3⟩", 3, 0.25], [" left", 9, 0.25]]);
+    expect(adv.map((c) => [c.text, c.id, c.value])).toEqual([
+      ["go", 7, 0.25],
+      ["⟨3⟩", 3, 0.25],
+      [" left", 9, 0.25],
+    ]);
     expect(adv[0].title).toBe('token 7 "go" · log-prob -0.500 (p 0.607) · entropy 1.500 · advantage +0.250');
     expect(tokenCells(t, "logprob", 0.25).map((c) => c.value)).toEqual([-0.5, -2, -0.01]);
     expect(tokenCells(t, "entropy", null).map((c) => c.value)).toEqual([1.5, 0.2, 0]);
     // per-token advantages win over the turn's; no texts stored: the id stands in
     const own = tokenCells({ ids: [1, 2], texts: null, logprobs: null, advantages: [1, -1], entropies: null }, "advantage", 0.5);
-    expect(own.map((c) => [c.text, c.value, c.title])).toEqual([["#1", 1, "token 1 · advantage +1.000"], ["#2", -1, "token 2 · advantage -1.000"]]);
-    expect(tokenTintMax([{ tokens: t, advantage: null }, { tokens: null, advantage: 1 }], "logprob")).toBe(2);
+    expect(own.map((c) => [c.text, c.value, c.title])).toEqual([
+      ["#1", 1, "token 1 · advantage +1.000"],
+      ["#2", -1, "token 2 · advantage -1.000"],
+    ]);
+    expect(
+      tokenTintMax(
+        [
+          { tokens: t, advantage: null },
+          { tokens: null, advantage: 1 },
+        ],
+        "logprob",
+      ),
+    ).toBe(2);
     expect(tokenTintMax([{ tokens: null, advantage: 1 }], "entropy")).toBe(1);
   });
   it("formats numbers, signs, durations and ticks", async () => {

@@ -27,13 +27,25 @@ const q = (o: Record<string, unknown>) => new URLSearchParams(Object.entries(o).
 
 beforeAll(async () => {
   const r = await call(importRoute.POST, "POST", "/api/v1/runs/import", {
-    body: { name: "gigpo-s0", envId: "frozenlake", estimator: "gigpo", tags: ["dash"], config: { lr: 1e-4, estimator: "gigpo", estimatorParams: GIGPO_PARAMS, envConfig: { size: 4 } } },
+    body: {
+      name: "gigpo-s0",
+      envId: "frozenlake",
+      estimator: "gigpo",
+      tags: ["dash"],
+      config: { lr: 1e-4, estimator: "gigpo", estimatorParams: GIGPO_PARAMS, envConfig: { size: 4 } },
+    },
   });
   runId = r.json.id;
   for (const s of steps) expect((await call(stepsRoute.POST, "POST", `/api/v1/runs/${runId}/steps`, { body: s, params: { id: runId } })).status).toBe(201);
   await call(metricsRoute.POST, "POST", `/api/v1/runs/${runId}/metrics`, { body: { points: curve(50, 0, 0.8) }, params: { id: runId } });
   const g = await call(importRoute.POST, "POST", "/api/v1/runs/import", {
-    body: { name: "grpo-s0", envId: "frozenlake", estimator: "grpo", tags: ["dash", "baseline-cmp"], config: { lr: 3e-4, estimator: "grpo", envConfig: { size: 6 } } },
+    body: {
+      name: "grpo-s0",
+      envId: "frozenlake",
+      estimator: "grpo",
+      tags: ["dash", "baseline-cmp"],
+      config: { lr: 3e-4, estimator: "grpo", envConfig: { size: 6 } },
+    },
   });
   grpoRun = g.json.id;
   await call(metricsRoute.POST, "POST", `/api/v1/runs/${grpoRun}/metrics`, { body: { points: curve(40, 1, 0.5) }, params: { id: grpoRun } });
@@ -68,7 +80,9 @@ describe("group credit (heatmap slice)", () => {
 
   it("recomputes with another estimator over the whole step batch: the values lib/credit gives", async () => {
     const g = await groupOf(2, 1);
-    const r = await call(creditRoute.GET, "GET", `/api/v1/runs/${runId}/steps/2/groups/${g.id}/credit?estimator=grpo`, { params: { id: runId, step: "2", groupId: g.id } });
+    const r = await call(creditRoute.GET, "GET", `/api/v1/runs/${runId}/steps/2/groups/${g.id}/credit?estimator=grpo`, {
+      params: { id: runId, step: "2", groupId: g.id },
+    });
     expect(r.status).toBe(200);
     expect(r.json.source).toBe("recomputed");
     expect(r.json.params).toEqual({ epsilon: 1e-6 });
@@ -77,24 +91,41 @@ describe("group credit (heatmap slice)", () => {
     const want = runCredit({ estimator: "grpo", groups: batch });
     const mine = want.trajectories.filter((t) => t.id.startsWith(`${g.uid}/`)).map((t) => t.advantages);
     expect(r.json.advantages.length).toBe(mine.length);
-    r.json.advantages.forEach((row: number[], i: number) => { row.forEach((v, j) => { expect(v).toBeCloseTo(mine[i][j], 12); }); });
+    r.json.advantages.forEach((row: number[], i: number) => {
+      row.forEach((v, j) => {
+        expect(v).toBeCloseTo(mine[i][j], 12);
+      });
+    });
     expect(r.json.diagnostics.estimator).toBe("grpo");
     expect(r.json.diagnostics.counts.groups).toBe(3);
   });
 
   it("recomputes GiGPO as trained (training params by default) equal to what was stored, with its components", async () => {
     const g = await groupOf(0, 2);
-    const stored = await call(creditRoute.GET, "GET", `/api/v1/runs/${runId}/steps/0/groups/${g.id}/credit`, { params: { id: runId, step: "0", groupId: g.id } });
-    const r = await call(creditRoute.GET, "GET", `/api/v1/runs/${runId}/steps/0/groups/${g.id}/credit?estimator=gigpo`, { params: { id: runId, step: "0", groupId: g.id } });
+    const stored = await call(creditRoute.GET, "GET", `/api/v1/runs/${runId}/steps/0/groups/${g.id}/credit`, {
+      params: { id: runId, step: "0", groupId: g.id },
+    });
+    const r = await call(creditRoute.GET, "GET", `/api/v1/runs/${runId}/steps/0/groups/${g.id}/credit?estimator=gigpo`, {
+      params: { id: runId, step: "0", groupId: g.id },
+    });
     expect(r.json.paramsFrom).toBe("training");
     expect(r.json.params.gamma).toBe(0.95);
-    r.json.advantages.forEach((row: number[], i: number) => { row.forEach((v, j) => { expect(v).toBeCloseTo(stored.json.advantages[i][j], 12); }); });
+    r.json.advantages.forEach((row: number[], i: number) => {
+      row.forEach((v, j) => {
+        expect(v).toBeCloseTo(stored.json.advantages[i][j], 12);
+      });
+    });
     expect(Object.keys(r.json.components)).toEqual(expect.arrayContaining(["episode", "step", "return", "anchorGroup"]));
     expect(r.json.diagnostics.anchorGroups.count).toBeGreaterThan(0);
     // other params change the values
-    const p = await call(creditRoute.GET, "GET", `/api/v1/runs/${runId}/steps/0/groups/${g.id}/credit?${q({ estimator: "gigpo", params: { gamma: 0.5, omega: 2 } })}`, {
-      params: { id: runId, step: "0", groupId: g.id },
-    });
+    const p = await call(
+      creditRoute.GET,
+      "GET",
+      `/api/v1/runs/${runId}/steps/0/groups/${g.id}/credit?${q({ estimator: "gigpo", params: { gamma: 0.5, omega: 2 } })}`,
+      {
+        params: { id: runId, step: "0", groupId: g.id },
+      },
+    );
     expect(p.json.paramsFrom).toBe("request");
     expect(p.json.params).toMatchObject({ gamma: 0.5, omega: 2, mode: "mean_std_norm" });
     expect(p.json.advantages.flat()).not.toEqual(r.json.advantages.flat());
@@ -107,7 +138,12 @@ describe("group credit (heatmap slice)", () => {
     expect(unknown.status).toBe(400);
     expect(unknown.json.issues[0].path).toBe("query.estimator");
     expect(unknown.json.error).toMatch(/query\.estimator: .*"grpo"/);
-    const badParam = await call(creditRoute.GET, "GET", `/api/v1/runs/${runId}/steps/0/groups/${g.id}/credit?${q({ estimator: "grpo", params: { bogus: 1 } })}`, ctx);
+    const badParam = await call(
+      creditRoute.GET,
+      "GET",
+      `/api/v1/runs/${runId}/steps/0/groups/${g.id}/credit?${q({ estimator: "grpo", params: { bogus: 1 } })}`,
+      ctx,
+    );
     expect(badParam.status).toBe(400);
     expect(badParam.json.error).toMatch(/params\.bogus: unknown parameter/);
     const badJson = await call(creditRoute.GET, "GET", `/api/v1/runs/${runId}/steps/0/groups/${g.id}/credit?estimator=grpo&params=%7Bnot`, ctx);
@@ -116,7 +152,9 @@ describe("group credit (heatmap slice)", () => {
     const needsValue = await call(creditRoute.GET, "GET", `/api/v1/runs/${runId}/steps/0/groups/${g.id}/credit?estimator=gae`, ctx);
     expect(needsValue.status).toBe(400);
     expect(needsValue.json.error).toMatch(/value/);
-    const noStep = await call(creditRoute.GET, "GET", `/api/v1/runs/${runId}/steps/9/groups/${g.id}/credit`, { params: { id: runId, step: "9", groupId: g.id } });
+    const noStep = await call(creditRoute.GET, "GET", `/api/v1/runs/${runId}/steps/9/groups/${g.id}/credit`, {
+      params: { id: runId, step: "9", groupId: g.id },
+    });
     expect(noStep.status).toBe(404);
     const noGroup = await call(creditRoute.GET, "GET", `/api/v1/runs/${runId}/steps/0/groups/zzz/credit`, { params: { id: runId, step: "0", groupId: "zzz" } });
     expect(noGroup.status).toBe(404);

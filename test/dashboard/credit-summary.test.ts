@@ -14,7 +14,8 @@ const { creditOverview } = await import("@/lib/runs/credit-views");
 const { rolloutStepInputSchema } = await import("@/lib/schemas/rollouts");
 const { runCredit } = await import("@/lib/credit");
 
-const newRun = (name: string) => createRun({ project: "t", name, kind: "imported", jobKind: null, config: {}, envId: "frozenlake", estimator: "gigpo", status: "running" }).runId;
+const newRun = (name: string) =>
+  createRun({ project: "t", name, kind: "imported", jobKind: null, config: {}, envId: "frozenlake", estimator: "gigpo", status: "running" }).runId;
 const summaries = (runId: string) => getRawDb().prepare(`SELECT COUNT(*) FROM "StepCreditSummary" WHERE "runId" = ?`).pluck().get(runId) as number;
 
 // 5 steps of 4 groups x 5 trajectories of up to 9 turns (ragged lengths), stored GiGPO advantages
@@ -41,7 +42,9 @@ function bruteForce(step: RolloutStepInput) {
   const zero = multi.filter((g) => g.trajectories.every((t) => score(t) === score(g.trajectories[0]))).length;
   // anchor groups: turns of one task group with the same anchor
   const anchorGroups = new Map<string, number>();
-  for (const g of step.groups) for (const t of g.trajectories) for (const u of t.turns) anchorGroups.set(`${g.uid}\u0000${u.anchor}`, (anchorGroups.get(`${g.uid}\u0000${u.anchor}`) ?? 0) + 1);
+  for (const g of step.groups)
+    for (const t of g.trajectories)
+      for (const u of t.turns) anchorGroups.set(`${g.uid}\u0000${u.anchor}`, (anchorGroups.get(`${g.uid}\u0000${u.anchor}`) ?? 0) + 1);
   const singles = [...anchorGroups.values()].filter((n) => n === 1).length;
   return {
     mean: byTurn.map((xs) => xs.reduce((x, y) => x + y, 0) / xs.length),
@@ -62,8 +65,12 @@ function expectBruteForce(ov: ReturnType<typeof creditOverview>) {
   ov.steps.forEach((s, r) => {
     const want = bruteForce(steps[s]);
     expect(ov.count[r].slice(0, want.count.length)).toEqual(want.count);
-    want.mean.forEach((m, i) => { expect(ov.mean[r][i]).toBeCloseTo(m, 12); });
-    want.meanAbs.forEach((m, i) => { expect(ov.meanAbs[r][i]).toBeCloseTo(m, 12); });
+    want.mean.forEach((m, i) => {
+      expect(ov.mean[r][i]).toBeCloseTo(m, 12);
+    });
+    want.meanAbs.forEach((m, i) => {
+      expect(ov.meanAbs[r][i]).toBeCloseTo(m, 12);
+    });
     const d = ov.diagnostics[r];
     expect(d.turns).toBe(want.turns);
     expect(d.trajectories).toBe(20);
@@ -108,7 +115,9 @@ describe("credit over training from per-step summaries", () => {
     expectBruteForce(all);
     const w = creditOverview(written);
     expect(all.mean).toEqual(w.mean.map((row) => row.map((v) => (v === null ? null : expect.closeTo(v, 12)))));
-    expect(all.diagnostics).toEqual(w.diagnostics.map((d) => Object.fromEntries(Object.entries(d).map(([k, v]) => [k, typeof v === "number" ? expect.closeTo(v, 12) : v]))));
+    expect(all.diagnostics).toEqual(
+      w.diagnostics.map((d) => Object.fromEntries(Object.entries(d).map(([k, v]) => [k, typeof v === "number" ? expect.closeTo(v, 12) : v]))),
+    );
   });
 
   it("a recomputed estimator's credit over training is the brute-force mean of lib/credit's advantages", () => {
@@ -117,7 +126,8 @@ describe("credit over training from per-step summaries", () => {
     ov.steps.forEach((s, r) => {
       const res = runCredit({ estimator: "grpo", groups: creditGroups(steps[s]) });
       const byTurn: number[][] = [];
-      for (const t of res.trajectories) t.advantages.forEach((a, i) => {
+      for (const t of res.trajectories)
+        t.advantages.forEach((a, i) => {
           byTurn[i] ??= [];
           byTurn[i].push(a);
         });
@@ -140,35 +150,36 @@ describe("credit over training from per-step summaries", () => {
 describe("turn entropy", () => {
   // 1 group x 2 trajectories: turn entropies from the tokens' (mean), or the trainer's own turn value
   // parsed as the ingest API parses a step (defaults filled in)
-  const step = (n: number): RolloutStepInput => rolloutStepInputSchema.parse({
-    step: n,
-    estimator: "grpo",
-    groups: [
-      {
-        uid: "g",
-        envId: "frozenlake",
-        taskSeed: 0,
-        trajectories: [
-          {
-            success: true,
-            turns: [
-              { observation: "o", action: "a b", reward: 0, advantage: 1, tokenIds: [1, 2], tokenEntropies: [1, 2] },
-              { observation: "o", action: "a b c", reward: 1, advantage: 1, tokenIds: [1, 2, 3], tokenEntropies: [0, 0, 3] },
-            ],
-          },
-          {
-            success: false,
-            turns: [
-              // the trainer's turn entropy wins over the tokens'
-              { observation: "o", action: "a", reward: 0, advantage: -1, entropy: 0.5, tokenIds: [1], tokenEntropies: [9] },
-              // no entropy at all: not counted
-              { observation: "o", action: "a", reward: 0, advantage: -1 },
-            ],
-          },
-        ],
-      },
-    ],
-  });
+  const step = (n: number): RolloutStepInput =>
+    rolloutStepInputSchema.parse({
+      step: n,
+      estimator: "grpo",
+      groups: [
+        {
+          uid: "g",
+          envId: "frozenlake",
+          taskSeed: 0,
+          trajectories: [
+            {
+              success: true,
+              turns: [
+                { observation: "o", action: "a b", reward: 0, advantage: 1, tokenIds: [1, 2], tokenEntropies: [1, 2] },
+                { observation: "o", action: "a b c", reward: 1, advantage: 1, tokenIds: [1, 2, 3], tokenEntropies: [0, 0, 3] },
+              ],
+            },
+            {
+              success: false,
+              turns: [
+                // the trainer's turn entropy wins over the tokens'
+                { observation: "o", action: "a", reward: 0, advantage: -1, entropy: 0.5, tokenIds: [1], tokenEntropies: [9] },
+                // no entropy at all: not counted
+                { observation: "o", action: "a", reward: 0, advantage: -1 },
+              ],
+            },
+          ],
+        },
+      ],
+    });
 
   it("is the mean of the turn's token entropies where the trainer sent only those", () => {
     const run = newRun("entropy");

@@ -33,7 +33,10 @@ function lakeMap(task: number): string[][] {
 const render = (m: string[][], pos: [number, number]) => m.map((row, i) => row.map((c, j) => (i === pos[0] && j === pos[1] ? "P" : c)));
 
 /** One training step: `groups` task groups x `G` trajectories of up to `maxTurns` turns. */
-export function gigpoStep(step: number, opts: { groups?: number; G?: number; maxTurns?: number; seed?: number; estimator?: string | null } = {}): RolloutStepInput {
+export function gigpoStep(
+  step: number,
+  opts: { groups?: number; G?: number; maxTurns?: number; seed?: number; estimator?: string | null } = {},
+): RolloutStepInput {
   const { groups = 3, G = 4, maxTurns = 6, seed = 0 } = opts;
   const r = rng(seed * 7919 + step * 104729 + 1);
   const out: RolloutStepInput = { step, estimator: opts.estimator === undefined ? "gigpo" : opts.estimator, params: GIGPO_PARAMS, groups: [] };
@@ -85,7 +88,9 @@ export function gigpoStep(step: number, opts: { groups?: number; G?: number; max
     for (const g of out.groups)
       for (const t of g.trajectories) {
         const adv = res.trajectories[k++].advantages;
-        t.turns.forEach((u, i) => { (u as { advantage?: number }).advantage = adv[i]; });
+        t.turns.forEach((u, i) => {
+          (u as { advantage?: number }).advantage = adv[i];
+        });
       }
   }
   return out;

@@ -49,7 +49,11 @@ describe("schema fields of the training config", () => {
     const placed = secs.flatMap((s) => [...s.basic, ...s.advanced].map((f) => f.name)).sort();
     expect(placed).toEqual(fields.map((f) => f.name).sort());
     const named = LAUNCH_LAYOUTS.train.flatMap((s) => [...s.basic, ...(s.advanced ?? [])]);
-    for (const n of named) expect(fields.some((f) => f.name === n), n).toBe(true);
+    for (const n of named)
+      expect(
+        fields.some((f) => f.name === n),
+        n,
+      ).toBe(true);
   });
 
   it("a kind without a layout gets one Parameters section", () => {
@@ -97,6 +101,9 @@ describe("validation in plain words, at the field", () => {
 
   it("unparseable JSON is found wherever it sits in the config", () => {
     const cfg = { lr: 1, context: new InvalidJson('{"strategy": ', "not valid JSON"), model: { lora: new InvalidJson("{", "bad") } };
-    expect(invalidJsonPaths(cfg)).toEqual([["context", "not valid JSON"], ["model.lora", "bad"]]);
+    expect(invalidJsonPaths(cfg)).toEqual([
+      ["context", "not valid JSON"],
+      ["model.lora", "bad"],
+    ]);
   });
 });

@@ -21,7 +21,10 @@ describe("estimator section of the launch form", () => {
   it("renders every parameter of every estimator with its default and help text; the defaults are what the estimator parses {} to", () => {
     for (const e of catalog) {
       const fields = estimatorParamFields(e);
-      expect(fields.map((f) => f.name), e.id).toEqual(Object.keys(estimators[e.id as keyof typeof estimators].paramsSchema.shape));
+      expect(
+        fields.map((f) => f.name),
+        e.id,
+      ).toEqual(Object.keys(estimators[e.id as keyof typeof estimators].paramsSchema.shape));
       for (const f of fields) {
         expect(f.default, `${e.id}.${f.name} default`).not.toBeUndefined();
         expect(f.help, `${e.id}.${f.name} help`).toBeTruthy();
@@ -31,7 +34,13 @@ describe("estimator section of the launch form", () => {
   });
 
   it("appears when the job kind's config has `estimator` (a train-like schema), narrowed to its enum, with its default", () => {
-    const train = js(z.object({ envId: z.string(), estimator: z.string().default("gigpo").describe("Credit estimator."), estimatorParams: z.record(z.string(), z.unknown()).default({}) }));
+    const train = js(
+      z.object({
+        envId: z.string(),
+        estimator: z.string().default("gigpo").describe("Credit estimator."),
+        estimatorParams: z.record(z.string(), z.unknown()).default({}),
+      }),
+    );
     const s = estimatorSection(train, catalog)!;
     expect(s.options.map((o) => o.id)).toEqual([...ESTIMATOR_IDS]);
     expect(s.defaultId).toBe("gigpo");

@@ -7,9 +7,18 @@ describe("turnDiagnostics", () => {
   const d = {
     steps: [0, 10],
     turns: 3,
-    mean: [[0.5, -1, 2], [0.2, null, null]],
-    meanAbs: [[0.5, 1, 2], [0.4, null, null]],
-    count: [[4, 2, 1], [4, 0, 0]],
+    mean: [
+      [0.5, -1, 2],
+      [0.2, null, null],
+    ],
+    meanAbs: [
+      [0.5, 1, 2],
+      [0.4, null, null],
+    ],
+    count: [
+      [4, 2, 1],
+      [4, 0, 0],
+    ],
   };
 
   it("credit share is each turn's share of the step's |A| mass; reach is the share still running", () => {
@@ -35,7 +44,13 @@ describe("turnDiagnostics", () => {
   });
 
   it("mean token entropy per turn index, count-weighted when pooled; null without stored entropies", () => {
-    const withH = { ...d, entropy: [[1.2, 0.6, 0], [0.9, null, null]] };
+    const withH = {
+      ...d,
+      entropy: [
+        [1.2, 0.6, 0],
+        [0.9, null, null],
+      ],
+    };
     const [t1, t2, t3] = turnDiagnostics(withH);
     expect(t1.entropy).toEqual([1.2, 0.9]);
     expect(t2.entropy).toEqual([0.6, null]);
@@ -53,17 +68,31 @@ describe("turnGrid (the turn x step heatmap)", async () => {
   const d = {
     steps: [0, 5],
     turns: 8,
-    mean: [[0.5, -1, 2, 0, 0.25, -0.5, 1, -2], [0.2, 0.1, null, null, null, null, null, null]],
-    meanAbs: [[0.5, 1, 2, 0, 0.25, 0.5, 1, 2], [0.4, 0.1, null, null, null, null, null, null]],
-    count: [[8, 8, 6, 6, 4, 4, 2, 1], [4, 2, 0, 0, 0, 0, 0, 0]],
-    entropy: [[1, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3], [null, null, null, null, null, null, null, null]],
+    mean: [
+      [0.5, -1, 2, 0, 0.25, -0.5, 1, -2],
+      [0.2, 0.1, null, null, null, null, null, null],
+    ],
+    meanAbs: [
+      [0.5, 1, 2, 0, 0.25, 0.5, 1, 2],
+      [0.4, 0.1, null, null, null, null, null, null],
+    ],
+    count: [
+      [8, 8, 6, 6, 4, 4, 2, 1],
+      [4, 2, 0, 0, 0, 0, 0, 0],
+    ],
+    entropy: [
+      [1, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3],
+      [null, null, null, null, null, null, null, null],
+    ],
   };
 
   it("gives every turn index its own column for each diagnostic", () => {
     const share = turnGrid(d, "creditShare");
     // step 0 |A| mass: 4 + 8 + 12 + 0 + 1 + 2 + 2 + 2 = 31
     expect(share[0]).toHaveLength(8);
-    [4, 8, 12, 0, 1, 2, 2, 2].forEach((m, t) => { expect(share[0][t]).toBeCloseTo(m / 31, 12); });
+    [4, 8, 12, 0, 1, 2, 2, 2].forEach((m, t) => {
+      expect(share[0][t]).toBeCloseTo(m / 31, 12);
+    });
     expect(share[0].reduce((a, v) => a! + v!, 0)).toBeCloseTo(1, 12);
     // step 5: 1.6 + 0.2 = 1.8; turns nobody reached are gaps, not zeros
     expect(share[1][0]).toBeCloseTo(1.6 / 1.8, 12);
@@ -79,7 +108,10 @@ describe("turnGrid (the turn x step heatmap)", async () => {
     const lines = turnDiagnostics(d);
     for (const k of ["creditShare", "meanAdvantage", "reach", "entropy"] as const) {
       const grid = turnGrid(d, k);
-      for (let t = 0; t < TURN_LINES; t++) d.steps.forEach((_, s) => { expect(grid[s][t]).toEqual(lines[t][k][s] === null ? null : expect.closeTo(lines[t][k][s]!, 12)); });
+      for (let t = 0; t < TURN_LINES; t++)
+        d.steps.forEach((_, s) => {
+          expect(grid[s][t]).toEqual(lines[t][k][s] === null ? null : expect.closeTo(lines[t][k][s]!, 12));
+        });
     }
   });
 });
@@ -94,7 +126,14 @@ describe("estimateTurnHeight (the virtual turn list's row estimate)", async () =
   });
   it("grows with the texts, caps the observation box, and shrinks lines as the list widens", () => {
     const short = estimateTurnHeight({ observation: "You see a mug.", action: "go to desk 1" }, 900, false);
-    const alf = estimateTurnHeight({ observation: ("You arrive at countertop 1. On it you see a mug 1, a knife 2. ".repeat(4) + "\n").repeat(4), action: "Think: ...\nAction: go to desk 1" }, 900, false);
+    const alf = estimateTurnHeight(
+      {
+        observation: ("You arrive at countertop 1. On it you see a mug 1, a knife 2. ".repeat(4) + "\n").repeat(4),
+        action: "Think: ...\nAction: go to desk 1",
+      },
+      900,
+      false,
+    );
     const huge = estimateTurnHeight({ observation: "line\n".repeat(500), action: "go" }, 900, false);
     expect(short).toBeGreaterThan(100);
     expect(alf).toBeGreaterThan(short + 100);
@@ -104,6 +143,8 @@ describe("estimateTurnHeight (the virtual turn list's row estimate)", async () =
     const wide = estimateTurnHeight({ observation: "word ".repeat(300), action: "go" }, 1400, false);
     expect(narrow).toBeGreaterThan(wide);
     // tinted tokens are 24 px lines and not capped
-    expect(estimateTurnHeight({ observation: "o", action: "tok ".repeat(400) }, 900, true)).toBeGreaterThan(estimateTurnHeight({ observation: "o", action: "tok ".repeat(400) }, 900, false));
+    expect(estimateTurnHeight({ observation: "o", action: "tok ".repeat(400) }, 900, true)).toBeGreaterThan(
+      estimateTurnHeight({ observation: "o", action: "tok ".repeat(400) }, 900, false),
+    );
   });
 });

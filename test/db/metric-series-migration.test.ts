@@ -48,10 +48,17 @@ describe("metric series ids migration", () => {
     expect(db.prepare(`SELECT COUNT(*) FROM "Metric"`).pluck().get()).toBe(5);
     // still one B-tree per row, and the (run, key) pair still unique
     expect(db.prepare(`SELECT sql FROM sqlite_master WHERE name = 'Metric'`).pluck().get()).toMatch(/WITHOUT ROWID/);
-    expect(() => db.exec(`INSERT INTO "MetricSeries" ("runId","key","count","firstStep","lastStep","lastValue","minValue","maxValue") VALUES ('r1','loss',0,0,0,0,0,0)`)).toThrow(/UNIQUE/);
+    expect(() =>
+      db.exec(`INSERT INTO "MetricSeries" ("runId","key","count","firstStep","lastStep","lastValue","minValue","maxValue") VALUES ('r1','loss',0,0,0,0,0,0)`),
+    ).toThrow(/UNIQUE/);
     // a new series takes an id past every carried one
     const ids = db.prepare(`SELECT "id" FROM "MetricSeries" ORDER BY "id"`).pluck().all() as number[];
-    const next = db.prepare(`INSERT INTO "MetricSeries" ("runId","key","count","firstStep","lastStep","lastValue","minValue","maxValue") VALUES ('r2','new',0,0,0,0,0,0) RETURNING "id"`).pluck().get() as number;
+    const next = db
+      .prepare(
+        `INSERT INTO "MetricSeries" ("runId","key","count","firstStep","lastStep","lastValue","minValue","maxValue") VALUES ('r2','new',0,0,0,0,0,0) RETURNING "id"`,
+      )
+      .pluck()
+      .get() as number;
     expect(next).toBeGreaterThan(Math.max(...ids));
     db.close();
   });

@@ -28,7 +28,10 @@ async function seed(exec: (sql: string, params?: unknown[]) => Promise<unknown>,
   await exec(`INSERT INTO "Run" ("id","projectId","name","kind","config","updatedAt") VALUES ('r1','p','a','train','{}','${T}')`);
   await exec(`INSERT INTO "RolloutStep" ("id","runId","step","createdAt") VALUES ('s','r1',0,'${T}')`);
   await exec(`INSERT INTO "RolloutGroup" ("id","runId","stepId","uid","envId","taskSeed") VALUES ('g','r1','s','u','sokoban',0)`);
-  await exec(`INSERT INTO "Trajectory" ("id","runId","groupId","index","reward","success","length","truncated") VALUES ('a','r1','g',0,1.4,${ph(1)},3,${ph(2)}), ('b','r1','g',1,2,${ph(3)},1,${ph(4)})`, [true, false, true, false]);
+  await exec(
+    `INSERT INTO "Trajectory" ("id","runId","groupId","index","reward","success","length","truncated") VALUES ('a','r1','g',0,1.4,${ph(1)},3,${ph(2)}), ('b','r1','g',1,2,${ph(3)},1,${ph(4)})`,
+    [true, false, true, false],
+  );
   const cols = `"runId","seq","trajectoryId","index","observation","action","reward","valid","done","anchor","agent","tokenCount","logprob","entropy","advantage","info","tokenData"`;
   for (const row of TURNS) await exec(`INSERT INTO "Turn" (${cols}) VALUES (${row.map((_, i) => ph(i + 1)).join(",")})`, row);
 }
@@ -39,7 +42,24 @@ function check(rows: Row[]) {
   const a = unpackTurns(...rows[0]);
   const b = unpackTurns(...rows[1]);
   expect(rows.map((r) => r[1])).toEqual([5, 8]); // firstSeq: the trajectory's first turn
-  expect(a.map((u) => [u.seq, u.index, u.observation, u.action, u.reward, u.valid, u.done, u.anchor, u.agent, u.tokenCount, u.logprob, u.entropy, u.advantage, u.info])).toEqual([
+  expect(
+    a.map((u) => [
+      u.seq,
+      u.index,
+      u.observation,
+      u.action,
+      u.reward,
+      u.valid,
+      u.done,
+      u.anchor,
+      u.agent,
+      u.tokenCount,
+      u.logprob,
+      u.entropy,
+      u.advantage,
+      u.info,
+    ]),
+  ).toEqual([
     [5, 0, "first", "go north", 0, true, false, "s0", 1, 3, null, 0.5, -1.25, null],
     [6, 1, "second", "", -0.1, false, false, null, null, null, null, null, null, { note: "x" }],
     [7, 2, 'third "quoted"\nline', "stop", 1.5, true, true, "s2", null, 4, -0.75, null, 0.1 + 0.2, { value: 0.25, view: { kind: "grid" } }],

@@ -16,8 +16,7 @@ import { postgresUnavailable, startPostgres, type TempPostgres } from "../helper
 import { ROOT } from "../helpers/temp-db";
 
 const run = promisify(execFile);
-const migrate = (url: string, cmd: string) =>
-  run(process.execPath, ["scripts/db-migrate.mjs", cmd], { cwd: ROOT, env: { ...process.env, DATABASE_URL: url } });
+const migrate = (url: string, cmd: string) => run(process.execPath, ["scripts/db-migrate.mjs", cmd], { cwd: ROOT, env: { ...process.env, DATABASE_URL: url } });
 
 const skip = postgresUnavailable();
 if (skip) console.warn(skip);
@@ -138,7 +137,9 @@ describe.skipIf(skip)("PostgreSQL", () => {
       expect(rows[1].ok).toBe(0);
       expect(db.prepare(`SELECT COUNT(*) FROM "Shapes" WHERE "s" = '?'`).pluck().get()).toBe(0); // a quoted ? is not a parameter
       expect(db.prepare(`SELECT "i", "f" FROM "Shapes" WHERE "i" = @i AND "i" < @i + 1`).raw().all({ i: 7 })).toEqual([[7, 0.25]]);
-      expect(() => db.prepare(`SELECT "nope" FROM "Shapes"`).all()).toThrow(expect.objectContaining({ code: "42703", message: expect.stringContaining("nope") }));
+      expect(() => db.prepare(`SELECT "nope" FROM "Shapes"`).all()).toThrow(
+        expect.objectContaining({ code: "42703", message: expect.stringContaining("nope") }),
+      );
     } finally {
       db.close();
     }

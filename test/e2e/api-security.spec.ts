@@ -6,7 +6,12 @@ import { expect, test } from "@playwright/test";
 const PORT = Number(process.env.E2E_PORT ?? 3100);
 
 /** A raw HTTP request: any method, any Host header, the path sent byte for byte. */
-function raw(method: string, path: string, headers: Record<string, string> = {}, body?: string): Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string }> {
+function raw(
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: string,
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request({ host: "127.0.0.1", port: PORT, method, path, headers: { host: `127.0.0.1:${PORT}`, ...headers } }, (res) => {
       let text = "";

@@ -22,7 +22,22 @@ test.afterAll(async () => {
 
 test("evaluate a checkpoint from the training run's page", async ({ page }) => {
   const r = await api.post("/api/v1/runs", {
-    data: { jobKind: "train", name: "e2e-ckpt-source", tags: [TAG], config: { envConfig: { size: 3, maxTurns: 8 }, steps: 2, groupsPerStep: 1, groupSize: 2, evalInterval: 1, evalEpisodes: 4, checkpointInterval: 1, threads: 1, exportOnnx: false } },
+    data: {
+      jobKind: "train",
+      name: "e2e-ckpt-source",
+      tags: [TAG],
+      config: {
+        envConfig: { size: 3, maxTurns: 8 },
+        steps: 2,
+        groupsPerStep: 1,
+        groupSize: 2,
+        evalInterval: 1,
+        evalEpisodes: 4,
+        checkpointInterval: 1,
+        threads: 1,
+        exportOnnx: false,
+      },
+    },
   });
   expect(r.ok(), await r.text()).toBe(true);
   const train = await r.json();

@@ -41,7 +41,15 @@ test.beforeAll(async ({ playwright }) => {
   for (const [name, est, seed, lr, ceiling] of specs) {
     const run = await ok(
       api.post("/api/v1/runs/import", {
-        data: { name, project: `e2e-dash-${est}`, envId: "frozenlake", estimator: est, seed, tags: [TAG], config: { lr, seed, estimator: est, estimatorParams: est === "gigpo" ? GIGPO_PARAMS : {}, groupSize: 6, envConfig: { size: 4 } } },
+        data: {
+          name,
+          project: `e2e-dash-${est}`,
+          envId: "frozenlake",
+          estimator: est,
+          seed,
+          tags: [TAG],
+          config: { lr, seed, estimator: est, estimatorParams: est === "gigpo" ? GIGPO_PARAMS : {}, groupSize: 6, envConfig: { size: 4 } },
+        },
       }),
     );
     runs[name] = run.id;
@@ -67,9 +75,10 @@ test.afterAll(async () => {
 });
 
 async function cellValues(page: Page, testId: string): Promise<number[][]> {
-  const cells = await page.getByTestId(testId).locator('[data-testid="heatmap-cell"]').evaluateAll((els) =>
-    els.map((e) => ({ r: Number(e.getAttribute("data-row")), c: Number(e.getAttribute("data-col")), v: e.getAttribute("data-value") })),
-  );
+  const cells = await page
+    .getByTestId(testId)
+    .locator('[data-testid="heatmap-cell"]')
+    .evaluateAll((els) => els.map((e) => ({ r: Number(e.getAttribute("data-row")), c: Number(e.getAttribute("data-col")), v: e.getAttribute("data-value") })));
   const out: number[][] = [];
   for (const { r, c, v } of cells) {
     out[r] ??= [];
@@ -194,10 +203,16 @@ test("credit: open a group's heatmap, switch GiGPO to GRPO and get lib/credit's 
   await page.getByTestId("pa-estimator").selectOption("grpo");
   await expect(hm).toHaveAttribute("data-estimator", "grpo");
   await expect(hm).toHaveAttribute("data-source", "recomputed");
-  const want = runCredit({ estimator: "grpo", groups: creditGroups(STEPS[2]) }).trajectories.filter((t) => t.id.startsWith(`${uid}/`)).map((t) => t.advantages);
+  const want = runCredit({ estimator: "grpo", groups: creditGroups(STEPS[2]) })
+    .trajectories.filter((t) => t.id.startsWith(`${uid}/`))
+    .map((t) => t.advantages);
   const got = await cellValues(page, "heatmap-a");
   expect(got.length).toBe(want.length);
-  got.forEach((row, i) => { row.forEach((v, j) => { expect(v).toBeCloseTo(want[i][j], 9); }); });
+  got.forEach((row, i) => {
+    row.forEach((v, j) => {
+      expect(v).toBeCloseTo(want[i][j], 9);
+    });
+  });
   expect(got.flat()).not.toEqual(stored.flat());
   await expect(page).toHaveURL(/est=grpo/);
   await shot(page, "heatmap-grpo");
@@ -211,7 +226,11 @@ test("credit: open a group's heatmap, switch GiGPO to GRPO and get lib/credit's 
   await page.getByRole("radio", { name: "difference (A − B)" }).click();
   await expect(hm).toHaveAttribute("data-view", "diff");
   const d = await cellValues(page, "heatmap-a");
-  d.forEach((row, i) => { row.forEach((v, j) => { expect(v).toBeCloseTo(want[i][j] - stored[i][j], 9); }); });
+  d.forEach((row, i) => {
+    row.forEach((v, j) => {
+      expect(v).toBeCloseTo(want[i][j] - stored[i][j], 9);
+    });
+  });
   await shot(page, "heatmap-difference");
   await page.getByTestId("pb-estimator").selectOption("none");
   await expect(page.getByTestId("heatmap-b")).toHaveCount(0);
@@ -223,9 +242,15 @@ test("credit: open a group's heatmap, switch GiGPO to GRPO and get lib/credit's 
   await page.locator("#pa-gamma").fill("0.5");
   await page.getByRole("button", { name: "Recompute" }).click();
   await expect(page).toHaveURL(/gamma%22%3A0\.5/);
-  const g5 = runCredit({ estimator: "gigpo", params: { ...GIGPO_PARAMS, gamma: 0.5 }, groups: creditGroups(STEPS[2]) }).trajectories.filter((t) => t.id.startsWith(`${uid}/`)).map((t) => t.advantages);
+  const g5 = runCredit({ estimator: "gigpo", params: { ...GIGPO_PARAMS, gamma: 0.5 }, groups: creditGroups(STEPS[2]) })
+    .trajectories.filter((t) => t.id.startsWith(`${uid}/`))
+    .map((t) => t.advantages);
   await expect.poll(async () => (await cellValues(page, "heatmap-a"))[0][0]).toBeCloseTo(g5[0][0], 9);
-  (await cellValues(page, "heatmap-a")).forEach((row, i) => { row.forEach((v, j) => { expect(v).toBeCloseTo(g5[i][j], 9); }); });
+  (await cellValues(page, "heatmap-a")).forEach((row, i) => {
+    row.forEach((v, j) => {
+      expect(v).toBeCloseTo(g5[i][j], 9);
+    });
+  });
 
   // back to GRPO, then a cell opens its turn in the trajectory browser
   await page.getByTestId("pa-estimator").selectOption("grpo");
@@ -259,7 +284,11 @@ test("credit: open a group's heatmap, switch GiGPO to GRPO and get lib/credit's 
 });
 
 test("launch a cloned run with one parameter changed", async ({ page }) => {
-  const src = await ok(api.post("/api/v1/runs", { data: { jobKind: "baseline", name: "e2e-clone-source", tags: [TAG], config: { envId: "frozenlake", episodes: 16, groupSize: 4, episodesPerBatch: 8 } } }));
+  const src = await ok(
+    api.post("/api/v1/runs", {
+      data: { jobKind: "baseline", name: "e2e-clone-source", tags: [TAG], config: { envId: "frozenlake", episodes: 16, groupSize: 4, episodesPerBatch: 8 } },
+    }),
+  );
   await page.goto(`/runs/${src.id}`);
   await page.getByRole("link", { name: "Clone and edit" }).click();
   await page.waitForURL(/\/runs\/new\?from=/);

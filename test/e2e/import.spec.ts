@@ -15,7 +15,11 @@ const NAME = `e2e-import-${Date.now()}`;
 const lines = [
   JSON.stringify({ type: "run", name: NAME, config: { lr: 3e-4 }, envId: "sokoban", estimator: "grpo" }),
   ...Array.from({ length: 30 }, (_, s) => JSON.stringify({ type: "metrics", step: s, values: { "train/reward": s / 30, "train/kl": 0.01 } })),
-  JSON.stringify({ type: "rollouts", step: 0, groups: { g0: [[{ observation: "o", action: "left", reward: 1, anchor: "A" }], [{ observation: "o", action: "right", reward: 0, anchor: "A" }]] } }),
+  JSON.stringify({
+    type: "rollouts",
+    step: 0,
+    groups: { g0: [[{ observation: "o", action: "left", reward: 1, anchor: "A" }], [{ observation: "o", action: "right", reward: 0, anchor: "A" }]] },
+  }),
   "{this line is not JSON",
   JSON.stringify({ type: "finish", status: "succeeded" }),
 ];
@@ -62,7 +66,11 @@ test("upload a JSONL file, see the report and the imported run; a re-upload adds
 
 test("a path-traversal archive fails the import with a clear error on the page", async ({ page }) => {
   const evil = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "e2e-import-")), "evil.tar.gz");
-  execFileSync("python3", ["-c", "import io,sys,tarfile\nwith tarfile.open(sys.argv[1],'w:gz') as t:\n d=b'{}\\n'\n i=tarfile.TarInfo('dump/../../escaped.jsonl'); i.size=len(d); t.addfile(i,io.BytesIO(d))", evil]);
+  execFileSync("python3", [
+    "-c",
+    "import io,sys,tarfile\nwith tarfile.open(sys.argv[1],'w:gz') as t:\n d=b'{}\\n'\n i=tarfile.TarInfo('dump/../../escaped.jsonl'); i.size=len(d); t.addfile(i,io.BytesIO(d))",
+    evil,
+  ]);
   await page.goto("/import");
   await page.getByLabel(/verl rollout dump/).check();
   await page.getByLabel("File to upload").setInputFiles(evil);

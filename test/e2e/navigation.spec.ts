@@ -29,13 +29,21 @@ function stepWithUniformFirstGroup() {
 
 test.beforeAll(async ({ playwright }) => {
   api = await playwright.request.newContext({ baseURL: BASE });
-  for (const [name, est, lr] of [["nav-gigpo-with-a-long-descriptive-run-name-s0", "gigpo", 3e-4], ["nav-grpo-s0", "grpo", 1e-4]] as const) {
-    const r = await api.post("/api/v1/runs/import", { data: { name, envId: "frozenlake", estimator: est, tags: [TAG, "frozenlake-6x6", `lr-${lr}`], config: { lr } } });
+  for (const [name, est, lr] of [
+    ["nav-gigpo-with-a-long-descriptive-run-name-s0", "gigpo", 3e-4],
+    ["nav-grpo-s0", "grpo", 1e-4],
+  ] as const) {
+    const r = await api.post("/api/v1/runs/import", {
+      data: { name, envId: "frozenlake", estimator: est, tags: [TAG, "frozenlake-6x6", `lr-${lr}`], config: { lr } },
+    });
     expect(r.ok()).toBe(true);
     const run = await r.json();
     runs[name] = run.id;
     const h = { "x-turnlens-write-key": run.writeKey };
-    const pts = curve(40, est === "gigpo" ? 1 : 2, est === "gigpo" ? 0.8 : 0.5).map((p) => ({ ...p, values: { ...p.values, "eval/success_rate_cum": p.values["rollout/success_rate"] * 0.9, "perf/step_s": 1.5 } }));
+    const pts = curve(40, est === "gigpo" ? 1 : 2, est === "gigpo" ? 0.8 : 0.5).map((p) => ({
+      ...p,
+      values: { ...p.values, "eval/success_rate_cum": p.values["rollout/success_rate"] * 0.9, "perf/step_s": 1.5 },
+    }));
     expect((await api.post(`/api/v1/runs/${run.id}/metrics`, { data: { points: pts }, headers: h })).ok()).toBe(true);
     if (est === "gigpo") expect((await api.post(`/api/v1/runs/${run.id}/steps`, { data: stepWithUniformFirstGroup(), headers: h })).ok()).toBe(true);
     expect((await api.post(`/api/v1/runs/${run.id}/finish`, { data: { status: "succeeded" }, headers: h })).ok()).toBe(true);
@@ -194,7 +202,6 @@ test("credit over training has turn-level diagnostics: one line per turn index i
   await expect(section).toBeVisible();
   await expect(section.getByRole("list", { name: "Turn indices" }).locator("li")).toHaveCount(lines);
   await expect(section.getByRole("list", { name: "Turn indices" }).locator("li").first()).toHaveText("turn 1");
-  for (const k of ["creditShare", "meanAdvantage", "reach"])
-    await expect(page.getByTestId(`turn-diag-${k}`).locator(".recharts-line")).toHaveCount(lines);
+  for (const k of ["creditShare", "meanAdvantage", "reach"]) await expect(page.getByTestId(`turn-diag-${k}`).locator(".recharts-line")).toHaveCount(lines);
   await page.screenshot({ path: "test/artifacts/turn-diagnostics.png", fullPage: true });
 });

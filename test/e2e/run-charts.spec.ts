@@ -21,7 +21,11 @@ test.beforeAll(async ({ playwright }) => {
   api = await playwright.request.newContext({ baseURL: BASE });
   // 4 steps of 2 tasks x G=4 (GiGPO, seed 0: one step trains, so losses/* and the update's perf/* have a point)
   const r = await api.post("/api/v1/runs", {
-    data: { jobKind: "train", name: "e2e-run-charts", config: { steps: 4, groupsPerStep: 2, groupSize: 4, evalInterval: 2, evalEpisodes: 8, checkpointInterval: 10, exportOnnx: false, threads: 1 } },
+    data: {
+      jobKind: "train",
+      name: "e2e-run-charts",
+      config: { steps: 4, groupsPerStep: 2, groupSize: 4, evalInterval: 2, evalEpisodes: 8, checkpointInterval: 10, exportOnnx: false, threads: 1 },
+    },
   });
   expect(r.status(), await r.text()).toBe(201);
   runs.train = (await r.json()).id;
@@ -36,9 +40,7 @@ test.beforeAll(async ({ playwright }) => {
   expect((await api.post(`/api/v1/runs/${run.id}/metrics`, { data: { steps, values }, headers: h })).ok()).toBe(true);
   expect((await api.post(`/api/v1/runs/${run.id}/finish`, { data: { status: "succeeded" }, headers: h })).ok()).toBe(true);
 
-  await expect
-    .poll(async () => (await (await api.get(`/api/v1/runs/${runs.train}`)).json()).status, { timeout: 200_000, intervals: [1000] })
-    .toBe("succeeded");
+  await expect.poll(async () => (await (await api.get(`/api/v1/runs/${runs.train}`)).json()).status, { timeout: 200_000, intervals: [1000] }).toBe("succeeded");
 });
 
 test.afterAll(async () => {
@@ -48,17 +50,21 @@ test.afterAll(async () => {
 
 /** Keys whose panel shows no drawn line or point (a placeholder, or an empty plot area). */
 const blankPanels = (page: Page) =>
-  page.locator('figure[data-testid^="chart-"]').evaluateAll((figs) =>
-    figs
-      .filter((f) => !f.querySelector('path.chart-line[d^="M"], path.recharts-line-curve[d^="M"], .recharts-dot'))
-      .map((f) => (f as HTMLElement).dataset.testid!.slice("chart-".length)),
-  );
+  page
+    .locator('figure[data-testid^="chart-"]')
+    .evaluateAll((figs) =>
+      figs
+        .filter((f) => !f.querySelector('path.chart-line[d^="M"], path.recharts-line-curve[d^="M"], .recharts-dot'))
+        .map((f) => (f as HTMLElement).dataset.testid!.slice("chart-".length)),
+    );
 
 const keysOf = async (id: string) => ((await (await api.get(`/api/v1/runs/${id}/metrics`)).json()).keys as { key: string }[]).map((k) => k.key);
 
 test("a finished train run's page draws every metric it lists, in its HTML and without scrolling", async ({ page, browser }) => {
   const keys = await keysOf(runs.train);
-  expect(keys).toEqual(expect.arrayContaining(["perf/optimizer_steps", "perf/rollout_seconds", "perf/step_seconds", "perf/tokens_per_s", "perf/update_seconds"]));
+  expect(keys).toEqual(
+    expect.arrayContaining(["perf/optimizer_steps", "perf/rollout_seconds", "perf/step_seconds", "perf/tokens_per_s", "perf/update_seconds"]),
+  );
   expect(keys.length).toBeGreaterThan(24);
 
   // The server's HTML alone (no script runs): every chart drawn as its static first paint.

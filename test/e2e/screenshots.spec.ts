@@ -22,18 +22,35 @@ test.beforeAll(async ({ playwright }) => {
     ["grpo-frozenlake-s1", "grpo", 1, 0.5],
   ] as const;
   for (const [name, est, seed, ceiling] of specs) {
-    const r = await api.post("/api/v1/runs/import", { data: { name, envId: "frozenlake", estimator: est, seed, tags: [TAG, "demo"], config: { lr: est === "gigpo" ? 3e-4 : 1e-4, seed, estimator: est, groupSize: 6 } } });
+    const r = await api.post("/api/v1/runs/import", {
+      data: {
+        name,
+        envId: "frozenlake",
+        estimator: est,
+        seed,
+        tags: [TAG, "demo"],
+        config: { lr: est === "gigpo" ? 3e-4 : 1e-4, seed, estimator: est, groupSize: 6 },
+      },
+    });
     expect(r.ok()).toBe(true);
     const run = await r.json();
     runs[name] = run.id;
     const h = { "x-turnlens-write-key": run.writeKey };
     const pts = curve(120, seed + (est === "gigpo" ? 0 : 10), ceiling).map((p) => ({
       ...p,
-      values: { ...p.values, "eval/greedy_success": Math.min(1, p.values["rollout/success_rate"] * 1.05), "losses/policy_loss": 0.3 * Math.exp(-p.step / 50) + 0.02, "perf/step_s": 1.2 + (p.step % 7) / 20 },
+      values: {
+        ...p.values,
+        "eval/greedy_success": Math.min(1, p.values["rollout/success_rate"] * 1.05),
+        "losses/policy_loss": 0.3 * Math.exp(-p.step / 50) + 0.02,
+        "perf/step_s": 1.2 + (p.step % 7) / 20,
+      },
     }));
     expect((await api.post(`/api/v1/runs/${run.id}/metrics`, { data: { points: pts }, headers: h })).ok()).toBe(true);
     if (name === "gigpo-frozenlake-s0")
-      for (const s of [0, 1, 2, 3]) expect((await api.post(`/api/v1/runs/${run.id}/steps`, { data: gigpoStep(s, { groups: 3, G: 6, maxTurns: 8, seed: 11 }), headers: h })).ok()).toBe(true);
+      for (const s of [0, 1, 2, 3])
+        expect((await api.post(`/api/v1/runs/${run.id}/steps`, { data: gigpoStep(s, { groups: 3, G: 6, maxTurns: 8, seed: 11 }), headers: h })).ok()).toBe(
+          true,
+        );
     expect((await api.post(`/api/v1/runs/${run.id}/finish`, { data: { status: "succeeded" }, headers: h })).ok()).toBe(true);
   }
 });
@@ -85,33 +102,55 @@ test("search page", async ({ page }) => {
 });
 
 test("launch page", async ({ page }) => {
-  await both(page, "launch", async () => {
-    await page.goto("/runs/new");
-    await page.locator("#job-kind").selectOption("train");
-    await expect(page.getByRole("heading", { name: "Optimisation" })).toBeVisible();
-  }, true); // every section of the training form
+  await both(
+    page,
+    "launch",
+    async () => {
+      await page.goto("/runs/new");
+      await page.locator("#job-kind").selectOption("train");
+      await expect(page.getByRole("heading", { name: "Optimisation" })).toBeVisible();
+    },
+    true,
+  ); // every section of the training form
 });
 
 test("import page", async ({ page }) => {
   // a verl dump of two steps with one malformed line, uploaded and imported by the worker
   const rows = [1, 2].flatMap((step) =>
-    ["Solve 2+2.", "Solve 3*3.", "Solve 10-4."].flatMap((q, i) => [0, 1, 2, 3].map((k) => JSON.stringify({ input: q, output: `attempt ${k}`, gts: String([4, 9, 6][i]), score: (k + step + i) % 3 === 0 ? 1 : 0, step, acc: (k + i) % 2 }))),
+    ["Solve 2+2.", "Solve 3*3.", "Solve 10-4."].flatMap((q, i) =>
+      [0, 1, 2, 3].map((k) =>
+        JSON.stringify({ input: q, output: `attempt ${k}`, gts: String([4, 9, 6][i]), score: (k + step + i) % 3 === 0 ? 1 : 0, step, acc: (k + i) % 2 }),
+      ),
+    ),
   );
   rows.splice(5, 0, '{"input": "Solve 5+5.", "output": "10", "score": ');
-  const up = await api.post("/api/v1/imports?format=verl&project=e2e-shots&name=verl-gsm8k-dump&filename=rollouts.jsonl", { data: Buffer.from(rows.join("\n") + "\n"), headers: { "content-type": "application/octet-stream" } });
+  const up = await api.post("/api/v1/imports?format=verl&project=e2e-shots&name=verl-gsm8k-dump&filename=rollouts.jsonl", {
+    data: Buffer.from(rows.join("\n") + "\n"),
+    headers: { "content-type": "application/octet-stream" },
+  });
   expect(up.status()).toBe(201);
   const { id } = await up.json();
   let report: { runs: { runId: string }[] } | null = null;
-  await expect.poll(async () => {
-    const imp = await (await api.get(`/api/v1/imports/${id}`)).json();
-    report = imp.report;
-    return imp.job.status;
-  }, { timeout: 60_000 }).toBe("succeeded");
-  await both(page, "import", async () => {
-    await page.goto(`/import?job=${id}`);
-    await expect(page.getByTestId("import-report")).toBeVisible();
-    await page.getByTestId("import-status").getByText("Log", { exact: true }).click(); // the job's log, as it was written
-    await expect(page.getByTestId("job-log")).toContainText("done:");
-  }, true);
+  await expect
+    .poll(
+      async () => {
+        const imp = await (await api.get(`/api/v1/imports/${id}`)).json();
+        report = imp.report;
+        return imp.job.status;
+      },
+      { timeout: 60_000 },
+    )
+    .toBe("succeeded");
+  await both(
+    page,
+    "import",
+    async () => {
+      await page.goto(`/import?job=${id}`);
+      await expect(page.getByTestId("import-report")).toBeVisible();
+      await page.getByTestId("import-status").getByText("Log", { exact: true }).click(); // the job's log, as it was written
+      await expect(page.getByTestId("job-log")).toContainText("done:");
+    },
+    true,
+  );
   for (const r of report!.runs) await api.delete(`/api/v1/runs/${r.runId}`);
 });

@@ -41,7 +41,9 @@ test.beforeAll(async ({ playwright }) => {
     expect((await api.post(`/api/v1/runs/${runId}/steps`, { data: { step, groups, estimator: "grpo" }, headers: h })).status()).toBe(201);
   }
   const steps = [0, 1, 2, 3];
-  expect((await api.post(`/api/v1/runs/${runId}/metrics`, { data: { steps, values: { "rollout/success_rate": [0.2, 0.3, 0.3, 0.33] } }, headers: h })).ok()).toBe(true);
+  expect(
+    (await api.post(`/api/v1/runs/${runId}/metrics`, { data: { steps, values: { "rollout/success_rate": [0.2, 0.3, 0.3, 0.33] } }, headers: h })).ok(),
+  ).toBe(true);
   expect((await api.post(`/api/v1/runs/${runId}/finish`, { data: { status: "succeeded" }, headers: h })).ok()).toBe(true);
 });
 test.afterAll(async () => {
@@ -70,7 +72,10 @@ test("a search from the URL lists exactly the matching trajectories and opens on
   await page.goBack();
   await expect(hits).toHaveCount(8);
 
-  await hits.first().getByRole("link", { name: /turns & credit/ }).click();
+  await hits
+    .first()
+    .getByRole("link", { name: /turns & credit/ })
+    .click();
   await expect(page).toHaveURL(new RegExp(`/runs/${runId}/trajectories\\?step=0&group=`));
   await expect(page.getByText("search[laptop]").first()).toBeVisible();
   await page.screenshot({ path: `${ART}/search-open-trajectory.png`, fullPage: true });

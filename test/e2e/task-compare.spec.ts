@@ -18,7 +18,13 @@ async function evaluation(name: string, solved: number[]) {
     uid: `eval-${k}`,
     envId: "frozenlake",
     taskSeed: 500 + k,
-    trajectories: [{ success: solved.includes(500 + k), truncated: false, turns: [{ observation: `map ${k}`, action: "right", reward: solved.includes(500 + k) ? 1 : 0, valid: true, done: true }] }],
+    trajectories: [
+      {
+        success: solved.includes(500 + k),
+        truncated: false,
+        turns: [{ observation: `map ${k}`, action: "right", reward: solved.includes(500 + k) ? 1 : 0, valid: true, done: true }],
+      },
+    ],
   }));
   expect((await api.post(`/api/v1/runs/${run.id}/steps`, { data: { step: 0, groups }, headers: h })).status()).toBe(201);
   await api.post(`/api/v1/runs/${run.id}/finish`, { data: { status: "succeeded" }, headers: h });

@@ -22,18 +22,27 @@ test.beforeAll(async ({ playwright }) => {
   api = await playwright.request.newContext({ baseURL: BASE });
   // 2 steps of 2 tasks x G=4 on the default FrozenLake, char tokenizer: actions are several tokens
   const r = await api.post("/api/v1/runs", {
-    data: { jobKind: "train", name: "e2e-token-view", config: { steps: 2, groupsPerStep: 2, groupSize: 4, evalInterval: 10, evalEpisodes: 4, checkpointInterval: 10, exportOnnx: false, threads: 1 } },
+    data: {
+      jobKind: "train",
+      name: "e2e-token-view",
+      config: { steps: 2, groupsPerStep: 2, groupSize: 4, evalInterval: 10, evalEpisodes: 4, checkpointInterval: 10, exportOnnx: false, threads: 1 },
+    },
   });
   expect(r.status(), await r.text()).toBe(201);
   runs.train = (await r.json()).id;
-  await expect
-    .poll(async () => (await (await api.get(`/api/v1/runs/${runs.train}`)).json()).status, { timeout: 200_000, intervals: [1000] })
-    .toBe("succeeded");
+  await expect.poll(async () => (await (await api.get(`/api/v1/runs/${runs.train}`)).json()).status, { timeout: 200_000, intervals: [1000] }).toBe("succeeded");
 
   const imp = await api.post("/api/v1/runs/import", { data: { name: "e2e-no-token-data", envId: "frozenlake", estimator: "gigpo" } });
   const run = await imp.json();
   runs.imported = run.id;
-  expect((await api.post(`/api/v1/runs/${run.id}/steps`, { data: gigpoStep(0, { groups: 2, G: 4, maxTurns: 4, seed: 3 }), headers: { "x-turnlens-write-key": run.writeKey } })).ok()).toBe(true);
+  expect(
+    (
+      await api.post(`/api/v1/runs/${run.id}/steps`, {
+        data: gigpoStep(0, { groups: 2, G: 4, maxTurns: 4, seed: 3 }),
+        headers: { "x-turnlens-write-key": run.writeKey },
+      })
+    ).ok(),
+  ).toBe(true);
 });
 
 test.afterAll(async () => {
@@ -67,7 +76,7 @@ test("the token view shows the token ids a train run stored, tinted by advantage
     const view = views.nth(i);
     await expect(view).toHaveAttribute("data-kind", "policy-tokens");
     const spans = view.locator("[data-token-id]");
-    expect((await spans.evaluateAll((els) => els.map((e) => Number(e.getAttribute("data-token-id")))))).toEqual(u.tokens!.ids);
+    expect(await spans.evaluateAll((els) => els.map((e) => Number(e.getAttribute("data-token-id"))))).toEqual(u.tokens!.ids);
     expect(await spans.allTextContents()).toEqual(u.tokens!.texts);
     expect(u.tokens!.texts!.join("")).toBe(u.action);
   }

@@ -89,7 +89,13 @@ describe.each(ENV_IDS)("%s", (id) => {
   it("handles long pathological text in linear time", () => {
     const env = createEnv(id);
     env.reset(0);
-    const nasty = ["?".repeat(20_000) + "x", " ".repeat(20_000) + "x", "*".repeat(20_000) + "x", "search[" + "a ".repeat(10_000) + "]", "1+".repeat(10_000) + "1"];
+    const nasty = [
+      "?".repeat(20_000) + "x",
+      " ".repeat(20_000) + "x",
+      "*".repeat(20_000) + "x",
+      "search[" + "a ".repeat(10_000) + "]",
+      "1+".repeat(10_000) + "1",
+    ];
     for (const text of nasty) {
       const t = performance.now();
       env.step(text);

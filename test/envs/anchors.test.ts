@@ -43,7 +43,12 @@ describe("grid environments: anchor equal exactly when the grid is equal", () =>
     for (let seed = 0; seed < 50; seed++) {
       const start = anchorAfter(env, seed, []);
       const { player, boxes, walls, width } = env.state;
-      const pairs: [string, string, number][] = [["left", "right", -1], ["right", "left", 1], ["up", "down", -width], ["down", "up", width]];
+      const pairs: [string, string, number][] = [
+        ["left", "right", -1],
+        ["right", "left", 1],
+        ["up", "down", -width],
+        ["down", "up", width],
+      ];
       const free = pairs.find(([, , d]) => !walls[player + d] && !boxes.includes(player + d));
       if (!free) continue;
       expect(anchorAfter(env, seed, [free[0], free[1]])).toBe(start);

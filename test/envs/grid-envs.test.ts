@@ -84,7 +84,13 @@ describe("sokoban", () => {
 });
 
 describe("frozenlake", () => {
-  it.each([[3, 0.3], [4, 0.2], [4, 0.4], [6, 0.3], [8, 0.3]])("size %i, holes %f: 500 maps are all solvable and the BFS path reaches the goal", (size, holeProbability) => {
+  it.each([
+    [3, 0.3],
+    [4, 0.2],
+    [4, 0.4],
+    [6, 0.3],
+    [8, 0.3],
+  ])("size %i, holes %f: 500 maps are all solvable and the BFS path reaches the goal", (size, holeProbability) => {
     const env = new FrozenLakeEnv(frozenLakeConfigSchema.parse({ size, holeProbability, maxTurns: 100 }));
     for (let seed = 0; seed < 500; seed++) {
       env.reset(seed);

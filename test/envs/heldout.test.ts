@@ -3,7 +3,17 @@
 // the evaluation instances, and instance keys tell instances apart (equal iff same instance).
 import { describe, expect, it } from "vitest";
 import { ENV_IDS, createEnv } from "../../lib/envs/registry";
-import { EVAL_SEED_BASE, HELD_OUT_RESERVE, estimateSpace, evalTasks, heldOutSet, instanceKeyOf, overlapCount, trainTask, trainingInstances } from "../../lib/envs/heldout";
+import {
+  EVAL_SEED_BASE,
+  HELD_OUT_RESERVE,
+  estimateSpace,
+  evalTasks,
+  heldOutSet,
+  instanceKeyOf,
+  overlapCount,
+  trainTask,
+  trainingInstances,
+} from "../../lib/envs/heldout";
 import { mixSeed } from "../../lib/envs/rng";
 import { trainConfigSchema } from "../../lib/schemas/train";
 
@@ -31,7 +41,12 @@ describe("held-out sets are instance-disjoint from training", () => {
       for (const t of evalSet) expect(t.seed).toBeGreaterThanOrEqual(EVAL_SEED_BASE);
       const trained = trainingInstances(id, config, set, 0, STEPS, TASKS);
       expect(trained.size).toBeGreaterThan(0);
-      expect(overlapCount(evalSet.map((t) => t.key), trained)).toBe(0);
+      expect(
+        overlapCount(
+          evalSet.map((t) => t.key),
+          trained,
+        ),
+      ).toBe(0);
       // Not just the evaluated prefix: nothing reserved is ever drawn.
       for (const k of trained) expect(set.reserved.has(k)).toBe(false);
     });
@@ -152,7 +167,11 @@ describe("instance keys", () => {
       cd.reset(seed);
       const v = cd.view();
       if (v.kind !== "fields") throw new Error("countdown view is not fields");
-      const puzzle = `${String(v.fields.start).split(" ").map(Number).sort((a, b) => a - b).join(" ")} -> ${v.fields.target}`;
+      const puzzle = `${String(v.fields.start)
+        .split(" ")
+        .map(Number)
+        .sort((a, b) => a - b)
+        .join(" ")} -> ${v.fields.target}`;
       const k = cd.instanceKey();
       if (puzzles.has(k)) expect(puzzles.get(k)).toBe(puzzle);
       puzzles.set(k, puzzle);

@@ -5,9 +5,17 @@ import { mixSeed, createRng } from "../../lib/envs/rng";
 
 describe("registry", () => {
   it("holds the nine environments under their ids", () => {
-    expect(Object.keys(envRegistry).sort()).toEqual(
-      ["countdown", "frozenlake", "household", "kuhnpoker", "searchqa", "shop", "sokoban", "tictactoe", "twentyq"],
-    );
+    expect(Object.keys(envRegistry).sort()).toEqual([
+      "countdown",
+      "frozenlake",
+      "household",
+      "kuhnpoker",
+      "searchqa",
+      "shop",
+      "sokoban",
+      "tictactoe",
+      "twentyq",
+    ]);
     for (const id of ENV_IDS) expect(envRegistry[id].id).toBe(id);
   });
 

@@ -45,7 +45,13 @@ describe("household", () => {
     expect(cmds).toContain("look");
     expect(cmds.some((c) => /^go to countertop \d$|^go to \w+ \d$/.test(c))).toBe(true);
     expect(env.step("fly to the moon")).toMatchObject({ observation: "Nothing happens.", info: { valid: false } });
-    const r = env.step("> Go To " + cmds.find((c) => c.startsWith("go to "))!.slice(6).toUpperCase());
+    const r = env.step(
+      "> Go To " +
+        cmds
+          .find((c) => c.startsWith("go to "))!
+          .slice(6)
+          .toUpperCase(),
+    );
     expect(r.info.valid).toBe(true);
   });
 
@@ -207,7 +213,16 @@ describe("two-player games", () => {
 
   it("tic-tac-toe: perfect play by both players draws", () => {
     const env = new TicTacToeEnv(ticTacToeConfigSchema.parse({}));
-    const lines = [[0, 1, 2], [3, 4, 5], [6, 7, 8], [0, 3, 6], [1, 4, 7], [2, 5, 8], [0, 4, 8], [2, 4, 6]];
+    const lines = [
+      [0, 1, 2],
+      [3, 4, 5],
+      [6, 7, 8],
+      [0, 3, 6],
+      [1, 4, 7],
+      [2, 5, 8],
+      [0, 4, 8],
+      [2, 4, 6],
+    ];
     const memo = new Map<string, number>();
     // Negamax value for the player to move.
     const value = (b: string[], me: string): number => {

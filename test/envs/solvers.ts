@@ -11,7 +11,12 @@ export { solveSokobanBfs } from "../../lib/envs/sokoban-solver";
 /** BFS path on a FrozenLake map (rows of F/H/G, start top-left) as moves; null if none. */
 export function solveFrozenLakeBfs(map: string[]): string[] | null {
   const n = map.length;
-  const moves: [string, number, number][] = [["left", 0, -1], ["down", 1, 0], ["right", 0, 1], ["up", -1, 0]];
+  const moves: [string, number, number][] = [
+    ["left", 0, -1],
+    ["down", 1, 0],
+    ["right", 0, 1],
+    ["up", -1, 0],
+  ];
   const prev = new Map<number, [number, string] | null>([[0, null]]);
   const queue = [0];
   for (let qi = 0; qi < queue.length; qi++) {

@@ -14,10 +14,7 @@ export function metricRows(runId: string, table: "Metric" | "MetricRollup" = "Me
 
 /** How many points a run stores. */
 export function metricCount(runId: string): number {
-  return getRawDb()
-    .prepare(`SELECT COUNT(*) FROM "Metric" m JOIN "MetricSeries" s ON s."id" = m."seriesId" WHERE s."runId" = ?`)
-    .pluck()
-    .get(runId) as number;
+  return getRawDb().prepare(`SELECT COUNT(*) FROM "Metric" m JOIN "MetricSeries" s ON s."id" = m."seriesId" WHERE s."runId" = ?`).pluck().get(runId) as number;
 }
 
 /** One key's stored steps, in order. */

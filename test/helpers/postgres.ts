@@ -110,8 +110,18 @@ export async function startPostgres(): Promise<TempPostgres> {
     for (let attempt = 1; ; attempt++) {
       const port = await freeLoopbackPort();
       try {
-        pgTool("pg_ctl", ["-D", data, "-l", path.join(dir, "server.log"), "-w", "-t", "60", "-o",
-          `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`, "start"]);
+        pgTool("pg_ctl", [
+          "-D",
+          data,
+          "-l",
+          path.join(dir, "server.log"),
+          "-w",
+          "-t",
+          "60",
+          "-o",
+          `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`,
+          "start",
+        ]);
         running = true;
         return onServer(`postgresql://${USER}@127.0.0.1:${port}`, async () => {
           teardown();

@@ -8,7 +8,11 @@ export function routeCaller() {
   const writeKeys = new Map<string, string>();
   return async function call<P = Record<string, never>>(h: Handler<P>, method: string, path: string, opts: { body?: unknown; params?: P } = {}) {
     const key = writeKeys.get((opts.params as { id?: string } | undefined)?.id ?? "");
-    const init = { method, headers: { "content-type": "application/json", ...(key ? { "x-turnlens-write-key": key } : {}) }, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) };
+    const init = {
+      method,
+      headers: { "content-type": "application/json", ...(key ? { "x-turnlens-write-key": key } : {}) },
+      body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+    };
     const res = await h(new NextRequest(new URL(path, "http://127.0.0.1:3000"), init), { params: Promise.resolve((opts.params ?? {}) as P) });
     const json = await res.json();
     if (json?.writeKey) writeKeys.set(json.id, json.writeKey);

@@ -45,7 +45,10 @@ function createPgDatabase(name: string): { url: string; drop: () => void } {
       migrate(`${server}/${building}`);
       admin.exec(`ALTER DATABASE "${building}" RENAME TO "${template}"`);
     }
-    const db = `t_${name.toLowerCase().replace(/[^a-z0-9_]/g, "_").slice(0, 30)}_${process.pid}_${Date.now().toString(36)}`;
+    const db = `t_${name
+      .toLowerCase()
+      .replace(/[^a-z0-9_]/g, "_")
+      .slice(0, 30)}_${process.pid}_${Date.now().toString(36)}`;
     admin.exec(`CREATE DATABASE "${db}" TEMPLATE "${template}"`);
     return {
       url: `${server}/${db}`,

@@ -100,9 +100,11 @@ export async function killAllWorkers(): Promise<void> {
 /** Selftest step markers of a job (JobLog rows with negative seq), in step order. */
 /** `pid`: the job process that wrote the marker; `worker`: the worker that ran it. */
 export function marksOf(jobId: string): { step: number; attempt: number; token: string; pid: number; worker: number; time: number }[] {
-  const rows = getRawDb()
-    .prepare(`SELECT "seq", "time", "line" FROM "JobLog" WHERE "jobId" = ? AND "seq" < 0 ORDER BY "seq" DESC`)
-    .all(jobId) as { seq: number; time: number; line: string }[];
+  const rows = getRawDb().prepare(`SELECT "seq", "time", "line" FROM "JobLog" WHERE "jobId" = ? AND "seq" < 0 ORDER BY "seq" DESC`).all(jobId) as {
+    seq: number;
+    time: number;
+    line: string;
+  }[];
   return rows.map((r) => ({ ...(JSON.parse(r.line) as { step: number; attempt: number; token: string; pid: number; worker: number }), time: r.time }));
 }
 

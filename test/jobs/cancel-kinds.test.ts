@@ -28,7 +28,12 @@ const stored = (runId: string) =>
 function descendants(pid: number): number[] {
   let kids: number[] = [];
   try {
-    kids = execFileSync("pgrep", ["-P", String(pid)]).toString().trim().split("\n").filter(Boolean).map(Number);
+    kids = execFileSync("pgrep", ["-P", String(pid)])
+      .toString()
+      .trim()
+      .split("\n")
+      .filter(Boolean)
+      .map(Number);
   } catch {
     return [];
   }

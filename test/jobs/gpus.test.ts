@@ -8,7 +8,11 @@ describe("GPU assignment", () => {
     expect(detectGpus({}, () => smi)).toEqual(["0", "1"]);
     expect(detectGpus({ TURNLENS_GPUS: "2,3" }, () => smi)).toEqual(["2", "3"]);
     expect(detectGpus({ TURNLENS_GPUS: "none" }, () => smi)).toEqual([]);
-    expect(detectGpus({}, () => { throw new Error("spawn nvidia-smi ENOENT"); })).toEqual([]);
+    expect(
+      detectGpus({}, () => {
+        throw new Error("spawn nvidia-smi ENOENT");
+      }),
+    ).toEqual([]);
   });
 
   it("gives each job its own GPU and the CPU when none is free", () => {

@@ -16,7 +16,12 @@ const suite = useWorkerSuite("job-process");
 /** The worker's child processes (its job processes). */
 const childrenOf = (pid: number) => {
   try {
-    return execFileSync("pgrep", ["-P", String(pid)]).toString().trim().split("\n").filter(Boolean).map(Number);
+    return execFileSync("pgrep", ["-P", String(pid)])
+      .toString()
+      .trim()
+      .split("\n")
+      .filter(Boolean)
+      .map(Number);
   } catch {
     return [];
   }
@@ -114,7 +119,11 @@ describe("per-kind concurrency (the registry's limit)", () => {
     const w = spawnWorker({ TURNLENS_PYTHON: fake }, ["--concurrency", "3"]);
     const side = await enqueue({ kind: "selftest", payload: { steps: 30, stepMs: 100 } });
     const status = async (id: string) => (await getJob(id)).status;
-    await waitFor("one train job and the selftest running", async () => (await status(a.jobId!)) === "running" && (await status(side.id)) === "running", 20_000);
+    await waitFor(
+      "one train job and the selftest running",
+      async () => (await status(a.jobId!)) === "running" && (await status(side.id)) === "running",
+      20_000,
+    );
     await sleep(2_000); // a free slot all along, yet the second train job must wait
     expect(await status(b.jobId!)).toBe("queued");
     await requestCancel(a.jobId!);

@@ -367,7 +367,5 @@ describe("config and errors", () => {
 
 /** A selftest-style marker row (negative seq): tailLog must never return it, appendLog must skip it. */
 function getDbRawMarker(jobId: string) {
-  writeTransaction(null, (db) =>
-    db.prepare(`INSERT INTO "JobLog" ("jobId", "seq", "time", "level", "line") VALUES (?, -1, 0, 'mark', '{}')`).run(jobId),
-  );
+  writeTransaction(null, (db) => db.prepare(`INSERT INTO "JobLog" ("jobId", "seq", "time", "level", "line") VALUES (?, -1, 0, 'mark', '{}')`).run(jobId));
 }

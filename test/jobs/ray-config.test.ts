@@ -11,7 +11,15 @@ describe("Ray worker settings", () => {
     expect(rayConfig({}, defaults)).toBeNull();
     expect(rayConfig({ TURNLENS_RAY_ADDRESS: "  " }, defaults)).toBeNull();
     const c = rayConfig({ TURNLENS_RAY_ADDRESS: "127.0.0.1:8265" }, defaults)!;
-    expect(c).toEqual({ address: "http://127.0.0.1:8265", resubmits: 3, pollMs: 1000, unreachableMs: 60_000, root: "/srv/turnlens", node: "/usr/bin/node", autoGpus: 0 });
+    expect(c).toEqual({
+      address: "http://127.0.0.1:8265",
+      resubmits: 3,
+      pollMs: 1000,
+      unreachableMs: 60_000,
+      root: "/srv/turnlens",
+      node: "/usr/bin/node",
+      autoGpus: 0,
+    });
     expect(rayConfig({ TURNLENS_RAY_ADDRESS: "https://ray.lab:8265/", TURNLENS_RAY_RESUBMITS: "0", TURNLENS_RAY_ROOT: "/nfs/tl" }, defaults)).toMatchObject({
       address: "https://ray.lab:8265",
       resubmits: 0,

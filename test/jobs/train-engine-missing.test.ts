@@ -29,7 +29,11 @@ function barePython(): string {
 describe("a train job on a worker without the engine's Python packages", () => {
   it("fails within seconds on its first attempt, naming the missing packages and the install command, without a stack trace", async () => {
     const { runId, jobId } = await launchRun(
-      launchRunSchema.parse({ jobKind: "train", name: "no-engine", config: { steps: 2, groupsPerStep: 1, groupSize: 2, evalEpisodes: 2, threads: 1, exportOnnx: false } }),
+      launchRunSchema.parse({
+        jobKind: "train",
+        name: "no-engine",
+        config: { steps: 2, groupsPerStep: 1, groupSize: 2, evalEpisodes: 2, threads: 1, exportOnnx: false },
+      }),
     );
     const w = spawnWorker({ TURNLENS_PYTHON: barePython() });
     await w.ready;
@@ -56,7 +60,9 @@ describe("a train job on a worker without the engine's Python packages", () => {
   }, 60_000);
 
   it("says so when the interpreter itself is missing, and passes where the packages are installed", async () => {
-    await expect(assertEngineInstalled({ python: path.join(db.dir, "no-such-python") })).rejects.toThrow(/interpreter ".*no-such-python" was not found .*`bash scripts\/setup\.sh`/);
+    await expect(assertEngineInstalled({ python: path.join(db.dir, "no-such-python") })).rejects.toThrow(
+      /interpreter ".*no-such-python" was not found .*`bash scripts\/setup\.sh`/,
+    );
     await expect(assertEngineInstalled({ python: barePython() })).rejects.toBeInstanceOf(EngineNotInstalledError);
     // this machine has the engine installed (scripts/setup.sh without --view-only)
     await expect(assertEngineInstalled()).resolves.toBeUndefined();

@@ -39,7 +39,17 @@ describe("a finished train run's metric keys", () => {
       launchRunSchema.parse({
         jobKind: "train",
         name: "metric-points",
-        config: { estimator: "gigpo", steps: 4, groupsPerStep: 2, groupSize: 4, evalInterval: 2, evalEpisodes: 8, checkpointInterval: 2, threads: 1, exportOnnx: false },
+        config: {
+          estimator: "gigpo",
+          steps: 4,
+          groupsPerStep: 2,
+          groupSize: 4,
+          evalInterval: 2,
+          evalEpisodes: 8,
+          checkpointInterval: 2,
+          threads: 1,
+          exportOnnx: false,
+        },
       }),
     );
     const w = spawnWorker();
@@ -49,7 +59,16 @@ describe("a finished train run's metric keys", () => {
     const keys = listSeries(runId);
     const names = keys.map((k) => k.key);
     // the panels of the report, among others
-    expect(names).toEqual(expect.arrayContaining(["perf/optimizer_steps", "perf/rollout_seconds", "perf/step_seconds", "perf/tokens_per_s", "perf/update_seconds", "perf/update_seconds_total"]));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        "perf/optimizer_steps",
+        "perf/rollout_seconds",
+        "perf/step_seconds",
+        "perf/tokens_per_s",
+        "perf/update_seconds",
+        "perf/update_seconds_total",
+      ]),
+    );
     for (const k of keys) {
       const s = readSeries(runId, k.key, { maxPoints: CHART_POINTS });
       expect(s.steps.length, k.key).toBeGreaterThan(0);
@@ -59,7 +78,8 @@ describe("a finished train run's metric keys", () => {
       expect(nothingToDraw(k, { x: "step", log: false }, null), k.key).toBeNull();
     }
     // every step's timings are stored (the update's own only where the step had samples to train on)
-    for (const k of ["perf/rollout_seconds", "perf/step_seconds", "perf/tokens_per_s", "perf/update_seconds_total"]) expect(metricSteps(runId, k), k).toEqual([0, 1, 2, 3]);
+    for (const k of ["perf/rollout_seconds", "perf/step_seconds", "perf/tokens_per_s", "perf/update_seconds_total"])
+      expect(metricSteps(runId, k), k).toEqual([0, 1, 2, 3]);
 
     // More keys than the old 24-chart prefetch, all of them in the page's HTML now, in the order shown.
     expect(keys.length).toBeGreaterThan(PREFETCH_CHARTS);

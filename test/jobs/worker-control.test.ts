@@ -100,9 +100,16 @@ describe("failures", () => {
     const all = [unknown, broken, flaky, hopeless, badPayload, noCrash, ok].map((j) => j.id);
     const w = spawnWorker({}, ["--concurrency", "4"]);
     const db = getDb();
-    await waitFor("all jobs finished", async () => (await db.job.count({ where: { id: { in: all }, status: { in: ["succeeded", "failed"] } } })) === all.length);
+    await waitFor(
+      "all jobs finished",
+      async () => (await db.job.count({ where: { id: { in: all }, status: { in: ["succeeded", "failed"] } } })) === all.length,
+    );
 
-    expect(await getJob(unknown.id)).toMatchObject({ status: "failed", attempts: 1, error: expect.stringMatching(/^unknown job kind "nope"; this worker runs: .*\bselftest\b/) });
+    expect(await getJob(unknown.id)).toMatchObject({
+      status: "failed",
+      attempts: 1,
+      error: expect.stringMatching(/^unknown job kind "nope"; this worker runs: .*\bselftest\b/),
+    });
     expect(await getJob(broken.id)).toMatchObject({ status: "failed", attempts: 1, error: "selftest: failure at step 1 (attempt 1)" });
     await waitFor("the run to be marked failed", async () => {
       const r = await db.run.findUniqueOrThrow({ where: { id: runId } });

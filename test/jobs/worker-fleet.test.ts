@@ -21,7 +21,12 @@ describe("worker fleet", () => {
     const db = getDb();
     // each job starts a job process (Node, tsx and zod: about 0.7 s of CPU): 50 of them on a busy
     // 2-core machine take 40-90 s
-    await waitFor("all 50 jobs to finish", async () => (await db.job.count({ where: { status: { in: ["succeeded", "failed", "canceled"] } } })) === N, 150_000, 100);
+    await waitFor(
+      "all 50 jobs to finish",
+      async () => (await db.job.count({ where: { status: { in: ["succeeded", "failed", "canceled"] } } })) === N,
+      150_000,
+      100,
+    );
     await stopGracefully(workers);
 
     const jobs = await db.job.findMany({ where: { id: { in: ids } } });
@@ -60,10 +65,15 @@ describe("worker fleet", () => {
     expect((await a.exited).signal).toBe("SIGKILL");
     const marksBefore = marksOf(job.id).length;
 
-    const reclaimed = await waitFor("the job re-claimed by B", async () => {
-      const j = await getJob(job.id);
-      return j.attempts === 2 && j.status === "running" ? j : null;
-    }, 15_000, 20);
+    const reclaimed = await waitFor(
+      "the job re-claimed by B",
+      async () => {
+        const j = await getJob(job.id);
+        return j.attempts === 2 && j.status === "running" ? j : null;
+      },
+      15_000,
+      20,
+    );
     const recoveryMs = Date.now() - killedAt;
     expect(reclaimed.leaseOwner).toContain(`:${b.pid}:`);
     await waitFor("the job to succeed", async () => (await getJob(job.id)).status === "succeeded", 15_000);
@@ -102,9 +112,11 @@ describe("worker fleet", () => {
       const w = spawnWorker(crashEnv);
       let exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
       void w.exited.then((e) => (exit = e));
-      const r = await waitFor("the worker to die or the job to fail", async () =>
-        exit ? { exit } : (await getJob(job.id)).status === "failed" ? { exit: null } : null,
-      20_000);
+      const r = await waitFor(
+        "the worker to die or the job to fail",
+        async () => (exit ? { exit } : (await getJob(job.id)).status === "failed" ? { exit: null } : null),
+        20_000,
+      );
       if (r.exit) {
         expect(r.exit.signal).toBe("SIGKILL");
         crashed.push(w.pid);

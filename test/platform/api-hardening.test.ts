@@ -102,7 +102,8 @@ describe("limits", () => {
     const endless = new ReadableStream<Uint8Array>({
       pull(c) {
         pulled += 64 * 1024;
-        if (pulled > 64 << 20) c.close(); // 64 MB would be sent if nobody stopped reading
+        if (pulled > 64 << 20)
+          c.close(); // 64 MB would be sent if nobody stopped reading
         else c.enqueue(new Uint8Array(64 * 1024).fill(32));
       },
     });
@@ -158,7 +159,12 @@ describe("edges found by probing", () => {
 
   it("reads at most 1 MB of a body outside ingest (cancel, retry, finish, resume): 413 before parsing, by Content-Length and while streaming", async () => {
     const before = counts();
-    for (const [name, h] of [["cancel", cancelRoute.POST], ["retry", retryRoute.POST], ["finish", finishRoute.POST], ["resume", resumeRoute.POST]] as const) {
+    for (const [name, h] of [
+      ["cancel", cancelRoute.POST],
+      ["retry", retryRoute.POST],
+      ["finish", finishRoute.POST],
+      ["resume", resumeRoute.POST],
+    ] as const) {
       const declared = await call(h, "POST", "", withKey({ raw: "{}", headers: { "content-length": String(2 << 20) } }));
       expect(declared.status, name).toBe(413);
       expect(declared.json.error, name).toMatch(/limit of 1048576 bytes/);
@@ -245,7 +251,8 @@ describe("web security", () => {
       expect(r.status, host).toBe(403);
       expect(r.json.issues[0].path).toBe("headers.host");
     }
-    for (const host of ["127.0.0.1:3000", "localhost:3000", "[::1]:3000", "127.0.0.2"]) expect((await call(runsRoute.GET, "GET", "/api/v1/runs", { headers: { host } })).status, host).toBe(200);
+    for (const host of ["127.0.0.1:3000", "localhost:3000", "[::1]:3000", "127.0.0.2"])
+      expect((await call(runsRoute.GET, "GET", "/api/v1/runs", { headers: { host } })).status, host).toBe(200);
     process.env.TURNLENS_ALLOWED_HOSTS = "turnlens.lab.example";
     expect((await call(runsRoute.GET, "GET", "/api/v1/runs", { headers: { host: "turnlens.lab.example:3000" } })).status).toBe(200);
   });
@@ -273,7 +280,19 @@ describe("web security", () => {
 
 describe("run ownership", () => {
   it("refuses external writes into a worker's run, naming the owner", async () => {
-    const { runId } = createRun({ project: "p", name: "worker-run", kind: "eval", jobKind: "baseline", config: {}, envId: "frozenlake", estimator: null, seed: 0, tags: [], notes: "", status: "running" });
+    const { runId } = createRun({
+      project: "p",
+      name: "worker-run",
+      kind: "eval",
+      jobKind: "baseline",
+      config: {},
+      envId: "frozenlake",
+      estimator: null,
+      seed: 0,
+      tags: [],
+      notes: "",
+      status: "running",
+    });
     const before = counts();
     const m = await call(metricsRoute.POST, "POST", "", { params: { id: runId }, body: { points: [{ step: 29, values: { "eval/success_rate": 123 } }] } });
     expect(m.status).toBe(409);
@@ -288,7 +307,11 @@ describe("run ownership", () => {
     const none = await call(metricsRoute.POST, "POST", "", { params: { id: run.id }, body: { points: [{ step: 1, values: { x: 1 } }] } });
     expect(none.status).toBe(403);
     expect(none.json.issues[0].path).toBe("headers.x-turnlens-write-key");
-    const wrong = await call(metricsRoute.POST, "POST", "", { params: { id: run.id }, headers: { "x-turnlens-write-key": "tlw_wrong" }, body: { points: [{ step: 1, values: { x: 1 } }] } });
+    const wrong = await call(metricsRoute.POST, "POST", "", {
+      params: { id: run.id },
+      headers: { "x-turnlens-write-key": "tlw_wrong" },
+      body: { points: [{ step: 1, values: { x: 1 } }] },
+    });
     expect(wrong.status).toBe(403);
     expect(counts()).toEqual(before);
   });
@@ -344,14 +367,22 @@ describe("idempotent writes", () => {
 describe("one contract per route", () => {
   // app/api/v1/runs/[id]/route.ts -> /runs/{id}
   const routeFiles = (dir: string): string[] =>
-    fs.readdirSync(dir, { withFileTypes: true }).flatMap((d) => (d.isDirectory() ? routeFiles(path.join(dir, d.name)) : d.name === "route.ts" ? [path.join(dir, d.name)] : []));
+    fs
+      .readdirSync(dir, { withFileTypes: true })
+      .flatMap((d) => (d.isDirectory() ? routeFiles(path.join(dir, d.name)) : d.name === "route.ts" ? [path.join(dir, d.name)] : []));
   const apiDir = path.join(ROOT, "app/api/v1");
 
   it("every exported handler is declared in lib/api/routes.ts with its method and path, and every declaration has a handler", () => {
     const declared = new Set(ROUTES.map((r) => `${r.method} ${r.path}`));
     const served = new Set<string>();
     for (const file of routeFiles(apiDir)) {
-      const p = "/" + path.relative(apiDir, path.dirname(file)).split(path.sep).join("/").replace(/\[(\w+)\]/g, "{$1}");
+      const p =
+        "/" +
+        path
+          .relative(apiDir, path.dirname(file))
+          .split(path.sep)
+          .join("/")
+          .replace(/\[(\w+)\]/g, "{$1}");
       const src = fs.readFileSync(file, "utf8");
       for (const m of src.matchAll(/export const (GET|POST|DELETE|PUT|PATCH) = route\(\s*routes\.(\w+)/g)) {
         const c = (routes as Record<string, (typeof ROUTES)[number]>)[m[2]];
@@ -374,7 +405,10 @@ describe("one contract per route", () => {
       expect(doc.components.schemas, ref).toHaveProperty(ref.slice("#/components/schemas/".length));
     }
     expect(text).not.toContain("#/$defs/");
-    const exp = doc.paths["/runs/{id}/metrics/export"].get as { parameters: { name: string }[]; responses: Record<string, { content?: Record<string, unknown> }> };
+    const exp = doc.paths["/runs/{id}/metrics/export"].get as {
+      parameters: { name: string }[];
+      responses: Record<string, { content?: Record<string, unknown> }>;
+    };
     expect(exp.parameters.map((p) => p.name)).toEqual(expect.arrayContaining(["id", "format", "key"]));
     expect(Object.keys(exp.responses["200"].content!)).toEqual(["text/csv", "application/json"]);
     const steps = doc.paths["/runs/{id}/steps"].post as { responses: Record<string, unknown> };

@@ -24,7 +24,12 @@ const { getRawDb } = await import("@/lib/db/raw");
 const { turnsPage } = await import("@/lib/db/rollouts");
 
 type Handler<P> = (req: NextRequest, ctx: { params: Promise<P> }) => Promise<Response>;
-async function call<P = Record<string, never>>(h: Handler<P>, method: string, path: string, opts: { body?: unknown; raw?: string; params?: P; headers?: Record<string, string> } = {}) {
+async function call<P = Record<string, never>>(
+  h: Handler<P>,
+  method: string,
+  path: string,
+  opts: { body?: unknown; raw?: string; params?: P; headers?: Record<string, string> } = {},
+) {
   const init: { method: string; body?: string; headers: Record<string, string> } = { method, headers: { "content-type": "application/json", ...opts.headers } };
   if (opts.raw !== undefined) init.body = opts.raw;
   else if (opts.body !== undefined) init.body = JSON.stringify(opts.body);
@@ -62,7 +67,10 @@ describe("launch validation", () => {
     for (const [body, field] of cases) {
       const r = await call(runs.POST, "POST", "/api/v1/runs", { body });
       expect(r.status, JSON.stringify(body)).toBe(400);
-      expect(r.json.issues.map((i: { path: string }) => i.path), JSON.stringify(r.json)).toContain(field);
+      expect(
+        r.json.issues.map((i: { path: string }) => i.path),
+        JSON.stringify(r.json),
+      ).toContain(field);
       expect(r.json.error).toContain(field);
     }
     const bad = await call(runs.POST, "POST", "/api/v1/runs", { raw: "{not json" });
@@ -88,7 +96,9 @@ describe("ingest from an external trainer", () => {
   let runId = "";
   let writeKey = "";
   beforeAll(async () => {
-    const r = await call(importRoute.POST, "POST", "/api/v1/runs/import", { body: { name: "verl-run", config: { lr: 1e-6 }, envId: "sokoban", estimator: "gigpo", tags: ["verl"] } });
+    const r = await call(importRoute.POST, "POST", "/api/v1/runs/import", {
+      body: { name: "verl-run", config: { lr: 1e-6 }, envId: "sokoban", estimator: "gigpo", tags: ["verl"] },
+    });
     expect(r.status).toBe(201);
     runId = r.json.id;
     writeKey = r.json.writeKey;
@@ -122,14 +132,24 @@ describe("ingest from an external trainer", () => {
 
   it("rejects a non-finite metric value naming the field", async () => {
     const before = count("Metric");
-    const r = await call(metricsRoute.POST, "POST", `/api/v1/runs/${runId}/metrics`, keyed({ raw: '{"points":[{"step":1,"values":{"x":1e999}}]}', params: { id: runId } }));
+    const r = await call(
+      metricsRoute.POST,
+      "POST",
+      `/api/v1/runs/${runId}/metrics`,
+      keyed({ raw: '{"points":[{"step":1,"values":{"x":1e999}}]}', params: { id: runId } }),
+    );
     expect(r.status).toBe(400);
     expect(r.json.issues[0].path).toBe("body.points.0.values.x");
     expect(count("Metric")).toBe(before);
   });
 
   it("stores non-finite values sent as their texts, beside the series, and exports them", async () => {
-    const r = await call(metricsRoute.POST, "POST", `/api/v1/runs/${runId}/metrics`, keyed({ body: { steps: [5000, 5001], values: { "train/nan": ["NaN", 2.5], "train/inf": [null, "-Infinity"] } }, params: { id: runId } }));
+    const r = await call(
+      metricsRoute.POST,
+      "POST",
+      `/api/v1/runs/${runId}/metrics`,
+      keyed({ body: { steps: [5000, 5001], values: { "train/nan": ["NaN", 2.5], "train/inf": [null, "-Infinity"] } }, params: { id: runId } }),
+    );
     expect([r.status, r.json]).toEqual([201, { inserted: 3, replaced: 0 }]);
     const s = await call(seriesRoute.GET, "GET", `/api/v1/runs/${runId}/metrics/series?key=train/nan`, { params: { id: runId } });
     expect([s.json.steps, s.json.nonFinite]).toEqual([[5001], [{ step: 5000, value: "NaN" }]]);
@@ -137,14 +157,22 @@ describe("ingest from an external trainer", () => {
     expect(csv.text.trim().split("\n").slice(1)).toEqual([expect.stringMatching(/^"train\/inf",5001,-Infinity,/)]);
     const json = await call(exportRoute.GET, "GET", `/api/v1/runs/${runId}/metrics/export?format=json&key=train/nan`, { params: { id: runId } });
     expect(json.json.map((p: { value: unknown }) => p.value)).toEqual(["NaN", 2.5]);
-    const bad = await call(metricsRoute.POST, "POST", `/api/v1/runs/${runId}/metrics`, keyed({ body: { points: [{ step: 1, values: { x: "nan" } }] }, params: { id: runId } }));
+    const bad = await call(
+      metricsRoute.POST,
+      "POST",
+      `/api/v1/runs/${runId}/metrics`,
+      keyed({ body: { points: [{ step: 1, values: { x: "nan" } }] }, params: { id: runId } }),
+    );
     expect([bad.status, bad.json.issues[0].path]).toEqual([400, "body.points.0.values.x"]);
   });
 
   it("keeps an imported run's own start and end times, and refuses times that are not", async () => {
     const made = await call(importRoute.POST, "POST", "/api/v1/runs/import", { body: { name: "from-mlflow", startedAt: "2026-03-01T10:00:00.000Z" } });
     expect(made.status).toBe(201);
-    expect([made.json.createdAt, made.json.startedAt].map((t: string) => Date.parse(t))).toEqual([Date.parse("2026-03-01T10:00:00Z"), Date.parse("2026-03-01T10:00:00Z")]);
+    expect([made.json.createdAt, made.json.startedAt].map((t: string) => Date.parse(t))).toEqual([
+      Date.parse("2026-03-01T10:00:00Z"),
+      Date.parse("2026-03-01T10:00:00Z"),
+    ]);
     const done = await call(finishRoute.POST, "POST", `/api/v1/runs/${made.json.id}/finish`, {
       body: { status: "succeeded", finishedAt: "2026-03-01T12:30:00+02:00" },
       params: { id: made.json.id },
@@ -171,7 +199,13 @@ describe("ingest from an external trainer", () => {
         taskSeed: g,
         trajectories: [0, 1, 2].map((t) => ({
           success: t === 0,
-          turns: Array.from({ length: 4 }, (_, i) => ({ observation: `<b>obs</b> ${g}/${t}/${i}`, action: "left", reward: i === 3 && t === 0 ? 1 : 0, anchor: `s${i}`, advantage: 0.5 - t })),
+          turns: Array.from({ length: 4 }, (_, i) => ({
+            observation: `<b>obs</b> ${g}/${t}/${i}`,
+            action: "left",
+            reward: i === 3 && t === 0 ? 1 : 0,
+            anchor: `s${i}`,
+            advantage: 0.5 - t,
+          })),
         })),
       })),
     };
@@ -210,7 +244,10 @@ describe("ingest from an external trainer", () => {
       stepsRoute.POST,
       "POST",
       `/api/v1/runs/${runId}/steps`,
-      keyed({ body: { step: 5, groups: [{ uid: "u", envId: "sokoban", trajectories: [{ turns: [{ observation: "o", action: "a", reward: "high" }] }] }] }, params: { id: runId } }),
+      keyed({
+        body: { step: 5, groups: [{ uid: "u", envId: "sokoban", trajectories: [{ turns: [{ observation: "o", action: "a", reward: "high" }] }] }] },
+        params: { id: runId },
+      }),
     );
     expect(r.status).toBe(400);
     expect(r.json.issues[0].path).toBe("body.groups.0.trajectories.0.turns.0.reward");
@@ -220,7 +257,20 @@ describe("ingest from an external trainer", () => {
   it("stores several steps in one request as one-step requests would, in order, answering a retry from the records", async () => {
     const mk = (step: number, r: number) => ({
       step,
-      groups: [{ uid: "g", envId: "sokoban", trajectories: [{ turns: [{ observation: `o${step}`, action: "a", reward: r }, { observation: "p", action: "b", reward: 0 }] }] }],
+      groups: [
+        {
+          uid: "g",
+          envId: "sokoban",
+          trajectories: [
+            {
+              turns: [
+                { observation: `o${step}`, action: "a", reward: r },
+                { observation: "p", action: "b", reward: 0 },
+              ],
+            },
+          ],
+        },
+      ],
     });
     const before = count("Turn");
     const url = `/api/v1/runs/${runId}/steps/batch`;
@@ -259,12 +309,20 @@ describe("ingest from an external trainer", () => {
       envId: "alfworld",
       trajectories: Array.from({ length: 2 }, (_, t) => ({
         success: t === 0,
-        turns: Array.from({ length: 3 }, (_, k) => ({ observation: `g${g} t${t} turn ${k}`, action: "go north", reward: k === 2 ? t : 0, advantage: g - t + k / 10, tokenIds: [g, t, k], tokenLogprobs: [-0.1, -0.2, -0.3] })),
+        turns: Array.from({ length: 3 }, (_, k) => ({
+          observation: `g${g} t${t} turn ${k}`,
+          action: "go north",
+          reward: k === 2 ? t : 0,
+          advantage: g - t + k / 10,
+          tokenIds: [g, t, k],
+          tokenLogprobs: [-0.1, -0.2, -0.3],
+        })),
       })),
     }));
     const head = { step: 3, estimator: "gigpo", params: { gamma: 0.95 } };
     const part = (i: number, extra: object = {}) => ({ ...head, part: i, parts: 3, groups: groups.slice(2 * i, 2 * i + 2), ...extra });
-    const send = (body: object) => call(stepPartsRoute.POST, "POST", `/api/v1/runs/${split.id}/steps/parts`, { body, params: { id: split.id }, headers: split.headers });
+    const send = (body: object) =>
+      call(stepPartsRoute.POST, "POST", `/api/v1/runs/${split.id}/steps/parts`, { body, params: { id: split.id }, headers: split.headers });
     const steps = async () => (await call(stepsRoute.GET, "GET", `/api/v1/runs/${split.id}/steps`, { params: { id: split.id } })).json.steps;
 
     const a = await send(part(2));
@@ -279,9 +337,17 @@ describe("ingest from an external trainer", () => {
     expect([last.status, last.json.complete, last.json.turns]).toEqual([201, true, 36]);
     expect(count("IngestStepPart")).toBe(0);
 
-    const one = await call(stepsRoute.POST, "POST", `/api/v1/runs/${whole.id}/steps`, { body: { ...head, groups }, params: { id: whole.id }, headers: whole.headers });
+    const one = await call(stepsRoute.POST, "POST", `/api/v1/runs/${whole.id}/steps`, {
+      body: { ...head, groups },
+      params: { id: whole.id },
+      headers: whole.headers,
+    });
     expect(one.status).toBe(201);
-    const again = await call(stepsRoute.POST, "POST", `/api/v1/runs/${split.id}/steps`, { body: { ...head, groups }, params: { id: split.id }, headers: split.headers });
+    const again = await call(stepsRoute.POST, "POST", `/api/v1/runs/${split.id}/steps`, {
+      body: { ...head, groups },
+      params: { id: split.id },
+      headers: split.headers,
+    });
     expect(again.status).toBe(200); // the parts' step is the same step
     const rows = (run: string) => turnsPage(run, -1, 1000).turns.map((u) => [u.seq, u.index, u.observation, u.reward, u.advantage, u.tokens]);
     expect(rows(split.id)).toEqual(rows(whole.id));

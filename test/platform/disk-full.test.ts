@@ -49,7 +49,9 @@ function fillDisk(): string {
 
 async function post(body: Uint8Array | string) {
   const url = new URL("/api/v1/imports?format=verl&filename=3.jsonl&project=disk", "http://127.0.0.1:3000");
-  const res = uploadRoute.POST(new NextRequest(url, { method: "POST", headers: { "content-type": "application/octet-stream" }, body: body as BodyInit }), { params: Promise.resolve({}) });
+  const res = uploadRoute.POST(new NextRequest(url, { method: "POST", headers: { "content-type": "application/octet-stream" }, body: body as BodyInit }), {
+    params: Promise.resolve({}),
+  });
   // an upload that never gets an answer is the bug: fail in seconds, not at the test timeout
   const answered = await Promise.race([res, new Promise<null>((r) => setTimeout(() => r(null), 10_000))]);
   expect(answered, "the upload got no answer within 10 s").not.toBeNull();
@@ -99,17 +101,27 @@ describe.skipIf(!mounted)("a full disk", () => {
     const filler = fillDisk();
     const worker = spawnWorker({ TURNLENS_JOB_RETRY_BACKOFF_MS: "2000" }, ["--kinds", "import"]);
     await worker.ready;
-    const requeued = await waitFor("the job re-queued after ENOSPC", async () => {
-      const imp = await getImport(r.json.id);
-      expect(imp.job.status, imp.job.error ?? "").not.toBe("failed");
-      return imp.job.status === "queued" && imp.job.attempts === 1 ? imp : null;
-    }, 30_000, 50);
+    const requeued = await waitFor(
+      "the job re-queued after ENOSPC",
+      async () => {
+        const imp = await getImport(r.json.id);
+        expect(imp.job.status, imp.job.error ?? "").not.toBe("failed");
+        return imp.job.status === "queued" && imp.job.attempts === 1 ? imp : null;
+      },
+      30_000,
+      50,
+    );
     expect(requeued.job.error).toMatch(/the disk is full \(ENOSPC/);
     fs.rmSync(filler);
-    const done = await waitFor("the import to end", async () => {
-      const imp = await getImport(r.json.id);
-      return ["succeeded", "failed", "canceled"].includes(imp.job.status) ? imp : null;
-    }, 60_000, 100);
+    const done = await waitFor(
+      "the import to end",
+      async () => {
+        const imp = await getImport(r.json.id);
+        return ["succeeded", "failed", "canceled"].includes(imp.job.status) ? imp : null;
+      },
+      60_000,
+      100,
+    );
     expect(done.job.status, done.job.error ?? "").toBe("succeeded");
     expect(done.job.attempts).toBe(2);
     expect(done.report!.runs[0]).toMatchObject({ created: true, imported: 3 });

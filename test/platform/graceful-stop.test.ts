@@ -23,11 +23,15 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** A server whose /slow answers after 400 ms, /hang never, anything else at once; it logs what it served, when. */
 async function start(graceMs: number) {
   const served: { path: string; at: number }[] = [];
-  const s: Stoppable = gracefulServer({}, (req: http.IncomingMessage, res: http.ServerResponse) => {
-    served.push({ path: req.url!, at: Date.now() });
-    if (req.url === "/hang") return;
-    setTimeout(() => res.end("ok"), req.url === "/slow" ? 400 : 0);
-  }, { graceMs });
+  const s: Stoppable = gracefulServer(
+    {},
+    (req: http.IncomingMessage, res: http.ServerResponse) => {
+      served.push({ path: req.url!, at: Date.now() });
+      if (req.url === "/hang") return;
+      setTimeout(() => res.end("ok"), req.url === "/slow" ? 400 : 0);
+    },
+    { graceMs },
+  );
   servers.push(s);
   await new Promise<void>((r) => s.server.listen(0, "127.0.0.1", r));
   return { ...s, served, port: (s.server.address() as AddressInfo).port };

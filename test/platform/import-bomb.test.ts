@@ -44,16 +44,25 @@ with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
     const bytes = fs.readFileSync(zip);
     expect(bytes.length).toBeLessThan(1 << 20); // 256 MB inside
     const url = new URL("/api/v1/imports?format=verl&filename=dump.zip&project=bombs", "http://127.0.0.1:3000");
-    const res = await uploadRoute.POST(new NextRequest(url, { method: "POST", headers: { "content-type": "application/octet-stream" }, body: bytes }), { params: Promise.resolve({}) });
+    const res = await uploadRoute.POST(new NextRequest(url, { method: "POST", headers: { "content-type": "application/octet-stream" }, body: bytes }), {
+      params: Promise.resolve({}),
+    });
     expect(res.status).toBe(201);
     const { id } = await res.json();
-    const done = await waitFor("the import to end", async () => {
-      const r = await importRoute.GET(new NextRequest(new URL(`/api/v1/imports/${id}`, "http://127.0.0.1:3000")), { params: Promise.resolve({ id }) });
-      const imp = (await r.json()) as ImportOut;
-      return ["succeeded", "failed", "canceled"].includes(imp.job.status) ? imp : null;
-    }, 60_000, 100);
+    const done = await waitFor(
+      "the import to end",
+      async () => {
+        const r = await importRoute.GET(new NextRequest(new URL(`/api/v1/imports/${id}`, "http://127.0.0.1:3000")), { params: Promise.resolve({ id }) });
+        const imp = (await r.json()) as ImportOut;
+        return ["succeeded", "failed", "canceled"].includes(imp.job.status) ? imp : null;
+      },
+      60_000,
+      100,
+    );
     expect(done.job.status).toBe("failed");
-    expect(done.job.error).toMatch(/^archive member 'dump\/2\.jsonl': \d+ bytes that expand to 268435456 \(more than 200 times; limit TURNLENS_IMPORT_MAX_RATIO\): refused as a zip bomb$/);
+    expect(done.job.error).toMatch(
+      /^archive member 'dump\/2\.jsonl': \d+ bytes that expand to 268435456 \(more than 200 times; limit TURNLENS_IMPORT_MAX_RATIO\): refused as a zip bomb$/,
+    );
     expect(done.job.attempts).toBe(1); // a refused archive is not retried
     expect(getRawDb().prepare(`SELECT COUNT(*) FROM "Run"`).pluck().get()).toBe(0);
   });

@@ -42,7 +42,9 @@ fs.mkdirSync(files, { recursive: true });
 async function post(query: Record<string, string>, body: Uint8Array | string, type = "application/octet-stream") {
   const url = new URL("/api/v1/imports", "http://127.0.0.1:3000");
   for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
-  const res = await uploadRoute.POST(new NextRequest(url, { method: "POST", headers: { "content-type": type }, body: body as BodyInit }), { params: Promise.resolve({}) });
+  const res = await uploadRoute.POST(new NextRequest(url, { method: "POST", headers: { "content-type": type }, body: body as BodyInit }), {
+    params: Promise.resolve({}),
+  });
   return { status: res.status, json: await res.json() };
 }
 
@@ -57,13 +59,22 @@ async function upload(format: string, filename: string, bytes: Uint8Array | stri
   const r = await post({ format, filename, project: "uploads", ...extra }, bytes);
   expect(r.status, JSON.stringify(r.json)).toBe(201);
   expect(r.json.job.kind).toBe("import");
-  return waitFor(`import of ${filename}`, async () => {
-    const imp = await getImport(r.json.id);
-    return ["succeeded", "failed", "canceled"].includes(imp.job.status) ? imp : null;
-  }, 90_000, 200);
+  return waitFor(
+    `import of ${filename}`,
+    async () => {
+      const imp = await getImport(r.json.id);
+      return ["succeeded", "failed", "canceled"].includes(imp.job.status) ? imp : null;
+    },
+    90_000,
+    200,
+  );
 }
 
-const count = (sql: string, ...args: unknown[]) => getRawDb().prepare(sql).pluck().get(...args) as number;
+const count = (sql: string, ...args: unknown[]) =>
+  getRawDb()
+    .prepare(sql)
+    .pluck()
+    .get(...args) as number;
 const turnsOf = (runId: string) => count(`SELECT COALESCE(SUM("length"), 0) FROM "Trajectory" WHERE "runId" = ?`, runId);
 const metricsOf = (runId: string) => metricCount(runId);
 
@@ -97,7 +108,8 @@ function varint(n: number): number[] {
   } while (n);
   return out;
 }
-const field = (num: number, wire: number, payload: Uint8Array) => Buffer.concat([Buffer.from(varint((num << 3) | wire)), wire === 2 ? Buffer.from(varint(payload.length)) : Buffer.alloc(0), payload]);
+const field = (num: number, wire: number, payload: Uint8Array) =>
+  Buffer.concat([Buffer.from(varint((num << 3) | wire)), wire === 2 ? Buffer.from(varint(payload.length)) : Buffer.alloc(0), payload]);
 const f64 = (x: number) => {
   const b = Buffer.alloc(8);
   b.writeDoubleLE(x);
@@ -149,12 +161,24 @@ describe("upload and import, every format", () => {
     expect(again.sha256).toBe(first.sha256);
     expect(again.report!.runs[0]).toMatchObject({ runId, created: false, imported: 0, alreadyPresent: 3, rejected: 2 });
     expect(turnsOf(runId)).toBe(3);
-    expect(count(`SELECT COUNT(*) FROM "Run" WHERE "kind" = 'imported' AND ${TEST_STORE === "postgresql" ? `"config" #>> '{turnlensImport,id}'` : `json_extract("config", '$.turnlensImport.id')`} = ?`, (run.config as { turnlensImport: { id: string } }).turnlensImport.id)).toBe(1);
+    expect(
+      count(
+        `SELECT COUNT(*) FROM "Run" WHERE "kind" = 'imported' AND ${TEST_STORE === "postgresql" ? `"config" #>> '{turnlensImport,id}'` : `json_extract("config", '$.turnlensImport.id')`} = ?`,
+        (run.config as { turnlensImport: { id: string } }).turnlensImport.id,
+      ),
+    ).toBe(1);
 
     // both uploads are listed, newest first; a finished import cannot be canceled
     const list = await uploadRoute.GET(new NextRequest(new URL("/api/v1/imports?pageSize=5", "http://127.0.0.1:3000")), { params: Promise.resolve({}) });
     expect((await list.json()).imports.slice(0, 2).map((i: ImportOut) => i.id)).toEqual([again.id, first.id]);
-    const cancel = await cancelRoute.POST(new NextRequest(new URL(`/api/v1/imports/${first.id}/cancel`, "http://127.0.0.1:3000"), { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }), { params: Promise.resolve({ id: first.id }) });
+    const cancel = await cancelRoute.POST(
+      new NextRequest(new URL(`/api/v1/imports/${first.id}/cancel`, "http://127.0.0.1:3000"), {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "{}",
+      }),
+      { params: Promise.resolve({ id: first.id }) },
+    );
     expect(cancel.status).toBe(409);
   });
 
@@ -162,7 +186,11 @@ describe("upload and import, every format", () => {
     const lines = [
       JSON.stringify({ type: "run", name: "jsonl-upload", config: { lr: 3e-4 }, envId: "sokoban", estimator: "grpo" }),
       ...Array.from({ length: 10 }, (_, s) => JSON.stringify({ type: "metrics", step: s, values: { "train/reward": s / 10 } })),
-      JSON.stringify({ type: "rollouts", step: 0, groups: { g0: [[{ observation: "o", action: "a", reward: 1, anchor: "A" }], [{ observation: "o", action: "b", reward: 0, anchor: "A" }]] } }),
+      JSON.stringify({
+        type: "rollouts",
+        step: 0,
+        groups: { g0: [[{ observation: "o", action: "a", reward: 1, anchor: "A" }], [{ observation: "o", action: "b", reward: 0, anchor: "A" }]] },
+      }),
       JSON.stringify({ type: "metrics", step: 1, values: { "bad key": 1 } }),
       JSON.stringify({ type: "finish", status: "failed" }),
     ];
@@ -180,7 +208,12 @@ describe("upload and import, every format", () => {
     const root = path.join(files, "tb");
     for (const run of ["run_a", "run_b"]) {
       fs.mkdirSync(path.join(root, "logs", run), { recursive: true });
-      const recs = Array.from({ length: 20 }, (_, s) => tbRecord(s, [["train/loss", 1 / (s + 1)], ["train/reward", s / 20]]));
+      const recs = Array.from({ length: 20 }, (_, s) =>
+        tbRecord(s, [
+          ["train/loss", 1 / (s + 1)],
+          ["train/reward", s / 20],
+        ]),
+      );
       if (run === "run_b") {
         const bad = tbRecord(20, [["train/loss", 9]]);
         bad[bad.length - 1] ^= 0xff; // flipped checksum byte
@@ -210,7 +243,10 @@ describe("upload and import, every format", () => {
     fs.writeFileSync(path.join(store, "1", "meta.yaml"), "experiment_id: '1'\nname: sokoban\n");
     fs.writeFileSync(path.join(run, "meta.yaml"), "experiment_id: '1'\nrun_id: abc123\nrun_name: gentle-fox\nstatus: 3\n");
     fs.writeFileSync(path.join(run, "params", "lr"), "1e-06");
-    fs.writeFileSync(path.join(run, "metrics", "train", "reward"), Array.from({ length: 30 }, (_, s) => `${1700000000000 + s} ${s / 10} ${s}\n`).join("") + "garbage line\n");
+    fs.writeFileSync(
+      path.join(run, "metrics", "train", "reward"),
+      Array.from({ length: 30 }, (_, s) => `${1700000000000 + s} ${s / 10} ${s}\n`).join("") + "garbage line\n",
+    );
     python("import shutil,sys; shutil.make_archive(sys.argv[1], 'zip', sys.argv[2], 'mlruns')", path.join(files, "mlruns"), path.dirname(store));
     const imp = await upload("mlflow", "mlruns.zip", fs.readFileSync(path.join(files, "mlruns.zip")));
     expect(imp.job.status, imp.job.error ?? "").toBe("succeeded");
@@ -254,8 +290,20 @@ c.commit()`,
 
   it("chat JSONL: a trajectory per line, a turn per assistant message, grouped by prompt", async () => {
     const chat = (prompt: string, answers: string[], reward: number) =>
-      JSON.stringify({ messages: [{ role: "user", content: prompt }, ...answers.flatMap((a) => [{ role: "assistant", content: a }, { role: "user", content: `after ${a}` }]).slice(0, -1)], reward });
-    const text = [chat("level 1", ["left", "up"], 1), chat("level 1", ["down"], 0), chat("level 2", ["right"], 0.5), JSON.stringify({ messages: [] })].join("\n") + "\n";
+      JSON.stringify({
+        messages: [
+          { role: "user", content: prompt },
+          ...answers
+            .flatMap((a) => [
+              { role: "assistant", content: a },
+              { role: "user", content: `after ${a}` },
+            ])
+            .slice(0, -1),
+        ],
+        reward,
+      });
+    const text =
+      [chat("level 1", ["left", "up"], 1), chat("level 1", ["down"], 0), chat("level 2", ["right"], 0.5), JSON.stringify({ messages: [] })].join("\n") + "\n";
     const imp = await upload("chat", "rollouts.jsonl", text);
     expect(imp.job.status, imp.job.error ?? "").toBe("succeeded");
     const r = imp.report!.runs[0];
@@ -282,23 +330,27 @@ describe("refusals", () => {
     // every row rejected: the job says so, and no run is made
     const bad = await upload("chat", "bad.jsonl", "{oops\n" + JSON.stringify({ messages: [{ role: "user", content: "hi" }], reward: 1 }) + "\n");
     expect(bad.job.status).toBe("failed");
-    expect(bad.job.error).toMatch(/^nothing importable \(every row was rejected or the source is empty\): no run created; 2 row\(s\) rejected, e\.g\. bad\.jsonl:1: not valid JSON/);
+    expect(bad.job.error).toMatch(
+      /^nothing importable \(every row was rejected or the source is empty\): no run created; 2 row\(s\) rejected, e\.g\. bad\.jsonl:1: not valid JSON/,
+    );
     expect(count(`SELECT COUNT(*) FROM "Run"`)).toBe(runsBefore);
   });
-
 
   it("a path-traversal archive and a symlink archive fail the job with a clear error and store nothing", async () => {
     const runsBefore = count(`SELECT COUNT(*) FROM "Run"`);
     const evil = path.join(files, "evil.tar.gz");
     python(
-      "import io,sys,tarfile\nwith tarfile.open(sys.argv[1],'w:gz') as t:\n d=b'{\"input\":\"x\",\"output\":\"y\",\"score\":1}\\n'\n i=tarfile.TarInfo('dump/../../escaped.jsonl'); i.size=len(d); t.addfile(i,io.BytesIO(d))",
+      'import io,sys,tarfile\nwith tarfile.open(sys.argv[1],\'w:gz\') as t:\n d=b\'{"input":"x","output":"y","score":1}\\n\'\n i=tarfile.TarInfo(\'dump/../../escaped.jsonl\'); i.size=len(d); t.addfile(i,io.BytesIO(d))',
       evil,
     );
     const imp = await upload("verl", "evil.tar.gz", fs.readFileSync(evil));
     expect(imp.job.status).toBe("failed");
     expect(imp.job.error).toMatch(/'\.\.' in the path refused \(path traversal\)/);
     const link = path.join(files, "link.tar");
-    python("import sys,tarfile\nwith tarfile.open(sys.argv[1],'w') as t:\n i=tarfile.TarInfo('dump/1.jsonl'); i.type=tarfile.SYMTYPE; i.linkname='/etc/passwd'; t.addfile(i)", link);
+    python(
+      "import sys,tarfile\nwith tarfile.open(sys.argv[1],'w') as t:\n i=tarfile.TarInfo('dump/1.jsonl'); i.type=tarfile.SYMTYPE; i.linkname='/etc/passwd'; t.addfile(i)",
+      link,
+    );
     const imp2 = await upload("verl", "link.tar", fs.readFileSync(link));
     expect(imp2.job.status).toBe("failed");
     expect(imp2.job.error).toMatch(/links are refused/);
@@ -330,36 +382,59 @@ describe("refusals", () => {
     const recs: Buffer[] = [];
     let size = 0;
     for (let s = 0; size < 3_900_000; s++) {
-      const rec = tbRecord(s, Array.from({ length: 20 }, (_, k): [string, number] => [`m/key${k}`, s + k]));
+      const rec = tbRecord(
+        s,
+        Array.from({ length: 20 }, (_, k): [string, number] => [`m/key${k}`, s + k]),
+      );
       recs.push(rec);
       size += rec.length;
     }
     const r = await post({ format: "tensorboard", filename: "events.out.tfevents.1700000000.long", project: "uploads" }, Buffer.concat(recs));
     expect(r.status, JSON.stringify(r.json)).toBe(201);
-    const pyPid = await waitFor("the Python importer running", () => {
-      try {
-        const out = execFileSync("pgrep", ["-f", `turnlens.cli import tensorboard ${process.env.TURNLENS_UPLOAD_DIR}`]).toString().trim();
-        return out ? Number(out.split("\n")[0]) : null;
-      } catch {
-        return null;
-      }
-    }, 30_000, 50);
+    const pyPid = await waitFor(
+      "the Python importer running",
+      () => {
+        try {
+          const out = execFileSync("pgrep", ["-f", `turnlens.cli import tensorboard ${process.env.TURNLENS_UPLOAD_DIR}`])
+            .toString()
+            .trim();
+          return out ? Number(out.split("\n")[0]) : null;
+        } catch {
+          return null;
+        }
+      },
+      30_000,
+      50,
+    );
     await requestCancel(r.json.id);
-    const done = await waitFor("import canceled", async () => {
-      const imp = await getImport(r.json.id);
-      return imp.job.status === "canceled" ? imp : null;
-    }, 10_000, 100);
+    const done = await waitFor(
+      "import canceled",
+      async () => {
+        const imp = await getImport(r.json.id);
+        return imp.job.status === "canceled" ? imp : null;
+      },
+      10_000,
+      100,
+    );
     expect(done.report).toBeNull();
     const log = (await tailLog(r.json.id, -1, 1000)).lines.map((l) => l.line);
-    expect(log.some((l) => l.startsWith("import: read ")), `stopped while Python was reading:\n${log.join("\n")}`).toBe(false);
+    expect(
+      log.some((l) => l.startsWith("import: read ")),
+      `stopped while Python was reading:\n${log.join("\n")}`,
+    ).toBe(false);
     expect(count(`SELECT COUNT(*) FROM "Run" WHERE "name" LIKE '%long%'`)).toBe(0);
-    await waitFor("the Python child gone", () => {
-      try {
-        process.kill(pyPid, 0);
-        return false;
-      } catch {
-        return true;
-      }
-    }, 5_000, 50);
+    await waitFor(
+      "the Python child gone",
+      () => {
+        try {
+          process.kill(pyPid, 0);
+          return false;
+        } catch {
+          return true;
+        }
+      },
+      5_000,
+      50,
+    );
   });
 });

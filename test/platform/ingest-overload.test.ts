@@ -11,8 +11,18 @@ const importRoute = await import("@/app/api/v1/runs/import/route");
 const metricsRoute = await import("@/app/api/v1/runs/[id]/metrics/route");
 const { metricCount } = await import("../helpers/metric-rows");
 
-async function post(h: (req: NextRequest, ctx: { params: Promise<Record<string, string>> }) => Promise<Response>, url: string, body: unknown, params = {}, headers = {}) {
-  const req = new NextRequest(new URL(url, "http://127.0.0.1:3000"), { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+async function post(
+  h: (req: NextRequest, ctx: { params: Promise<Record<string, string>> }) => Promise<Response>,
+  url: string,
+  body: unknown,
+  params = {},
+  headers = {},
+) {
+  const req = new NextRequest(new URL(url, "http://127.0.0.1:3000"), {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
   return h(req, { params: Promise.resolve(params) });
 }
 
@@ -29,7 +39,8 @@ describe.skipIf(TEST_STORE === "postgresql")("ingest overload", () => {
     expect(busy.length).toBeGreaterThan(0);
     expect(busy[0].headers.get("retry-after")).toBe("1");
     // the client retries the refused batches after the delay
-    for (const i of statuses.map((s, i) => (s === 429 ? i : -1)).filter((i) => i >= 0)) expect((await post(metricsRoute.POST, "", batch(i), { id: run.id }, key)).status).toBe(201);
+    for (const i of statuses.map((s, i) => (s === 429 ? i : -1)).filter((i) => i >= 0))
+      expect((await post(metricsRoute.POST, "", batch(i), { id: run.id }, key)).status).toBe(201);
     const stored = metricCount(run.id);
     expect(stored).toBe(6 * 5000);
   });
@@ -58,7 +69,12 @@ describe.skipIf(TEST_STORE === "postgresql")("ingest overload", () => {
         },
         { highWaterMark: 0 }, // nothing is pulled until the server reads
       );
-      const req = new NextRequest(new URL("/api/v1/runs/x/metrics", "http://127.0.0.1:3000"), { method: "POST", headers: { "content-type": "application/json", ...key }, body, duplex: "half" } as ConstructorParameters<typeof NextRequest>[1]);
+      const req = new NextRequest(new URL("/api/v1/runs/x/metrics", "http://127.0.0.1:3000"), {
+        method: "POST",
+        headers: { "content-type": "application/json", ...key },
+        body,
+        duplex: "half",
+      } as ConstructorParameters<typeof NextRequest>[1]);
       return { res: metricsRoute.POST(req, { params: Promise.resolve({ id: run.id }) }), read };
     };
     let open!: () => void;

@@ -17,7 +17,7 @@ const rand = () => {
   seed = (seed * 1103515245 + 12345) % 2 ** 31;
   return seed / 2 ** 31;
 };
-const pick = <T,>(xs: T[]): T => xs[Math.floor(rand() * xs.length)];
+const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)];
 
 function validBody(): Record<string, unknown> {
   const n = 1 + Math.floor(rand() * 6);
@@ -36,18 +36,41 @@ function mutate(b: Record<string, unknown>): Record<string, unknown> {
   // biome-ignore lint/correctness/noPrecisionLoss: 1e400 is a literal past the float range on purpose
   const bad = [-1, 1.5, 2 ** 31, "3", null, true, Infinity, NaN, 1e400, {}, [], 0, 7];
   switch (Math.floor(rand() * 12)) {
-    case 0: c.steps[Math.floor(rand() * c.steps.length)] = pick(bad); break;
-    case 1: if (keys.length) c.values[pick(keys)][0] = pick(bad); break;
-    case 2: if (keys.length) c.values[pick(keys)].push(1); break;
-    case 3: c.wallTimes = c.steps.map(() => pick([1, 0, -1, "x", 2e9])); break;
-    case 4: c.wallTimes = [1]; break;
-    case 5: c.values[pick(["bad key", "", "a".repeat(201), "ok/key", "ü"])] = c.steps.map(() => 1); break;
-    case 6: c.extra = 1; break;
-    case 7: c.batchId = pick(["", "a b", "x".repeat(129), 5, "ok"]); break;
-    case 8: c.steps = []; break;
-    case 9: c.values = pick([null, [], "x", {}]) as never; break;
-    case 10: delete (c as Record<string, unknown>).values; break;
-    default: break;
+    case 0:
+      c.steps[Math.floor(rand() * c.steps.length)] = pick(bad);
+      break;
+    case 1:
+      if (keys.length) c.values[pick(keys)][0] = pick(bad);
+      break;
+    case 2:
+      if (keys.length) c.values[pick(keys)].push(1);
+      break;
+    case 3:
+      c.wallTimes = c.steps.map(() => pick([1, 0, -1, "x", 2e9]));
+      break;
+    case 4:
+      c.wallTimes = [1];
+      break;
+    case 5:
+      c.values[pick(["bad key", "", "a".repeat(201), "ok/key", "ü"])] = c.steps.map(() => 1);
+      break;
+    case 6:
+      c.extra = 1;
+      break;
+    case 7:
+      c.batchId = pick(["", "a b", "x".repeat(129), 5, "ok"]);
+      break;
+    case 8:
+      c.steps = [];
+      break;
+    case 9:
+      c.values = pick([null, [], "x", {}]) as never;
+      break;
+    case 10:
+      delete (c as Record<string, unknown>).values;
+      break;
+    default:
+      break;
   }
   return c;
 }
@@ -115,7 +138,10 @@ describe("columnar ingest", () => {
     const reply = handleIngest({ id: 1, kind: "metrics", runId: cols, bytes, databaseUrl: url }, getRawDb());
     expect(reply.ok).toBe(false);
     expect(reply.ok ? [] : reply.issues.map((i) => i.path)).toContain("body.values.b/y.2");
-    const short = handleIngest({ id: 2, kind: "metrics", runId: cols, bytes: new TextEncoder().encode(JSON.stringify({ steps: [1, 2], values: { "a/x": [1] } })), databaseUrl: url }, getRawDb());
+    const short = handleIngest(
+      { id: 2, kind: "metrics", runId: cols, bytes: new TextEncoder().encode(JSON.stringify({ steps: [1, 2], values: { "a/x": [1] } })), databaseUrl: url },
+      getRawDb(),
+    );
     expect(short.ok ? null : short.issues[0]).toMatchObject({ path: "body.values.a/x", message: expect.stringContaining("steps has 2") });
   });
 

@@ -22,7 +22,8 @@ function bruteForce(points: Map<number, number>, maxPoints: number) {
   }
   const out: [number, number][] = [];
   for (const [, ss] of [...buckets].sort((a, b) => a[0] - b[0])) {
-    let mn = ss[0], mx = ss[0];
+    let mn = ss[0],
+      mx = ss[0];
     for (const s of ss) {
       if (points.get(s)! < points.get(mn)!) mn = s;
       if (points.get(s)! > points.get(mx)!) mx = s;
@@ -123,7 +124,11 @@ describe("writeMetrics + readSeries", () => {
   it("truncation after a step (resumed training) leaves exactly what writing up to that step gives", () => {
     const mk = (name: string) => createRun({ project: "test", name, kind: "imported", jobKind: null, config: {}, status: "running" }).runId;
     const [cut, whole] = [mk("truncated"), mk("reference")];
-    const pts = (n: number) => Array.from({ length: n }, (_, s) => [{ key: "a", step: s, value: Math.sin(s / 300) * (s % 17), wallTime: s }, { key: "b", step: s, value: s % 5, wallTime: s }]).flat();
+    const pts = (n: number) =>
+      Array.from({ length: n }, (_, s) => [
+        { key: "a", step: s, value: Math.sin(s / 300) * (s % 17), wallTime: s },
+        { key: "b", step: s, value: s % 5, wallTime: s },
+      ]).flat();
     writeMetrics(cut, pts(70_000));
     writeTransaction(null, (db) => truncateMetricsAfter(cut, 40_999, db));
     writeMetrics(whole, pts(41_000));
@@ -158,15 +163,28 @@ describe("non-finite values (NaN, ±Infinity)", () => {
     expect(listSeries(run)).toEqual([{ key: "loss", count: 2, firstStep: 0, lastStep: 2, lastValue: 0.5, minValue: 0.5, maxValue: 1.5 }]);
     const s = readSeries(run, "loss");
     expect([s.steps, s.values, s.nonFinite]).toEqual([[0, 2], [1.5, 0.5], [{ step: 1, value: "NaN" }]]);
-    expect(readSeries(run, "ratio").nonFinite).toEqual([{ step: 1, value: "Infinity" }, { step: 2, value: "-Infinity" }]);
-    const want = [["loss", 0, "1.5"], ["loss", 1, "NaN"], ["loss", 2, "0.5"], ["ratio", 1, "Infinity"], ["ratio", 2, "-Infinity"]];
+    expect(readSeries(run, "ratio").nonFinite).toEqual([
+      { step: 1, value: "Infinity" },
+      { step: 2, value: "-Infinity" },
+    ]);
+    const want = [
+      ["loss", 0, "1.5"],
+      ["loss", 1, "NaN"],
+      ["loss", 2, "0.5"],
+      ["ratio", 1, "Infinity"],
+      ["ratio", 2, "-Infinity"],
+    ];
     // in step order whatever the chunk size (a chunk of 1 puts the NaN between two chunks)
     for (const size of [20_000, 1]) expect([...metricChunks(run, null, size)].flat().map((r) => [r[0], r[1], String(r[2])])).toEqual(want);
   });
 
   it("a later value at the step replaces the earlier one, either way, and rollups follow", () => {
     const run = mk("replace");
-    writeMetrics(run, [{ key: "x", step: 0, value: 2, wallTime: 1 }, { key: "x", step: 1, value: NaN, wallTime: 1 }, { key: "x", step: 2, value: 9, wallTime: 1 }]);
+    writeMetrics(run, [
+      { key: "x", step: 0, value: 2, wallTime: 1 },
+      { key: "x", step: 1, value: NaN, wallTime: 1 },
+      { key: "x", step: 2, value: 9, wallTime: 1 },
+    ]);
     expect(writeMetrics(run, [{ key: "x", step: 1, value: 4, wallTime: 2 }])).toEqual({ inserted: 0, replaced: 1 });
     expect(readSeries(run, "x").nonFinite).toBeUndefined();
     expect(readSeries(run, "x").values).toEqual([2, 4, 9]);
@@ -175,7 +193,10 @@ describe("non-finite values (NaN, ±Infinity)", () => {
     expect([s.steps, s.values, s.nonFinite]).toEqual([[0, 1], [2, 4], [{ step: 2, value: "Infinity" }]]);
     expect(listSeries(run)[0]).toMatchObject({ count: 2, lastStep: 1, lastValue: 4, maxValue: 4 });
     const reference = mk("replace-reference");
-    writeMetrics(reference, [{ key: "x", step: 0, value: 2, wallTime: 1 }, { key: "x", step: 1, value: 4, wallTime: 1 }]);
+    writeMetrics(reference, [
+      { key: "x", step: 0, value: 2, wallTime: 1 },
+      { key: "x", step: 1, value: 4, wallTime: 1 },
+    ]);
     expect(metricRows(run, "MetricRollup")).toEqual(metricRows(reference, "MetricRollup"));
   });
 });

@@ -9,7 +9,7 @@ const rand = () => {
   seed = (seed * 1103515245 + 12345) % 2 ** 31;
   return seed / 2 ** 31;
 };
-const pick = <T,>(xs: T[]): T => xs[Math.floor(rand() * xs.length)];
+const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)];
 const maybe = (p: number) => rand() < p;
 
 function turn(): Record<string, unknown> {
@@ -60,23 +60,66 @@ const BAD = [-1, 1.5, 2 ** 31, 2 ** 53, "3", null, true, Infinity, NaN, {}, [], 
 
 /** One random defect (or none) somewhere in the body. */
 function mutate(b: Record<string, unknown>): Record<string, unknown> {
-  const c = structuredClone(b) as { groups: { trajectories: { turns: Record<string, unknown>[]; [k: string]: unknown }[]; [k: string]: unknown }[]; [k: string]: unknown };
+  const c = structuredClone(b) as {
+    groups: { trajectories: { turns: Record<string, unknown>[]; [k: string]: unknown }[]; [k: string]: unknown }[];
+    [k: string]: unknown;
+  };
   const g = pick(c.groups);
   const tr = pick(g.trajectories);
   const t = pick(tr.turns);
-  const turnKey = pick(["observation", "action", "reward", "valid", "done", "anchor", "agent", "tokenCount", "logprob", "entropy", "advantage", "info", "tokenIds", "tokenTexts", "tokenLogprobs", "tokenAdvantages", "tokenEntropies", "extra"]);
+  const turnKey = pick([
+    "observation",
+    "action",
+    "reward",
+    "valid",
+    "done",
+    "anchor",
+    "agent",
+    "tokenCount",
+    "logprob",
+    "entropy",
+    "advantage",
+    "info",
+    "tokenIds",
+    "tokenTexts",
+    "tokenLogprobs",
+    "tokenAdvantages",
+    "tokenEntropies",
+    "extra",
+  ]);
   switch (Math.floor(rand() * 12)) {
-    case 0: t[turnKey] = pick(BAD); break;
-    case 1: t[turnKey] = pick([[1, 2], ["a"], [1.5], [null], [2 ** 31]]); break;
-    case 2: delete t[pick(["observation", "action", "reward", "tokenIds"])]; break;
-    case 3: tr[pick(["reward", "success", "truncated", "turns", "x"])] = pick(BAD); break;
-    case 4: g[pick(["uid", "envId", "taskSeed", "trajectories", "x"])] = pick(BAD); break;
-    case 5: c[pick(["step", "estimator", "params", "diagnostics", "groups", "batchId", "x"])] = pick(BAD); break;
-    case 6: c.groups.push(structuredClone(c.groups[0])); break; // a duplicate uid
-    case 7: tr.turns = []; break;
-    case 8: t.observation = "o".repeat(200_001); break;
-    case 9: t.anchor = "a".repeat(10_001); break;
-    default: break;
+    case 0:
+      t[turnKey] = pick(BAD);
+      break;
+    case 1:
+      t[turnKey] = pick([[1, 2], ["a"], [1.5], [null], [2 ** 31]]);
+      break;
+    case 2:
+      delete t[pick(["observation", "action", "reward", "tokenIds"])];
+      break;
+    case 3:
+      tr[pick(["reward", "success", "truncated", "turns", "x"])] = pick(BAD);
+      break;
+    case 4:
+      g[pick(["uid", "envId", "taskSeed", "trajectories", "x"])] = pick(BAD);
+      break;
+    case 5:
+      c[pick(["step", "estimator", "params", "diagnostics", "groups", "batchId", "x"])] = pick(BAD);
+      break;
+    case 6:
+      c.groups.push(structuredClone(c.groups[0]));
+      break; // a duplicate uid
+    case 7:
+      tr.turns = [];
+      break;
+    case 8:
+      t.observation = "o".repeat(200_001);
+      break;
+    case 9:
+      t.anchor = "a".repeat(10_001);
+      break;
+    default:
+      break;
   }
   return JSON.parse(JSON.stringify(c)); // what arrives is JSON (undefined keys dropped, NaN -> null)
 }
@@ -98,7 +141,23 @@ describe("rolloutStepFast", () => {
   });
 
   it("leaves a body it does not accept to the schema, which names the field", () => {
-    const body = { step: 1, groups: [{ uid: "g", envId: "e", trajectories: [{ turns: [{ observation: "o", action: "a", reward: 1 }, { observation: "o", action: "a", reward: "x" }] }] }] };
+    const body = {
+      step: 1,
+      groups: [
+        {
+          uid: "g",
+          envId: "e",
+          trajectories: [
+            {
+              turns: [
+                { observation: "o", action: "a", reward: 1 },
+                { observation: "o", action: "a", reward: "x" },
+              ],
+            },
+          ],
+        },
+      ],
+    };
     expect(rolloutStepFast(body)).toBeNull();
     const r = rolloutStepInputSchema.safeParse(body);
     expect(r.success ? [] : r.error.issues.map((i) => i.path.join("."))).toEqual(["groups.0.trajectories.0.turns.1.reward"]);
@@ -124,7 +183,9 @@ describe("rolloutStepsBatchFast", () => {
 
   it("names the refused field with the step's index", () => {
     const good = { step: 1, groups: [{ uid: "g", envId: "e", trajectories: [{ turns: [{ observation: "o", action: "a", reward: 1 }] }] }] };
-    const body = { steps: [good, { ...good, step: 2, groups: [{ ...good.groups[0], trajectories: [{ turns: [{ observation: "o", action: "a", reward: "x" }] }] }] }] };
+    const body = {
+      steps: [good, { ...good, step: 2, groups: [{ ...good.groups[0], trajectories: [{ turns: [{ observation: "o", action: "a", reward: "x" }] }] }] }],
+    };
     expect(rolloutStepsBatchFast(body)).toBeNull();
     const r = rolloutStepsBatchSchema.safeParse(body);
     expect(r.success ? [] : r.error.issues.map((i) => i.path.join("."))).toEqual(["steps.1.groups.0.trajectories.0.turns.0.reward"]);

@@ -42,7 +42,21 @@ function canonical(tables: Row[][], idCols: number[][], createdAtCol: number): R
     return ids.get(v as string)!;
   };
   return tables.map((rows, t) =>
-    rows.map((r) => r.map((v, c) => (idCols[t].includes(c) ? id(v) : t === 0 && c === createdAtCol ? "T" : typeof v === "boolean" ? (v ? 1 : 0) : v instanceof Uint8Array ? Buffer.from(v).toString("hex") : v))),
+    rows.map((r) =>
+      r.map((v, c) =>
+        idCols[t].includes(c)
+          ? id(v)
+          : t === 0 && c === createdAtCol
+            ? "T"
+            : typeof v === "boolean"
+              ? v
+                ? 1
+                : 0
+              : v instanceof Uint8Array
+                ? Buffer.from(v).toString("hex")
+                : v,
+      ),
+    ),
   );
 }
 
@@ -60,11 +74,7 @@ describe("gen:scale's rows", () => {
 
     let n = 0;
     const built = [0, 1].map((step) => stepRows(runId, stepBody(step), step * 1024, "T", () => `gen-${n++}`));
-    const generated = [
-      built.flatMap((b) => b.steps),
-      built.flatMap((b) => b.groups),
-      built.flatMap((b) => b.trajectories),
-    ];
+    const generated = [built.flatMap((b) => b.steps), built.flatMap((b) => b.groups), built.flatMap((b) => b.trajectories)];
     expect(stored[2]).toHaveLength(256);
     expect(stored[2].reduce((n, t) => n + (t[TRAJECTORY_COLS.indexOf("length")] as number), 0)).toBe(2048);
     // step id, group id + step id, trajectory id + group id

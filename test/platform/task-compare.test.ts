@@ -22,7 +22,11 @@ function write(runId: string, wins: boolean[][][], seeds = true) {
         uid: seeds ? `s${s}-g${k}` : `task-${k}`,
         envId: "frozenlake",
         taskSeed: seeds ? 100 + k : 0,
-        trajectories: traj.map((ok) => ({ success: ok, truncated: false, turns: [{ observation: "o", action: "a", reward: ok ? 1 : 0, valid: true, done: true }] })),
+        trajectories: traj.map((ok) => ({
+          success: ok,
+          truncated: false,
+          turns: [{ observation: "o", action: "a", reward: ok ? 1 : 0, valid: true, done: true }],
+        })),
       })),
     } satisfies RolloutStepInput);
   });
@@ -34,8 +38,38 @@ describe("compareTasks", () => {
     const F = false;
     const T = true;
     // tasks 0..4 over two steps: A solves 1 and 3, B solves 0, 3 and 4
-    write(a, [[[F, F], [F, T], [F, F], [T, T], [F, F]], [[F, F], [F, F], [F, F], [F, T], [F, F]]]);
-    write(b, [[[F, T], [F, F], [F, F], [T, F], [F, F]], [[F, F], [F, F], [F, F], [F, F], [T, F]]]);
+    write(a, [
+      [
+        [F, F],
+        [F, T],
+        [F, F],
+        [T, T],
+        [F, F],
+      ],
+      [
+        [F, F],
+        [F, F],
+        [F, F],
+        [F, T],
+        [F, F],
+      ],
+    ]);
+    write(b, [
+      [
+        [F, T],
+        [F, F],
+        [F, F],
+        [T, F],
+        [F, F],
+      ],
+      [
+        [F, F],
+        [F, F],
+        [F, F],
+        [F, F],
+        [T, F],
+      ],
+    ]);
     const c = compareTasks(a, b);
     expect(c.matchedBy).toBe("taskSeed");
     const keys = (xs: { taskSeed: number }[]) => xs.map((x) => x.taskSeed);

@@ -87,18 +87,36 @@ describe("ingest with per-token fields", () => {
   it("stores and answers token ids, texts, log-probs, advantages and entropies; turns without them answer tokens: null", async () => {
     const w = await post(
       step(0, [
-        { observation: "o", action: "go left", reward: 0, tokenIds: [11, 5, 12], tokenTexts: ["go", " ", "left"], tokenLogprobs: [-0.5, -0.01, -1.5], tokenAdvantages: [0.25, 0.25, -0.5], tokenEntropies: [1.2, 0.1, 0.9] },
+        {
+          observation: "o",
+          action: "go left",
+          reward: 0,
+          tokenIds: [11, 5, 12],
+          tokenTexts: ["go", " ", "left"],
+          tokenLogprobs: [-0.5, -0.01, -1.5],
+          tokenAdvantages: [0.25, 0.25, -0.5],
+          tokenEntropies: [1.2, 0.1, 0.9],
+        },
         { observation: "o2", action: "up", reward: 1, tokenIds: [13], tokenLogprobs: [-0.2] },
         { observation: "o3", action: "down", reward: 0 },
       ]),
     );
     expect(w.status, JSON.stringify(w.json)).toBe(201);
     const turns = await turnsOf(0);
-    expect(turns[0].tokens).toEqual({ ids: [11, 5, 12], texts: ["go", " ", "left"], logprobs: [-0.5, -0.01, -1.5].map(f32), advantages: [0.25, 0.25, -0.5], entropies: [1.2, 0.1, 0.9].map(f32) });
+    expect(turns[0].tokens).toEqual({
+      ids: [11, 5, 12],
+      texts: ["go", " ", "left"],
+      logprobs: [-0.5, -0.01, -1.5].map(f32),
+      advantages: [0.25, 0.25, -0.5],
+      entropies: [1.2, 0.1, 0.9].map(f32),
+    });
     expect(turns[1].tokens).toEqual({ ids: [13], texts: null, logprobs: [f32(-0.2)], advantages: null, entropies: null });
     expect(turns[2].tokens).toBeNull();
     // the token arrays are stored packed, not in the turn's info
-    const row = getRawDb().prepare(`SELECT "turnTexts", "turnTokens" FROM "Trajectory" WHERE "runId" = ?`).get(runId) as { turnTexts: Buffer; turnTokens: Buffer };
+    const row = getRawDb().prepare(`SELECT "turnTexts", "turnTokens" FROM "Trajectory" WHERE "runId" = ?`).get(runId) as {
+      turnTexts: Buffer;
+      turnTokens: Buffer;
+    };
     expect(unpackTurnTokens(row.turnTokens, 3).map((b) => b?.length ?? null)).toEqual([8 + 3 * 4 * 4 + 3 * 4 + 7, 8 + 2 * 4, null]);
     expect(unpackTurnTexts(row.turnTexts).info).toEqual([null, null, null]);
   });
@@ -113,11 +131,26 @@ describe("ingest with per-token fields", () => {
       return { dtype, data: b.toString("base64") };
     };
     const ids = [11, -5, 151_643];
-    const [lp, adv, ent] = [[-0.5, -0.01, -1.5], [0.25, 0.25, -0.5], [1.2, 0.1, 0.9]];
-    const w = await post(step(7, [
-      { observation: "o", action: "a", reward: 0, tokenIds: pack("int32", ids), tokenTexts: ["x", "y", "z"], tokenLogprobs: pack("float32", lp), tokenAdvantages: pack("float32", adv), tokenEntropies: pack("float32", ent) },
-      { observation: "o", action: "a", reward: 0, tokenIds: ids, tokenTexts: ["x", "y", "z"], tokenLogprobs: lp, tokenAdvantages: adv, tokenEntropies: ent },
-    ]));
+    const [lp, adv, ent] = [
+      [-0.5, -0.01, -1.5],
+      [0.25, 0.25, -0.5],
+      [1.2, 0.1, 0.9],
+    ];
+    const w = await post(
+      step(7, [
+        {
+          observation: "o",
+          action: "a",
+          reward: 0,
+          tokenIds: pack("int32", ids),
+          tokenTexts: ["x", "y", "z"],
+          tokenLogprobs: pack("float32", lp),
+          tokenAdvantages: pack("float32", adv),
+          tokenEntropies: pack("float32", ent),
+        },
+        { observation: "o", action: "a", reward: 0, tokenIds: ids, tokenTexts: ["x", "y", "z"], tokenLogprobs: lp, tokenAdvantages: adv, tokenEntropies: ent },
+      ]),
+    );
     expect(w.status, JSON.stringify(w.json)).toBe(201);
     const [packed, plain] = await turnsOf(7);
     expect(packed.tokens).toEqual(plain.tokens);
@@ -132,12 +165,18 @@ describe("ingest with per-token fields", () => {
     const before = turnCount();
     const f = (xs: number[]) => {
       const b = Buffer.alloc(4 * xs.length);
-      xs.forEach((x, i) => { b.writeFloatLE(x, 4 * i); });
+      xs.forEach((x, i) => {
+        b.writeFloatLE(x, 4 * i);
+      });
       return { dtype: "float32", data: b.toString("base64") };
     };
     const cases: [Record<string, unknown>, string, RegExp][] = [
       [{ tokenIds: [1, 2], tokenLogprobs: f([0.5, NaN]) }, "tokenLogprobs.data", /value 1 is NaN, not a finite number/],
-      [{ tokenIds: [1, 2], tokenLogprobs: { dtype: "float32", data: Buffer.alloc(6).toString("base64") } }, "tokenLogprobs.data", /6 bytes, not a whole number of 4-byte values/],
+      [
+        { tokenIds: [1, 2], tokenLogprobs: { dtype: "float32", data: Buffer.alloc(6).toString("base64") } },
+        "tokenLogprobs.data",
+        /6 bytes, not a whole number of 4-byte values/,
+      ],
       [{ tokenIds: [1, 2], tokenEntropies: f([0.5]) }, "tokenEntropies", /tokenEntropies has 1 entries, tokenIds has 2/],
       [{ tokenIds: [1], tokenAdvantages: { dtype: "float32", data: "not base64!" } }, "tokenAdvantages.data", /base64/],
       [{ tokenIds: { dtype: "float32", data: f([1]).data } }, "tokenIds.dtype", /int32/],
@@ -162,7 +201,12 @@ describe("ingest with per-token fields", () => {
       [{ tokenIds: [1], tokenAdvantages: ["x"] }, "tokenAdvantages.0", /number/],
     ];
     for (const [extra, field, msg] of cases) {
-      const r = await post(step(1, [{ observation: "o", action: "a", reward: 0 }, { observation: "o", action: "a", reward: 0, ...extra }]));
+      const r = await post(
+        step(1, [
+          { observation: "o", action: "a", reward: 0 },
+          { observation: "o", action: "a", reward: 0, ...extra },
+        ]),
+      );
       expect(r.status, JSON.stringify(extra)).toBe(400);
       const issue = r.json.issues.find((i: { path: string }) => i.path === `body.groups.0.trajectories.0.turns.1.${field}`);
       expect(issue, JSON.stringify(r.json.issues)).toBeTruthy();

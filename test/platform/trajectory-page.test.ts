@@ -17,8 +17,8 @@ describe("listTrajectories", () => {
       seed = (seed * 1103515245 + 12345) % 2 ** 31;
       return seed / 2 ** 31;
     };
+    // steps written out of order, uneven groups (uids not in insertion order) and trajectory counts
     for (const r of [run, other])
-      // steps written out of order, uneven groups (uids not in insertion order) and trajectory counts
       for (const step of [3, 0, 7, 1, 5]) {
         const groups = Array.from({ length: 1 + Math.floor(rand() * 4) }, (_, g) => ({
           uid: `u${(g * 7) % 5}-${g}`,
@@ -39,15 +39,35 @@ describe("listTrajectories", () => {
       if (f.groupId) where.push(`t."groupId" = ?`), args.push(f.groupId);
       if (f.success !== undefined) where.push(`t."success" = ?`), args.push(f.success ? 1 : 0);
       const from = `FROM "Trajectory" t JOIN "RolloutGroup" g ON g."id" = t."groupId" JOIN "RolloutStep" s ON s."id" = g."stepId" WHERE ${where.join(" AND ")}`;
-      const ids = getRawDb().prepare(`SELECT t."id" ${from} ORDER BY s."step" DESC, g."uid", t."index" LIMIT ? OFFSET ?`).pluck().all(...args, limit, offset);
-      const total = getRawDb().prepare(`SELECT COUNT(*) ${from}`).pluck().get(...args);
+      const ids = getRawDb()
+        .prepare(`SELECT t."id" ${from} ORDER BY s."step" DESC, g."uid", t."index" LIMIT ? OFFSET ?`)
+        .pluck()
+        .all(...args, limit, offset);
+      const total = getRawDb()
+        .prepare(`SELECT COUNT(*) ${from}`)
+        .pluck()
+        .get(...args);
       return { ids, total };
     };
     const someGroup = getRawDb().prepare(`SELECT "groupId" FROM "Trajectory" WHERE "runId" = ? LIMIT 1 OFFSET 3`).pluck().get(run) as string;
-    const filters = [{}, { step: 7 }, { step: 2 }, { success: true }, { success: false, step: 1 }, { groupId: someGroup }, { groupId: someGroup, success: true }];
+    const filters = [
+      {},
+      { step: 7 },
+      { step: 2 },
+      { success: true },
+      { success: false, step: 1 },
+      { groupId: someGroup },
+      { groupId: someGroup, success: true },
+    ];
     let compared = 0;
     for (const f of filters)
-      for (const [page, pageSize] of [[1, 50], [1, 3], [2, 3], [4, 2], [9, 5]]) {
+      for (const [page, pageSize] of [
+        [1, 50],
+        [1, 3],
+        [2, 3],
+        [4, 2],
+        [9, 5],
+      ]) {
         const got = listTrajectories(run, { ...f, page, pageSize });
         const want = obvious(f, pageSize, (page - 1) * pageSize);
         expect({ ids: got.trajectories.map((t) => t.id), total: got.total }, JSON.stringify({ f, page, pageSize })).toEqual(want);

@@ -30,7 +30,7 @@ const ANCHORS = ["room-a", "room-b", '{"x":1}', null];
 
 function seed(project: string, name: string, r: () => number) {
   const runId = createRun({ project, name, kind: "imported", jobKind: null, config: {}, status: "running" }).runId;
-  const pick = <T,>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)];
+  const pick = <T>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)];
   const sentence = (n: number) => Array.from({ length: n }, () => pick(VOCAB)).join(r() < 0.5 ? " " : "  ");
   for (const step of [0, 1, 2, 5]) {
     writeRolloutStep(runId, {
@@ -84,7 +84,17 @@ function stored(runId: string): Stored[] {
     for (const t of trajectories) {
       const d = getTrajectory(t.id)! as ReturnType<typeof getTrajectory> & { uid: string };
       // the seed puts group 2 of every step in webshop
-      out.push({ id: t.id, runId, step: t.step, task: d.uid, envId: d.uid.endsWith("g2") ? "webshop" : "alfworld", reward: t.reward, success: t.success, length: t.length, turns: d.turns });
+      out.push({
+        id: t.id,
+        runId,
+        step: t.step,
+        task: d.uid,
+        envId: d.uid.endsWith("g2") ? "webshop" : "alfworld",
+        reward: t.reward,
+        success: t.success,
+        length: t.length,
+        turns: d.turns,
+      });
     }
     if (trajectories.length < 200) return out;
   }
@@ -92,7 +102,12 @@ function stored(runId: string): Stored[] {
 const ALL = [...stored(runA), ...stored(runB), ...stored(runC)];
 
 // The brute force: words by splitting on anything that is not a letter or digit.
-const words = (s: string) => s.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w) => w && w.length <= 64).join(" ");
+const words = (s: string) =>
+  s
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter((w) => w && w.length <= 64)
+    .join(" ");
 function scan(q: TrajectorySearchQuery): Stored[] {
   const runs = q.runs ?? [...new Set(ALL.filter((t) => getRun(t.runId)!.project === q.project).map((t) => t.runId))];
   const terms = q.text ? searchTerms(q.text).map((t) => ` ${t.join(" ")} `) : [];
@@ -181,7 +196,9 @@ describe("searchTrajectories", () => {
       const t = byId.get(h.id)!;
       expect([h.runId, h.step, h.task, h.envId, h.reward, h.success, h.length]).toEqual([t.runId, t.step, t.task, t.envId, t.reward, t.success, t.length]);
       // the matched turns are those meeting the per-turn conditions (else holding a term)
-      const perTurn = [q.minTurn, q.maxTurn, q.advantage, q.minAdvantage, q.maxAdvantage, q.minReward, q.maxReward, q.valid, q.anchor].some((v) => v !== undefined);
+      const perTurn = [q.minTurn, q.maxTurn, q.advantage, q.minAdvantage, q.maxAdvantage, q.minReward, q.maxReward, q.valid, q.anchor].some(
+        (v) => v !== undefined,
+      );
       if (perTurn) expect(h.matchedTurns).toEqual(t.turns.filter((u) => turnMeets(q, u)).map((u) => u.index));
     }
     if (raw.text !== "nothingmatchesthis") expect(want.length).toBeGreaterThan(0); // each query tests something

@@ -51,7 +51,8 @@ export function rayConfig(env: Env, defaults: { root: string; node: string }): R
   });
   if (!parsed.success) {
     throw new Error(
-      "invalid Ray configuration: " + parsed.error.issues.map((i) => `${ENV_NAMES[i.path[0] as keyof RayConfig] ?? String(i.path[0])}: ${i.message}`).join("; "),
+      "invalid Ray configuration: " +
+        parsed.error.issues.map((i) => `${ENV_NAMES[i.path[0] as keyof RayConfig] ?? String(i.path[0])}: ${i.message}`).join("; "),
     );
   }
   return parsed.data;

@@ -57,7 +57,11 @@ export class RayJobsClient {
     return new Promise((resolve, reject) => {
       const req = (url.protocol === "https:" ? https : http).request(
         url,
-        { method, headers: { accept: "application/json", ...(data ? { "content-type": "application/json", "content-length": data.length } : {}) }, timeout: this.timeoutMs },
+        {
+          method,
+          headers: { accept: "application/json", ...(data ? { "content-type": "application/json", "content-length": data.length } : {}) },
+          timeout: this.timeoutMs,
+        },
         (res) => {
           const chunks: Buffer[] = [];
           res.on("data", (c: Buffer) => chunks.push(c));

@@ -94,7 +94,8 @@ export async function runOnRay(input: RayRunInput): Promise<RaySettled> {
     const refused = await submit(id);
     if (refused && (req.stop || req.forced)) return { kind: "died", code: null, signal: null, killed: false };
     // submitted: even if a stop came meanwhile, follow() asks Ray to stop it
-    if (refused) return { kind: "error", message: `Ray job could not be submitted to ${cfg.address}: ${refused.message}`, stack: null, retryable: refused.retryable };
+    if (refused)
+      return { kind: "error", message: `Ray job could not be submitted to ${cfg.address}: ${refused.message}`, stack: null, retryable: refused.retryable };
     log(
       `submitted Ray job ${id} to ${cfg.address} (entrypoint_num_cpus ${resources.entrypoint_num_cpus}, entrypoint_num_gpus ${resources.entrypoint_num_gpus})` +
         (n ? `: resubmission ${n}/${cfg.resubmits}` : ""),
@@ -105,10 +106,7 @@ export async function runOnRay(input: RayRunInput): Promise<RaySettled> {
       const r = end.result;
       return r.ok ? { kind: "ok", value: r.value } : { kind: "error", message: r.message, stack: r.stack, retryable: r.retryable };
     }
-    const why =
-      "lost" in end
-        ? end.lost
-        : `ended ${end.status} without a result${end.message ? ` (${end.message.split("\n")[0].slice(0, 300)})` : ""}`;
+    const why = "lost" in end ? end.lost : `ended ${end.status} without a result${end.message ? ` (${end.message.split("\n")[0].slice(0, 300)})` : ""}`;
     if ("lost" in end) await api.stop(id).catch(() => undefined); // in case it still runs where we cannot see it
     if (n >= cfg.resubmits) return { kind: "error", message: `Ray job ${id} ${why}; gave up after ${n} resubmission(s)`, stack: null, retryable: false };
     log(`Ray job ${id} ${why}: resubmitting; the runner resumes from the last checkpoint (${n + 1}/${cfg.resubmits})`, "warn");
@@ -196,7 +194,10 @@ export async function runOnRay(input: RayRunInput): Promise<RaySettled> {
         if (Date.now() - failingSince > cfg.unreachableMs) return { lost: `could not be followed: ${errorText(e)}` };
       }
       if (req.stop && stopSentAt !== null && Date.now() - stopSentAt > req.stop.graceMs + STOP_MARGIN_MS) {
-        log(`Ray job ${id} still not stopped ${((Date.now() - stopSentAt) / 1000).toFixed(1)} s after the stop request; not waiting longer (its writes are fenced by this lease)`, "warn");
+        log(
+          `Ray job ${id} still not stopped ${((Date.now() - stopSentAt) / 1000).toFixed(1)} s after the stop request; not waiting longer (its writes are fenced by this lease)`,
+          "warn",
+        );
         return { lost: "did not stop in time" };
       }
       await pause(cfg.pollMs);
@@ -216,4 +217,3 @@ export async function runOnRay(input: RayRunInput): Promise<RaySettled> {
     }
   }
 }
-

@@ -67,7 +67,8 @@ function findRun(id: string) {
 export function resolveSource(cfg: CheckpointEvalConfig): { source: NonNullable<ReturnType<typeof findRun>>; train: TrainConfig; ckpt: CheckpointRow } {
   const source = findRun(cfg.sourceRunId);
   const ckpt = checkpointToEvaluate(cfg, source, source ? listCheckpoints(source.id) : [], "config");
-  if (!fs.existsSync(ckpt.torchPath)) throw new Error(`config.checkpointStep: the checkpoint of step ${ckpt.step} of run ${source!.id} is gone from disk (${ckpt.torchPath})`);
+  if (!fs.existsSync(ckpt.torchPath))
+    throw new Error(`config.checkpointStep: the checkpoint of step ${ckpt.step} of run ${source!.id} is gone from disk (${ckpt.torchPath})`);
   return { source: source!, train: parseTrainConfig(source!.config), ckpt };
 }
 
@@ -90,7 +91,10 @@ export const checkpointEval: JobRunner = async (ctx) => {
   const heldOut = heldOutFor(train);
   const evalSet = evalTasks(heldOut, cfg.episodes);
   const trainKeys = trainingInstances(train.envId, train.envConfig, heldOut, train.seed, ckpt.step + 1, train.groupsPerStep);
-  const overlap = overlapCount(evalSet.map((t) => t.key), trainKeys);
+  const overlap = overlapCount(
+    evalSet.map((t) => t.key),
+    trainKeys,
+  );
   ctx.log(
     `held-out: ${evalSet.length} distinct instances${evalSet.length < cfg.episodes ? ` (the source run holds out no more)` : ""}; instances training could draw up to step ${ckpt.step} (${ckpt.step + 1} steps x ${train.groupsPerStep} tasks) among them: ${overlap}`,
     overlap ? "warn" : "info",
@@ -113,7 +117,8 @@ export const checkpointEval: JobRunner = async (ctx) => {
         if (stepExists(runId, b)) continue;
         const t0 = performance.now();
         const tasks: { index: number; seed: number }[] = [];
-        for (let i = b * cfg.episodesPerBatch; i < Math.min(evalSet.length, (b + 1) * cfg.episodesPerBatch); i++) tasks.push({ index: i, seed: evalSet[i].seed });
+        for (let i = b * cfg.episodesPerBatch; i < Math.min(evalSet.length, (b + 1) * cfg.episodesPerBatch); i++)
+          tasks.push({ index: i, seed: evalSet[i].seed });
         const batch: TaskScore[] = [];
         const groups = [];
         for (const mode of modes) {
@@ -121,13 +126,21 @@ export const checkpointEval: JobRunner = async (ctx) => {
             train,
             makeEnv,
             // greedy exactly as training's evaluation (seed 0, no exploration); samples seeded per batch and turn
-            mode === "greedy" ? engineGenerate(engine, train, true, 0) : engineGenerate(engine, train, false, (call) => mixSeed(cfg.seed, "checkpoint-eval", b, call), 0, temperature),
+            mode === "greedy"
+              ? engineGenerate(engine, train, true, 0)
+              : engineGenerate(engine, train, false, (call) => mixSeed(cfg.seed, "checkpoint-eval", b, call), 0, temperature),
             tasks.map((t) => ({ uid: `${mode}-${t.index}`, taskSeed: t.seed })),
             { groupSize: mode === "greedy" ? 1 : n, recordView: true, signal: ctx.signal },
           );
           if (ctx.signal.aborted) return { stoppedAt: b };
           played.forEach((g, j) => {
-            batch.push({ mode, index: tasks[j].index, n: g.trajectories.length, c: g.trajectories.filter((t) => t.success).length, reward: g.trajectories.reduce((a, t) => a + t.reward, 0) });
+            batch.push({
+              mode,
+              index: tasks[j].index,
+              n: g.trajectories.length,
+              c: g.trajectories.filter((t) => t.success).length,
+              reward: g.trajectories.reduce((a, t) => a + t.reward, 0),
+            });
           });
           groups.push(...played.map((g) => toStoredGroup(g, train.envId)));
         }
@@ -147,7 +160,9 @@ export const checkpointEval: JobRunner = async (ctx) => {
       }
       const total = scoreTasks(scores, cfg.k);
       const result = { checkpointStep: ckpt.step, tasks: evalSet.length, ...total, trainOverlap: overlap };
-      ctx.log(`done: checkpoint of step ${ckpt.step} on ${evalSet.length} held-out tasks: ${describe(batchValues(total, total, cfg.k), cfg.k, "_cum")} (training instances among them: ${overlap})`);
+      ctx.log(
+        `done: checkpoint of step ${ckpt.step} on ${evalSet.length} held-out tasks: ${describe(batchValues(total, total, cfg.k), cfg.k, "_cum")} (training instances among them: ${overlap})`,
+      );
       return result;
     });
   return withEngineRestarts(ctx, attempt, "the batches it stored");

@@ -20,7 +20,15 @@ export function storedTotals(runId: string): EvalTotals {
 }
 
 /** Stores one batch (as rollout step `step`) with its curves (and `extra` values, e.g. the train overlap); updates `totals`; returns the batch's values. */
-export function storeEvalBatch(ctx: JobContext, runId: string, step: number, groups: GroupInput[], seconds: number, totals: EvalTotals, extra: Record<string, number> = {}): Record<string, number> {
+export function storeEvalBatch(
+  ctx: JobContext,
+  runId: string,
+  step: number,
+  groups: GroupInput[],
+  seconds: number,
+  totals: EvalTotals,
+  extra: Record<string, number> = {},
+): Record<string, number> {
   const trajs = groups.flatMap((g) => g.trajectories);
   const episodes = trajs.length;
   const successes = trajs.filter((t) => t.success).length;
@@ -72,7 +80,8 @@ export function summary(totals: EvalTotals) {
  * estimator; with n = k it is 1 if any succeeded, else 0). As a product, so large n never overflows.
  */
 export function passAtK(n: number, c: number, k: number): number {
-  if (!Number.isInteger(n) || !Number.isInteger(c) || !Number.isInteger(k) || k < 1 || n < k || c < 0 || c > n) throw new RangeError(`pass@k needs integers 1 <= k <= n and 0 <= c <= n (got n=${n}, c=${c}, k=${k})`);
+  if (!Number.isInteger(n) || !Number.isInteger(c) || !Number.isInteger(k) || k < 1 || n < k || c < 0 || c > n)
+    throw new RangeError(`pass@k needs integers 1 <= k <= n and 0 <= c <= n (got n=${n}, c=${c}, k=${k})`);
   if (n - c < k) return 1;
   let fail = 1;
   for (let i = n - c + 1; i <= n; i++) fail *= 1 - k / i;

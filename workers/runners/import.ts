@@ -47,7 +47,11 @@ class ImportFailed extends Error {
 
 /** Where the server keeps uploads is no business of the user: name files relative to the upload. */
 function withoutServerPaths(text: string, file: string): string {
-  return text.split(file).join(path.basename(file)).split(path.dirname(file) + path.sep).join("");
+  return text
+    .split(file)
+    .join(path.basename(file))
+    .split(path.dirname(file) + path.sep)
+    .join("");
 }
 
 interface SpoolRecord {
@@ -66,7 +70,11 @@ function readUpload(ctx: JobContext, file: string, spoolDir: string, p: { format
   const pythonPath = [path.join(REPO_ROOT, "clients", "python"), process.env.PYTHONPATH].filter(Boolean).join(path.delimiter);
   // Not detached: the child stays in the job process's group, which the worker kills as a whole
   // when this runner does not stop in time; a cancel kills it here at once.
-  const child = spawn(python, args, { cwd: REPO_ROOT, env: { ...process.env, PYTHONPATH: pythonPath, PYTHONUNBUFFERED: "1", TURNLENS_MODE: "offline" }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(python, args, {
+    cwd: REPO_ROOT,
+    env: { ...process.env, PYTHONPATH: pythonPath, PYTHONUNBUFFERED: "1", TURNLENS_MODE: "offline" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   const kill = () => child.kill("SIGKILL");
   ctx.signal.addEventListener("abort", kill, { once: true });
   let lastError = "";
@@ -131,7 +139,10 @@ export const importUpload: JobRunner = async (ctx) => {
         const { startedAt: _s, finishedAt: _f, ...rest } = state.create;
         parsed = importRunSchema.safeParse(rest);
       }
-      if (!parsed.success) throw new ImportFailed(`the importer wrote a run the server refuses: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+      if (!parsed.success)
+        throw new ImportFailed(
+          `the importer wrote a run the server refuses: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+        );
       const create = parsed.data;
       const imp = (create.config as { turnlensImport?: { id?: string; source?: string } }).turnlensImport;
       if (!imp?.id) throw new ImportFailed(`${path.basename(dir)}/run.json: no config.turnlensImport.id (not an importer's spool)`);
@@ -164,23 +175,28 @@ export const importUpload: JobRunner = async (ctx) => {
         if (rec.kind === "finish") {
           const status = (TERMINAL_STATUSES as readonly string[]).includes(String(rec.body.status)) ? String(rec.body.status) : "succeeded";
           const ended = typeof rec.body.finishedAt === "string" && !Number.isNaN(Date.parse(rec.body.finishedAt)) ? new Date(rec.body.finishedAt) : new Date();
-          writeTransaction(ctx.fence, (db) =>
-            finishImportedRunRow(runId, status, ended, db),
-          );
+          writeTransaction(ctx.fence, (db) => finishImportedRunRow(runId, status, ended, db));
         } else {
           const bytes = Buffer.from(JSON.stringify(rec.batchId ? { ...rec.body, batchId: rec.batchId } : rec.body));
           const reply = writeTransaction(ctx.fence, (db) => handleIngest({ id: 0, kind: rec.kind as "metrics" | "steps", runId, bytes, databaseUrl: "" }, db));
           const failure = !reply.ok && reply.code ? Object.assign(new Error(reply.error), { code: reply.code }) : null;
           if (isDiskFull(failure)) throw failure; // not the rows' fault: the job is retried, and a retry stores nothing twice
           if (!reply.ok) {
-            const issues = reply.issues.slice(0, 3).map((i) => `; ${i.path}: ${i.message}`).join("");
+            const issues = reply.issues
+              .slice(0, 3)
+              .map((i) => `; ${i.path}: ${i.message}`)
+              .join("");
             entry.rejected += rows;
             reject(source, rec.tag ?? rec.kind, `refused ${rows} row(s): ${reply.error}${issues}`, rows);
           } else if (reply.status === 200) entry.alreadyPresent += rows;
           else entry.imported += rows;
         }
         done += bytes;
-        if (++sent % 20 === 0) await ctx.progress(READ_SHARE + (1 - READ_SHARE) * (done / Math.max(1, total)), `stored ${sent} request(s) (${Math.round((100 * done) / Math.max(1, total))} % of the spool)`);
+        if (++sent % 20 === 0)
+          await ctx.progress(
+            READ_SHARE + (1 - READ_SHARE) * (done / Math.max(1, total)),
+            `stored ${sent} request(s) (${Math.round((100 * done) / Math.max(1, total))} % of the spool)`,
+          );
       }
       if (created && entry.imported === 0 && entry.alreadyPresent === 0) {
         // every request was refused: an empty run would look like a successful import of nothing
@@ -193,9 +209,13 @@ export const importUpload: JobRunner = async (ctx) => {
       report.alreadyPresent += entry.alreadyPresent;
       report.replaced += entry.replaced;
       report.runs.push(entry);
-      ctx.log(`run ${name}: ${entry.imported} row(s) imported, ${entry.alreadyPresent} already present, ${entry.replaced} replaced, ${entry.rejected} rejected`);
+      ctx.log(
+        `run ${name}: ${entry.imported} row(s) imported, ${entry.alreadyPresent} already present, ${entry.replaced} replaced, ${entry.rejected} rejected`,
+      );
     }
-    ctx.log(`done: ${report.imported} row(s) imported, ${report.alreadyPresent} already present, ${report.replaced} replaced, ${report.rejected} rejected, ${report.runs.length} run(s)`);
+    ctx.log(
+      `done: ${report.imported} row(s) imported, ${report.alreadyPresent} already present, ${report.replaced} replaced, ${report.rejected} rejected, ${report.runs.length} run(s)`,
+    );
     return report;
   } finally {
     fs.rmSync(spoolDir, { recursive: true, force: true });

@@ -23,15 +23,24 @@ export const onnxEval: JobRunner = async (ctx) => {
   const ckpt = listCheckpoints(cfg.sourceRunId)
     .filter((c) => c.onnxPath && (cfg.checkpointStep === null || c.step === cfg.checkpointStep))
     .at(-1);
-  if (!ckpt) throw new Error(`run ${cfg.sourceRunId} has no exported ONNX policy${cfg.checkpointStep !== null ? ` at step ${cfg.checkpointStep}` : ""} (train with exportOnnx)`);
+  if (!ckpt)
+    throw new Error(
+      `run ${cfg.sourceRunId} has no exported ONNX policy${cfg.checkpointStep !== null ? ` at step ${cfg.checkpointStep}` : ""} (train with exportOnnx)`,
+    );
   const policy = await OnnxPolicy.load(path.join(path.dirname(ckpt.onnxPath!), "policy.json"));
   ctx.log(`ONNX policy of run ${source.name} (checkpoint step ${ckpt.step}) on ${train.envId}: ${cfg.episodes} held-out tasks, greedy, onnxruntime-node CPU`);
   // The source run's held-out instances, and every instance its training could draw.
   const heldOut = heldOutFor(train);
   const evalSet = evalTasks(heldOut, cfg.episodes);
   const trainKeys = trainingInstances(train.envId, train.envConfig, heldOut, train.seed, train.steps, train.groupsPerStep);
-  const overlap = overlapCount(evalSet.map((t) => t.key), trainKeys);
-  ctx.log(`held-out: ${evalSet.length} distinct instances; instances the source's training (${train.steps} steps x ${train.groupsPerStep} tasks) could draw among them: ${overlap}`, overlap ? "warn" : "info");
+  const overlap = overlapCount(
+    evalSet.map((t) => t.key),
+    trainKeys,
+  );
+  ctx.log(
+    `held-out: ${evalSet.length} distinct instances; instances the source's training (${train.steps} steps x ${train.groupsPerStep} tasks) could draw among them: ${overlap}`,
+    overlap ? "warn" : "info",
+  );
   const total = storedTotals(runId);
   const batches = Math.ceil(evalSet.length / cfg.episodesPerBatch);
   try {
@@ -40,7 +49,8 @@ export const onnxEval: JobRunner = async (ctx) => {
       if (stepExists(runId, b)) continue;
       const t0 = performance.now();
       const tasks = [];
-      for (let i = b * cfg.episodesPerBatch; i < Math.min(evalSet.length, (b + 1) * cfg.episodesPerBatch); i++) tasks.push({ uid: `eval-${i}`, taskSeed: evalSet[i].seed });
+      for (let i = b * cfg.episodesPerBatch; i < Math.min(evalSet.length, (b + 1) * cfg.episodesPerBatch); i++)
+        tasks.push({ uid: `eval-${i}`, taskSeed: evalSet[i].seed });
       const played = await rollout({
         makeEnv: () => createEnv(train.envId, train.envConfig),
         tasks,

@@ -44,7 +44,8 @@ export const selftest: JobRunner = async (ctx) => {
   ctx.log(`selftest: ${p.steps} steps of ${p.stepMs} ms, attempt ${ctx.job.attempts}, ${done.size} step(s) already done`);
   for (let step = 0; step < p.steps; step++) {
     if (done.has(step)) continue;
-    if (p.busy) spin(p.stepMs); // never yields: only the worker's kill can stop this
+    if (p.busy)
+      spin(p.stepMs); // never yields: only the worker's kill can stop this
     else if (p.ignoreSignal) await sleep(p.stepMs);
     else await sleep(p.stepMs, undefined, { signal: ctx.signal }); // rejects as soon as the job is stopped
     if (step === p.crashAtStep) {
@@ -68,7 +69,8 @@ export const selftest: JobRunner = async (ctx) => {
     // Fenced: throws LeaseLostError (and writes nothing) once this worker no longer holds the job.
     writeTransaction(ctx.fence, (db) => writeMark(ctx.job.id, markSeq(step), SELFTEST_MARK_LEVEL, JSON.stringify(mark), db));
     const progress = ctx.progress(p.steps ? (step + 1) / p.steps : 1, `step ${step + 1}/${p.steps}`);
-    if (p.busy) progress.catch(() => undefined); // sent when the loop ends; the fenced write above is the lease check
+    if (p.busy)
+      progress.catch(() => undefined); // sent when the loop ends; the fenced write above is the lease check
     else await progress;
   }
   return { steps: p.steps, resumed: done.size, attempt: ctx.job.attempts };

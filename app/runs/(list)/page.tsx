@@ -18,7 +18,12 @@ export default async function RunsPage({ searchParams }: { searchParams: Promise
   return (
     <div className="space-y-4">
       <h1 className="text-xl font-semibold tracking-tight">Runs</h1>
-      <Hydrate seed={[[runsPageQuery(params, 1).queryKey, first], [runFiltersQuery().queryKey, tryRead(() => runFilters())]]}>
+      <Hydrate
+        seed={[
+          [runsPageQuery(params, 1).queryKey, first],
+          [runFiltersQuery().queryKey, tryRead(() => runFilters())],
+        ]}
+      >
         <Suspense fallback={<p className="text-sm text-zinc-500">Loading…</p>}>
           <RunsTable />
         </Suspense>

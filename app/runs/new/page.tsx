@@ -16,7 +16,8 @@ export const metadata = { title: "Launch run" };
  */
 function prefillOf(run: RunOut, catalog: ReturnType<typeof launchCatalog>, estimators: ReturnType<typeof estimatorCatalog>): LaunchPrefill {
   const base = { name: run.name, tags: run.tags, parentRunId: run.id };
-  if (run.jobKind && catalog.jobKinds.some((j) => j.id === run.jobKind)) return { ...base, jobKind: run.jobKind, config: run.config as Record<string, unknown> };
+  if (run.jobKind && catalog.jobKinds.some((j) => j.id === run.jobKind))
+    return { ...base, jobKind: run.jobKind, config: run.config as Record<string, unknown> };
   const kind = catalog.jobKinds.find((j) => estimatorSection(j.configSchema, estimators)) ?? catalog.jobKinds[0];
   const cfg = (run.config ?? {}) as Record<string, unknown>;
   return {
@@ -33,7 +34,13 @@ export default async function NewRunPage({ searchParams }: { searchParams: Promi
   const catalog = launchCatalog();
   const estimators = estimatorCatalog();
   let prefill: LaunchPrefill | undefined;
-  if (from && z.string().regex(/^[\w-]+$/).safeParse(from).success) {
+  if (
+    from &&
+    z
+      .string()
+      .regex(/^[\w-]+$/)
+      .safeParse(from).success
+  ) {
     try {
       prefill = prefillOf(getRun(from), catalog, estimators);
     } catch {

@@ -10,7 +10,13 @@ export const dynamic = "force-dynamic";
 export const metadata = { title: "Credit over training" };
 
 /** The stored credit over training comes with the page (the default view: no `est`, 50 steps). */
-export default async function CreditPage({ params, searchParams }: { params: Promise<{ id: string }>; searchParams: Promise<Record<string, string | string[] | undefined>> }) {
+export default async function CreditPage({
+  params,
+  searchParams,
+}: {
+  params: Promise<{ id: string }>;
+  searchParams: Promise<Record<string, string | string[] | undefined>>;
+}) {
   const { id } = await params;
   const sp = await searchParams;
   const run = tryRead(() => getRun(id));

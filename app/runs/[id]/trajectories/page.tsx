@@ -45,7 +45,8 @@ export default async function TrajectoriesPage({ params, searchParams }: { param
     // A long trajectory's turn texts (50 turns of 1-2 KB observations, their tokens) are not put in
     // the page: the browser loads them after the first paint, as it does when another one is opened.
     const length = credit?.trajectories.find((t) => t.id === trajId)?.length;
-    if (trajId && length !== undefined && length <= SEED_TURNS) seed.push([trajectoryQuery(trajId).queryKey, tryRead(() => getTrajectory(trajId) ?? undefined)]);
+    if (trajId && length !== undefined && length <= SEED_TURNS)
+      seed.push([trajectoryQuery(trajId).queryKey, tryRead(() => getTrajectory(trajId) ?? undefined)]);
   }
   return (
     <Hydrate seed={seed}>

@@ -26,7 +26,10 @@ export const GET = route(routes.metricsExport, ({ params, query: q }) => {
       // NaN and ±Infinity: the bare words in CSV, the texts the ingest API takes ("NaN") in JSON
       const v = (x: number) => (Number.isFinite(x) || csv ? String(x) : `"${x}"`);
       if (csv) for (const r of rows) out.push(`${quoted},${r[1]},${v(r[2])},${r[3]}\n`);
-      else if (q.format === "columnar") out.push(`{"key":${quoted},"steps":[${rows.map((r) => r[1]).join(",")}],"values":[${rows.map((r) => v(r[2])).join(",")}],"wallTimes":[${rows.map((r) => r[3]).join(",")}]}`);
+      else if (q.format === "columnar")
+        out.push(
+          `{"key":${quoted},"steps":[${rows.map((r) => r[1]).join(",")}],"values":[${rows.map((r) => v(r[2])).join(",")}],"wallTimes":[${rows.map((r) => r[3]).join(",")}]}`,
+        );
       else for (const r of rows) out.push(`{"key":${quoted},"step":${r[1]},"value":${v(r[2])},"wallTime":${r[3]}}`);
       controller.enqueue(enc.encode(head + (csv ? out.join("") : (first ? "" : ",") + out.join(","))));
       first = false;
