@@ -47,7 +47,7 @@ export function SearchView() {
   };
   const runCount = applied.runs ? applied.runs.split(",").length : 0;
   const firstName = query.data?.trajectories[0]?.runName;
-  const scope = runCount === 1 && firstName ? `run ${firstName}` : runCount ? `${runCount} runs` : applied.project ? `project ${applied.project}` : null;
+  const scope = runCount === 1 && firstName ? `run ${firstName}` : runCount ? `${runCount} runs` : applied.project ? `project ${applied.project}` : "every run";
   return (
     <div className="space-y-4">
       <h1 className="text-lg font-semibold">Trajectory search {scope ? <span className="font-normal text-zinc-500">· {scope}</span> : null}</h1>
@@ -197,10 +197,6 @@ function Results({
   onPrev: () => void;
 }) {
   const { data, error, isFetching } = query;
-  if (!params.runs && !params.project)
-    return (
-      <p className="text-sm text-zinc-500">Name the runs to search (their ids) or a project, then search. A run's page links here with its id filled in.</p>
-    );
   if (error)
     return (
       <p className="rounded-md border border-red-300 bg-red-50 p-3 text-sm text-red-800 dark:border-red-900 dark:bg-red-950 dark:text-red-300" role="alert">

@@ -1,4 +1,4 @@
-// Trajectory search over a run, several runs or a project: words and phrases in observations or
+// Trajectory search over some runs, a project or every run: words and phrases in observations or
 // actions, outcome, length, return, step, environment, task, and conditions one turn must meet
 // (index, advantage, reward, validity, anchor).
 //
@@ -233,12 +233,14 @@ interface Candidate {
 
 /** The run ids a query covers (unknown ones cover nothing). */
 function scopeRuns(q: TrajectorySearchQuery, db: RawDb): string[] {
-  if (q.runs)
-    return db
-      .prepare(`SELECT "id" FROM "Run" WHERE "id" IN (${q.runs.map(() => "?").join(",")})`)
-      .pluck()
-      .all(...q.runs) as string[];
-  return db.prepare(`SELECT r."id" FROM "Run" r JOIN "Project" p ON p."id" = r."projectId" WHERE p."name" = ?`).pluck().all(q.project) as string[];
+  const where: string[] = [];
+  const args: unknown[] = [];
+  if (q.runs) where.push(`r."id" IN (${q.runs.map(() => "?").join(",")})`), args.push(...q.runs);
+  if (q.project !== undefined) where.push(`p."name" = ?`), args.push(q.project);
+  return db
+    .prepare(`SELECT r."id" FROM "Run" r JOIN "Project" p ON p."id" = r."projectId" ${where.length ? `WHERE ${where.join(" AND ")}` : ""}`)
+    .pluck()
+    .all(...args) as string[];
 }
 
 export function searchTrajectories(q: TrajectorySearchQuery, db: RawDb = getRawDb()): TrajectorySearchResult {
@@ -247,8 +249,10 @@ export function searchTrajectories(q: TrajectorySearchQuery, db: RawDb = getRawD
   if (!runIds.length) return { trajectories: [], next: null, scanned: 0 };
   indexMissing(runIds, db);
 
-  const where = [`ts."runId" IN (${runIds.map(() => "?").join(",")})`];
-  const args: unknown[] = [...runIds];
+  // every run: no run condition (a store may hold more runs than a statement takes parameters)
+  const everyRun = !q.runs && q.project === undefined;
+  const where = everyRun ? ["1 = 1"] : [`ts."runId" IN (${runIds.map(() => "?").join(",")})`];
+  const args: unknown[] = everyRun ? [] : [...runIds];
   const cond = (sql: string, ...v: unknown[]) => (where.push(sql), args.push(...v));
   if (q.outcome) cond(`ts."success" = ?`, q.outcome === "success" ? 1 : 0);
   if (q.minLength !== undefined) cond(`ts."length" >= ?`, q.minLength);

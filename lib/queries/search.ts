@@ -51,6 +51,5 @@ export const searchQuery = (params: SearchParams) =>
     queryKey: ["search-trajectories", params],
     // the page keeps the URL's text; the server parses and checks it (a bad value is its 400, shown by the page)
     queryFn: () => callRoute(routes.searchTrajectories, { query: params as RouteQuery<typeof routes.searchTrajectories> }),
-    enabled: !!(params.runs || params.project),
     staleTime: 10_000,
   });

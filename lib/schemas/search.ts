@@ -24,7 +24,7 @@ export const trajectorySearchQuerySchema = z
       .regex(/^[A-Za-z0-9_-]{1,64}(,[A-Za-z0-9_-]{1,64}){0,49}$/, "must be 1 to 50 comma-separated run ids")
       .transform((s) => s.split(","))
       .optional()
-      .describe("Comma-separated run ids to search (or `project`)."),
+      .describe("Comma-separated run ids to search (with `project`: those of them in the project). Neither: every run."),
     project: z.string().min(1).max(100).optional().describe("Search every run of this project (by name)."),
     text: z
       .string()
@@ -66,7 +66,6 @@ export const trajectorySearchQuerySchema = z
   })
   .strict()
   .superRefine((q, ctx) => {
-    if (!q.runs === !q.project) ctx.addIssue({ code: "custom", path: ["runs"], message: "name the runs to search or a project (one of the two)" });
     const range = (lo: keyof typeof q, hi: keyof typeof q) => {
       const a = q[lo] as number | undefined;
       const b = q[hi] as number | undefined;

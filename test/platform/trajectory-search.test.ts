@@ -109,7 +109,10 @@ const words = (s: string) =>
     .filter((w) => w && w.length <= 64)
     .join(" ");
 function scan(q: TrajectorySearchQuery): Stored[] {
-  const runs = q.runs ?? [...new Set(ALL.filter((t) => getRun(t.runId)!.project === q.project).map((t) => t.runId))];
+  // the runs named, those of them in the project, or every run
+  const runs = [...new Set(ALL.map((t) => t.runId))].filter(
+    (id) => (!q.runs || q.runs.includes(id)) && (q.project === undefined || getRun(id).project === q.project),
+  );
   const terms = q.text ? searchTerms(q.text).map((t) => ` ${t.join(" ")} `) : [];
   const perTurn = [q.minTurn, q.maxTurn, q.advantage, q.minAdvantage, q.maxAdvantage, q.minReward, q.maxReward, q.valid, q.anchor].some((v) => v !== undefined);
   return ALL.filter((t) => {
@@ -165,6 +168,8 @@ function allPages(raw: Record<string, string>) {
 
 const QUERIES: Record<string, string>[] = [
   { runs: runA },
+  { pageSize: "7" }, // every run
+  { runs: `${runA},${runC}`, project: "p", text: "desk" }, // the named runs in the project: runA only
   { runs: `${runA},${runB}`, text: "desk" },
   { project: "p", text: "Desk drawer", in: "observation" },
   { project: "p", text: '"go to" fridge', pageSize: "3" },
@@ -212,8 +217,7 @@ describe("searchTrajectories", () => {
     expect(searchTrajectories({ ...q, cursor: first.next! }).trajectories[0].id).not.toBe(first.trajectories[4].id);
   });
 
-  it("refuses a query naming neither runs nor a project, a reversed range and a forged cursor, naming the field", () => {
-    expect(trajectorySearchQuerySchema.safeParse({ text: "x" }).error?.issues[0].path).toEqual(["runs"]);
+  it("refuses a reversed range, a non-finite number and a forged cursor, naming the field", () => {
     expect(trajectorySearchQuerySchema.safeParse({ runs: runA, minLength: "5", maxLength: "2" }).error?.issues[0].path).toEqual(["maxLength"]);
     expect(trajectorySearchQuerySchema.safeParse({ runs: runA, minReturn: "1e999" }).success).toBe(false);
     expect(() => searchTrajectories(trajectorySearchQuerySchema.parse({ runs: runA, cursor: "bm90LWEtY3Vyc29y" }))).toThrow(/cursor/);

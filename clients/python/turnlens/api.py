@@ -174,8 +174,9 @@ class Api:
 
     def search(self, runs: Optional[Sequence[Union[str, "ApiRun"]]] = None, project: Optional[str] = None,
                limit: Optional[int] = None, pandas: Optional[bool] = None, **query: Any):
-        """Trajectories of some runs or a whole project that match every condition, across steps,
-        in sort order, all pages (or the first `limit`), e.g.
+        """Trajectories of some runs, a whole project (with runs: those of them in it) or, with
+        neither, every run, that match every condition, across steps, in sort order, all pages
+        (or the first `limit`), e.g.
         api.search(project="alfworld", text='"go to desk"', in_="action", outcome="failure",
                    min_turn=2, max_turn=2, advantage="negative", sort="return").
 
