@@ -37,7 +37,7 @@ test("launch a baseline run and read its trajectories", async ({ page }) => {
   await expect(page.getByTestId("job-log")).toContainText("done: success rate");
   await shot(page, "run-page");
 
-  await page.getByRole("link", { name: "Trajectories" }).click();
+  await page.getByRole("link", { name: "Trajectories", exact: true }).click();
   await expect(page.getByTestId("trajectory-tab").first()).toBeVisible();
   await page.getByTestId("trajectory-tab").nth(1).click();
   await expect(page.getByTestId("turn").first()).toBeVisible();
