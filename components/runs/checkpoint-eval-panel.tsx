@@ -7,23 +7,9 @@ import { useMemo, useState } from "react";
 import { useRouter } from "next/navigation";
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { ApiClientError, callRoute } from "@/lib/client/api";
-import { routes, stepsQuery } from "@/lib/queries";
+import { checkpointsQuery, routes } from "@/lib/queries";
 import { checkpointEvalConfigSchema, type RunOut } from "@/lib/schemas/runs";
 import { btnCls, cardCls, inputCls, primaryBtnCls } from "@/components/ui/controls";
-
-/**
- * The steps a training run saved checkpoints at, newest first: every checkpointInterval-th step and
- * the last one, among the `stored` steps 0 .. stored - 1 it has written (training stores its steps
- * in order, and a resumed run drops the steps after its checkpoint, so they stay contiguous).
- */
-export function checkpointStepsOf(config: unknown, stored: number): number[] {
-  const c = (config ?? {}) as { steps?: unknown; checkpointInterval?: unknown };
-  const steps = typeof c.steps === "number" ? c.steps : 0;
-  const every = typeof c.checkpointInterval === "number" && c.checkpointInterval > 0 ? c.checkpointInterval : 10;
-  const out: number[] = [];
-  for (let s = Math.min(steps, stored) - 1; s >= 0; s--) if ((s + 1) % every === 0 || s === steps - 1) out.push(s);
-  return out;
-}
 
 export function CheckpointEvalPanel({ run }: { run: RunOut }) {
   const [open, setOpen] = useState(false);
@@ -46,8 +32,9 @@ export function CheckpointEvalPanel({ run }: { run: RunOut }) {
 
 function CheckpointEvalForm({ run, onClose }: { run: RunOut; onClose: () => void }) {
   const router = useRouter();
-  const { data } = useQuery(stepsQuery(run.id, run.status));
-  const steps = useMemo(() => checkpointStepsOf(run.config, data?.total ?? 0), [run.config, data]);
+  const { data } = useQuery(checkpointsQuery(run.id, run.status));
+  // newest first
+  const steps = useMemo(() => (data?.checkpoints ?? []).map((c) => c.step).reverse(), [data]);
   const trainEval = (run.config as { evalEpisodes?: unknown } | null)?.evalEpisodes;
   const [step, setStep] = useState<string>("");
   const [episodes, setEpisodes] = useState(String(typeof trainEval === "number" ? Math.min(trainEval, 100) : 100));

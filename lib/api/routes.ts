@@ -20,6 +20,7 @@ import {
   turnSchema,
 } from "../schemas/rollouts";
 import {
+  checkpointListSchema,
   compareQuerySchema,
   envCatalogSchema,
   finishRunSchema,
@@ -97,6 +98,16 @@ export const routes = {
     tag: "runs",
     query: none,
     response: runFiltersSchema,
+  }),
+  runCheckpoints: defineRoute({
+    id: "listCheckpoints",
+    method: "GET",
+    path: "/runs/{id}/checkpoints",
+    summary: "The steps a training run saved checkpoints at",
+    tag: "runs",
+    query: none,
+    response: checkpointListSchema,
+    errors: [404],
   }),
   runGet: defineRoute({ id: "getRun", method: "GET", path: "/runs/{id}", summary: "Get a run", tag: "runs", query: none, response: runSchema }),
   runDelete: defineRoute({

@@ -53,6 +53,14 @@ export const stepsQuery = (runId: string, status?: string) =>
     refetchInterval: livePoll(status, 3000),
   });
 
+/** A training run's checkpoints (polled while it runs: it saves more). */
+export const checkpointsQuery = (runId: string, status?: string) =>
+  queryOptions({
+    queryKey: ["run", runId, "checkpoints"],
+    queryFn: () => callRoute(routes.runCheckpoints, { params: { id: runId } }),
+    refetchInterval: livePoll(status, 5000),
+  });
+
 export const groupsQuery = (runId: string, step: number) =>
   queryOptions({
     queryKey: ["run", runId, "groups", step],

@@ -329,6 +329,14 @@ export const runComparisonSchema = z
   .meta({ id: "RunComparison" });
 export type RunComparison = z.infer<typeof runComparisonSchema>;
 
+/** GET /runs/{id}/checkpoints: the steps a training run saved its weights at (the checkpoint-eval job evaluates any of them). */
+export const checkpointListSchema = z
+  .object({
+    checkpoints: z.array(z.object({ step: z.number(), onnx: z.boolean().describe("An ONNX export was saved beside the weights.") })).describe("Oldest first."),
+  })
+  .meta({ id: "CheckpointList" });
+export type CheckpointList = z.infer<typeof checkpointListSchema>;
+
 /** GET /projects. */
 export const projectListSchema = z
   .object({ projects: z.array(z.object({ id: z.string(), name: z.string(), description: z.string(), runs: z.number().describe("Runs in the project.") })) })
