@@ -16,7 +16,7 @@
 // within one turn's text) on their texts, the per-turn conditions on their credit columns. Such a
 // page scans at most SCAN_LIMIT candidates and says where it stopped (`next`).
 import { InvalidInputError } from "../schemas/errors";
-import type { TrajectoryHit, TrajectorySearchQuery, TrajectorySearchResult } from "../schemas/search";
+import { SEARCH_CURSOR, type TrajectoryHit, type TrajectorySearchQuery, type TrajectorySearchResult } from "../schemas/search";
 import { getRawDb, insertRows, writeTransaction, type RawDb } from "./raw";
 import { dialect } from "./dialect";
 import { unpackTurnColumns, unpackTurnTexts, type TurnColumns, type TurnTexts } from "./trajectory-pack";
@@ -208,15 +208,15 @@ function turnsHolding(texts: TurnTexts, terms: string[][], field: TrajectorySear
 
 const SORT_COLUMN = { step: `ts."step"`, return: `ts."reward"`, length: `ts."length"` } as const;
 
-const encodeCursor = (v: number, key: number) => Buffer.from(JSON.stringify([v, key])).toString("base64url");
-function decodeCursor(c: string): [number, number] {
-  try {
-    const v = JSON.parse(Buffer.from(c, "base64url").toString());
-    if (Array.isArray(v) && v.length === 2 && v.every((x) => typeof x === "number" && Number.isFinite(x))) return v as [number, number];
-  } catch {
-    /* answered below */
-  }
-  throw new InvalidInputError("cursor is not one this endpoint returned", [{ path: "query.cursor", message: "must be the `next` of a previous page" }]);
+const INT_MAX = 2 ** 31 - 1;
+const encodeCursor = (v: number, key: number) => `${v}_${key}`;
+/** A cursor's position, values past a column's range clamped to its ends (the query schema checked the form). */
+function decodeCursor(c: string, sort: TrajectorySearchQuery["sort"]): [number, number] {
+  const m = SEARCH_CURSOR.exec(c);
+  if (!m) throw new InvalidInputError("cursor must be the `next` of a previous page", [{ path: "query.cursor", message: "must look like SORTVALUE_KEY" }]);
+  const v = Number(m[1]);
+  const value = sort === "return" ? Math.max(-Number.MAX_VALUE, Math.min(Number.MAX_VALUE, v)) : Math.max(-INT_MAX - 1, Math.min(INT_MAX, Math.trunc(v)));
+  return [value, Math.min(Number(m[2]), INT_MAX)];
 }
 
 interface Candidate {
@@ -289,7 +289,7 @@ export function searchTrajectories(q: TrajectorySearchQuery, db: RawDb = getRawD
   const sortValue = (c: Candidate) => (q.sort === "step" ? c.step : q.sort === "return" ? c.reward : c.length);
 
   const hits: { c: Candidate; turns: number[] | null }[] = [];
-  let after = q.cursor ? decodeCursor(q.cursor) : null;
+  let after = q.cursor ? decodeCursor(q.cursor, q.sort) : null;
   let scanned = 0;
   let exhausted = false;
   // Without checks outside SQL a chunk is the page (plus one row: is there more?); with them, chunks

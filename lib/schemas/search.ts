@@ -15,6 +15,13 @@ const queryNumber = () => {
 };
 
 export const SEARCH_SORTS = ["step", "return", "length"] as const;
+
+/**
+ * A page's position: the last hit's sort value (as JavaScript prints a number) and its key. Every
+ * string of this form is a position in the order (out-of-range values stand for the ends), so a
+ * cursor is never refused once it has this form.
+ */
+export const SEARCH_CURSOR = /^(-?\d{1,20}(?:\.\d{1,20})?(?:e[-+]?\d{1,3})?)_(\d{1,15})$/;
 export const TEXT_FIELDS = ["any", "observation", "action"] as const;
 
 export const trajectorySearchQuerySchema = z
@@ -58,10 +65,9 @@ export const trajectorySearchQuerySchema = z
     order: z.enum(["asc", "desc"]).default("desc"),
     cursor: z
       .string()
-      .max(200)
-      .regex(/^[A-Za-z0-9_-]+$/, "must be a cursor this endpoint returned")
+      .regex(SEARCH_CURSOR, "must be the `next` of a previous page: SORTVALUE_KEY")
       .optional()
-      .describe("The `next` of the previous page."),
+      .describe("The `next` of the previous page: the last hit's sort value and key (`SORTVALUE_KEY`); the page starts after it."),
     pageSize: queryInt(1, 200).default(50),
   })
   .strict()

@@ -220,7 +220,13 @@ describe("searchTrajectories", () => {
   it("refuses a reversed range, a non-finite number and a forged cursor, naming the field", () => {
     expect(trajectorySearchQuerySchema.safeParse({ runs: runA, minLength: "5", maxLength: "2" }).error?.issues[0].path).toEqual(["maxLength"]);
     expect(trajectorySearchQuerySchema.safeParse({ runs: runA, minReturn: "1e999" }).success).toBe(false);
-    expect(() => searchTrajectories(trajectorySearchQuerySchema.parse({ runs: runA, cursor: "bm90LWEtY3Vyc29y" }))).toThrow(/cursor/);
+    expect(trajectorySearchQuerySchema.safeParse({ runs: runA, cursor: "bm90LWEtY3Vyc29y" }).error?.issues[0].path).toEqual(["cursor"]);
+    // any cursor of the documented form is a position: past the ends, the page starts at an end
+    const top = searchTrajectories(trajectorySearchQuerySchema.parse({ runs: runA, cursor: "1e999_999999999999999", pageSize: "3" }));
+    expect(top.trajectories.map((h) => h.id)).toEqual(
+      searchTrajectories(trajectorySearchQuerySchema.parse({ runs: runA, pageSize: "3" })).trajectories.map((h) => h.id),
+    );
+    expect(searchTrajectories(trajectorySearchQuerySchema.parse({ runs: runA, sort: "return", cursor: "-1e999_0" })).trajectories).toEqual([]);
     expect(() => searchTrajectories(trajectorySearchQuerySchema.parse({ runs: runA, text: "a".repeat(65) }))).toThrow(/at most 64/);
   });
 
