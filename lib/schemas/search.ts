@@ -37,7 +37,9 @@ export const trajectorySearchQuerySchema = z
       .string()
       .max(500)
       .optional()
-      .describe('Words and "quoted phrases", all required; case-insensitive, matched on whole words (letters and digits). A phrase matches within one turn.'),
+      .describe(
+        'Words and "quoted phrases", all required; case-insensitive, matched on whole words (runs of letters and digits, at most 64 long: longer ones are not indexed and match nothing). A phrase matches within one turn.',
+      ),
     in: z.enum(TEXT_FIELDS).default("any").describe("Where the text is looked for: a turn's observation, its action, or either."),
     outcome: z.enum(["success", "failure"]).optional(),
     minLength: queryInt(0, 1_000_000).optional().describe("Turns, at least."),
@@ -70,20 +72,7 @@ export const trajectorySearchQuerySchema = z
       .describe("The `next` of the previous page: the last hit's sort value and key (`SORTVALUE_KEY`); the page starts after it."),
     pageSize: queryInt(1, 200).default(50),
   })
-  .strict()
-  .superRefine((q, ctx) => {
-    const range = (lo: keyof typeof q, hi: keyof typeof q) => {
-      const a = q[lo] as number | undefined;
-      const b = q[hi] as number | undefined;
-      if (a !== undefined && b !== undefined && a > b) ctx.addIssue({ code: "custom", path: [hi], message: `must be at least ${String(lo)}` });
-    };
-    range("minLength", "maxLength");
-    range("minReturn", "maxReturn");
-    range("minStep", "maxStep");
-    range("minTurn", "maxTurn");
-    range("minAdvantage", "maxAdvantage");
-    range("minReward", "maxReward");
-  });
+  .strict();
 export type TrajectorySearchQuery = z.output<typeof trajectorySearchQuerySchema>;
 
 export const trajectoryHitSchema = z
