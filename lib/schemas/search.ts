@@ -7,7 +7,7 @@ import { documentedAs, queryInt } from "./common";
 const queryNumber = () => {
   const s = z
     .string()
-    .regex(/^-?(\d{1,15}(\.\d{0,15})?|\.\d{1,15})([eE][-+]?\d{1,3})?$/, "must be a decimal number")
+    .regex(/^-?(\d{1,20}(\.\d{0,20})?|\.\d{1,20})([eE][-+]?\d{1,3})?$/, "must be a decimal number")
     .transform(Number)
     .pipe(z.number().finite());
   documentedAs.set(s, { type: "number" });

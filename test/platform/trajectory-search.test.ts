@@ -220,6 +220,9 @@ describe("searchTrajectories", () => {
   it("refuses a non-finite number and a forged cursor, naming the field; a reversed range or a word too long to index matches nothing", () => {
     expect(searchTrajectories(trajectorySearchQuerySchema.parse({ runs: runA, minLength: "5", maxLength: "2" })).trajectories).toEqual([]);
     expect(trajectorySearchQuerySchema.safeParse({ runs: runA, minReturn: "1e999" }).success).toBe(false);
+    // every finite number as Python or JavaScript prints it is a number here
+    for (const x of ["-1.5509206760962212e-233", "1e+16", "-0.0", "0.30000000000000004", "5e-324"])
+      expect(trajectorySearchQuerySchema.safeParse({ maxReward: x }).success, x).toBe(true);
     expect(trajectorySearchQuerySchema.safeParse({ runs: runA, cursor: "bm90LWEtY3Vyc29y" }).error?.issues[0].path).toEqual(["cursor"]);
     // any cursor of the documented form is a position: past the ends, the page starts at an end
     const top = searchTrajectories(trajectorySearchQuerySchema.parse({ runs: runA, cursor: "1e999_999999999999999", pageSize: "3" }));
