@@ -1,8 +1,8 @@
 // FrozenLake as in RAGEN / Gymnasium: walk from the top-left corner to the goal in the
 // bottom-right corner without falling into a hole. Maps are random and solvable
 // (Gymnasium's generate_random_map: resample until a path exists). The observation is the
-// bare grid, one character per cell, so a tiny transformer can read it
-// (a 4x4 map is about 20 char tokens).
+// grid, one character per cell, so a tiny transformer can read it (a 6x6 map is 41 char
+// tokens), and by default a last line of the four cells around the player (config `neighbours`).
 import { z } from "zod";
 import type { AnchorValue } from "../credit/types";
 import { BaseEnv, invalidInfo, type TurnOutcome } from "./base-env";
@@ -18,10 +18,7 @@ export const frozenLakeConfigSchema = z.strictObject({
     .max(0.5)
     .default(0.2)
     .describe("Chance that a cell (other than start and goal) is a hole; maps without a path are resampled."),
-  slippery: z
-    .boolean()
-    .default(false)
-    .describe("Gymnasium's slippery ice: the move goes the intended way with probability 1/3, else to either side."),
+  slippery: z.boolean().default(false).describe("Gymnasium's slippery ice: the move goes the intended way with probability 1/3, else to either side."),
   minPathLength: z
     .number()
     .int()
@@ -30,6 +27,12 @@ export const frozenLakeConfigSchema = z.strictObject({
     .default(0)
     .describe("Keep only maps whose shortest path to the goal takes at least this many moves (0: any; above 2 x (size - 1), every map needs a detour)."),
   maxTurns: z.number().int().min(1).max(500).default(20).describe("Turns before the episode is truncated (one move per turn)."),
+  neighbours: z
+    .boolean()
+    .default(true)
+    .describe(
+      "Add a last line to the observation: the cells left, down, right and up of the player (# beyond the edge). A tiny model trained from scratch learns several times faster with it than from the bare grid, where it must first learn where the player's neighbours are.",
+    ),
 });
 export type FrozenLakeConfig = z.infer<typeof frozenLakeConfigSchema>;
 
@@ -39,9 +42,18 @@ const DELTA: Record<Move, [number, number]> = { left: [0, -1], down: [1, 0], rig
 // Slipping turns the move 90 degrees either way (Gymnasium: (a-1)%4, a, (a+1)%4).
 const SIDEWAYS: Record<Move, [Move, Move]> = { left: ["up", "down"], down: ["left", "right"], right: ["down", "up"], up: ["right", "left"] };
 const ALIASES: Record<string, string> = {
-  west: "left", south: "down", east: "right", north: "up",
-  l: "left", d: "down", r: "right", u: "up",
-  "move left": "left", "move down": "down", "move right": "right", "move up": "up",
+  west: "left",
+  south: "down",
+  east: "right",
+  north: "up",
+  l: "left",
+  d: "down",
+  r: "right",
+  u: "up",
+  "move left": "left",
+  "move down": "down",
+  "move right": "right",
+  "move up": "up",
 };
 
 export const FROZENLAKE_LEGEND: Record<string, string> = { P: "player", F: "frozen (safe)", H: "hole", G: "goal" };
@@ -107,6 +119,7 @@ export class FrozenLakeEnv extends BaseEnv {
     return [
       "You are walking on a frozen lake. Reach the goal G without stepping into a hole H.",
       "Symbols: P you, F frozen (safe), H hole, G goal. Row 1 is the top.",
+      this.config.neighbours ? "The last line shows the cells left, down, right and up of you, in that order (# is beyond the edge)." : "",
       this.config.slippery ? "The ice is slippery: you may slide to the side instead of moving where you chose." : "",
       "Each turn, answer with one move: left, down, right or up, e.g. <action>right</action>.",
       "Reward: 1 when you reach the goal, 0 otherwise.",
@@ -133,7 +146,14 @@ export class FrozenLakeEnv extends BaseEnv {
   }
 
   private render(): string {
-    return this.rows().join("\n");
+    const grid = this.rows().join("\n");
+    if (!this.config.neighbours) return grid;
+    const n = this.config.size;
+    const cell = (m: Move) => {
+      const [r, c] = [this.row + DELTA[m][0], this.col + DELTA[m][1]];
+      return r < 0 || c < 0 || r >= n || c >= n ? "#" : this.map[r][c];
+    };
+    return `${grid}\n${FROZENLAKE_ACTIONS.map(cell).join("")}`;
   }
 }
 
@@ -154,7 +174,10 @@ export function generateFrozenLakeMap(size: number, holeProbability: number, see
     const length = shortestPathLength(map);
     if (length !== null && length >= minPathLength) return map;
     // With holeProbability <= 0.5 a path appears within a few attempts; this bounds a bug or an unreachable minPathLength.
-    if (attempt > 100_000) throw new Error(`frozenlake: no solvable ${size}x${size} map${minPathLength ? ` with a shortest path of at least ${minPathLength} moves` : ""} found (lower minPathLength or raise holeProbability)`);
+    if (attempt > 100_000)
+      throw new Error(
+        `frozenlake: no solvable ${size}x${size} map${minPathLength ? ` with a shortest path of at least ${minPathLength} moves` : ""} found (lower minPathLength or raise holeProbability)`,
+      );
   }
 }
 
@@ -185,7 +208,8 @@ export function shortestPathLength(map: string[]): number | null {
 export const frozenLakeSpec: EnvSpec<FrozenLakeConfig> = {
   id: "frozenlake",
   title: "FrozenLake",
-  description: "Cross a random solvable frozen lake to the goal without falling into a hole (RAGEN / Gymnasium), optionally slippery. Reward 1 at the goal. Observation: the bare character grid.",
+  description:
+    "Cross a random solvable frozen lake to the goal without falling into a hole (RAGEN / Gymnasium), optionally slippery. Reward 1 at the goal. Observation: the character grid, then (`neighbours`, on by default) a line of the four cells around the player.",
   configSchema: frozenLakeConfigSchema,
   create: (config) => new FrozenLakeEnv(config),
 };

@@ -1,6 +1,6 @@
 // The training job's config. Defaults are the demo run: a tiny transformer learns random 6x6
 // FrozenLake maps from scratch on CPU with GiGPO (4x4 maps were too few for a held-out set:
-// 200 seeds gave 153 distinct maps).
+// 200 seeds gave 153 distinct maps). `npm run bench:train` measures how fast it learns.
 import { z } from "zod";
 import { contextSchema } from "./context";
 
@@ -19,7 +19,12 @@ export const hfModelSchema = z
   .object({
     kind: z.literal("hf"),
     path: z.string().min(1).describe("A local Hugging Face causal LM directory (nothing is downloaded)."),
-    lora: z.object({ r: z.number().int().min(1).default(8), alpha: z.number().positive().default(16) }).strict().nullable().default(null).describe("LoRA adapters instead of full fine-tuning."),
+    lora: z
+      .object({ r: z.number().int().min(1).default(8), alpha: z.number().positive().default(16) })
+      .strict()
+      .nullable()
+      .default(null)
+      .describe("LoRA adapters instead of full fine-tuning."),
   })
   .strict();
 
@@ -35,12 +40,23 @@ export const trainConfigSchema = z
     groupSize: z.number().int().min(1).max(64).default(16).describe("G: rollouts per task (the group GRPO/GiGPO normalise over)."),
     groupsPerStep: z.number().int().min(1).max(512).default(16).describe("Tasks per training step."),
     steps: z.number().int().min(1).max(100_000).default(200).describe("Training steps."),
-    seed: z.number().int().min(0).max(2 ** 30).default(0).describe("Seed of the task seeds, the model init and sampling."),
+    seed: z
+      .number()
+      .int()
+      .min(0)
+      .max(2 ** 30)
+      .default(0)
+      .describe("Seed of the task seeds, the model init and sampling."),
     context: contextSchema.default({ strategy: "window", turns: 0 }),
-    instructions: z.boolean().default(false).describe("Put the environment's instructions in every prompt (useful for pretrained models; tiny models learn without)."),
+    instructions: z
+      .boolean()
+      .default(false)
+      .describe("Put the environment's instructions in every prompt (useful for pretrained models; tiny models learn without)."),
     restrictToAdmissible: z.boolean().default(true).describe("Sample only admissible actions (where the environment has a finite set)."),
-    model: z.discriminatedUnion("kind", [tinyModelSchema, hfModelSchema]).default({ kind: "tiny", layers: 2, heads: 4, dModel: 64, contextLength: 64, tokenizer: "char" }),
-    lr: z.number().positive().max(1).default(3e-4).describe("AdamW learning rate."),
+    model: z
+      .discriminatedUnion("kind", [tinyModelSchema, hfModelSchema])
+      .default({ kind: "tiny", layers: 2, heads: 4, dModel: 64, contextLength: 64, tokenizer: "char" }),
+    lr: z.number().positive().max(1).default(1e-3).describe("AdamW learning rate (the demo: held-out success 0.69 at step 30 with 1e-3, 0.49 with 3e-4)."),
     lrDecayAfter: z.number().min(0).max(1).default(0.8).describe("Halve the learning rate once greedy eval success reaches this (0 disables)."),
     temperature: z.number().positive().max(5).default(1).describe("Sampling temperature of the rollouts."),
     explorationEpsilon: z
@@ -48,7 +64,9 @@ export const trainConfigSchema = z
       .min(0)
       .max(1)
       .default(0.1)
-      .describe("Per turn, take a uniformly random admissible action with this probability (training rollouts only). Keeps G rollouts of a task from collapsing into identical ones, whose advantages are all zero."),
+      .describe(
+        "Per turn, take a uniformly random admissible action with this probability (training rollouts only). Keeps G rollouts of a task from collapsing into identical ones, whose advantages are all zero.",
+      ),
     maxNewTokens: z.number().int().min(1).max(4096).default(32).describe("Longest response when sampling free text."),
     epochs: z.number().int().min(1).max(16).default(2).describe("PPO epochs over each batch."),
     minibatchSize: z.number().int().min(1).max(65_536).default(512).describe("Samples per optimiser step."),
@@ -59,12 +77,25 @@ export const trainConfigSchema = z
     lossAggregation: z.enum(["token-mean", "seq-mean-token-mean"]).default("token-mean"),
     dropZeroAdvantage: z.boolean().default(true).describe("Skip samples whose advantage is exactly 0 (they carry no gradient signal)."),
     evalInterval: z.number().int().min(1).default(10).describe("Greedy evaluation on held-out tasks every this many steps."),
-    evalEpisodes: z.number().int().min(1).max(10_000).default(200).describe("Held-out tasks per evaluation: distinct instances that training never draws (fewer when the environment has few instances)."),
+    evalEpisodes: z
+      .number()
+      .int()
+      .min(1)
+      .max(10_000)
+      .default(200)
+      .describe("Held-out tasks per evaluation: distinct instances that training never draws (fewer when the environment has few instances)."),
     checkpointInterval: z.number().int().min(1).default(10).describe("Save a checkpoint every this many steps (a resumed job restarts from the last one)."),
     exportOnnx: z.boolean().default(true).describe("Export the final policy to ONNX (tiny models)."),
     targetSuccess: z.number().min(0).max(1).nullable().default(null).describe("Stop early once greedy eval success reaches this."),
     device: z.enum(["auto", "cpu", "cuda"]).default("auto").describe("auto: CUDA where available, else CPU."),
-    threads: z.number().int().min(1).max(256).nullable().default(1).describe("torch CPU threads (1 is fastest for tiny models on small machines; null: torch's default)."),
+    threads: z
+      .number()
+      .int()
+      .min(1)
+      .max(256)
+      .nullable()
+      .default(1)
+      .describe("torch CPU threads (1 is fastest for tiny models on small machines; null: torch's default)."),
   })
   .strict();
 export type TrainConfig = z.infer<typeof trainConfigSchema>;

@@ -96,6 +96,41 @@ def test_entropy_ignores_masked_tokens():
     assert policy_entropy(logp_all).item() == pytest.approx(math.log(2))
 
 
+def test_entropy_gradient_is_finite_with_masked_tokens():
+    """The entropy bonus trains through restricted sampling: masked (-inf) tokens give no NaN gradient."""
+    from workers.engine.sampling import policy_logprobs
+
+    logits = torch.tensor([[0.3, -0.2, 1.0, 0.5], [0.0, 2.0, -1.0, 0.1]], requires_grad=True)
+    mask = torch.tensor([[True, True, False, False], [True, False, True, True]])
+    policy_entropy(policy_logprobs(logits, 1.0, mask)).sum().backward()
+    assert torch.isfinite(logits.grad).all()
+    assert (logits.grad[~mask] == 0).all()  # masked tokens are not in pi
+    # dH/dz of the allowed tokens: -p_i (log p_i + H), the softmax entropy's gradient
+    p = torch.softmax(torch.tensor([0.3, -0.2]), -1)
+    h = -(p * p.log()).sum()
+    assert logits.grad[0, :2].tolist() == pytest.approx((-p * (p.log() + h)).tolist(), abs=1e-6)
+
+
+def test_update_with_entropy_bonus_keeps_the_policy_finite(engine):
+    """entropy_coef > 0 on restricted samples, zero advantages kept: the policy stays a distribution."""
+    engine.call("init", **tiny_init_params())
+    gen = engine.call("generate", prompts=GRIDS, n=4, allowed=ACTIONS, seed=3)
+    samples = [
+        {
+            "prompt_ids": r["prompt_ids"],
+            "response_ids": r["response_ids"],
+            "old_logprobs": r["logprobs"],
+            "advantages": float(i % 3 - 1),
+        }
+        for i, r in enumerate(gen["responses"])
+    ]
+    for _ in range(3):
+        m = engine.call("update", samples=samples, entropy_coef=0.05, lr=1e-2, allowed=ACTIONS)["metrics"]
+        assert math.isfinite(m["losses/loss"]) and m["losses/entropy"] > 0
+    again = engine.call("generate", prompts=GRIDS, n=4, allowed=ACTIONS, seed=4)["responses"]
+    assert all(all(math.isfinite(x) for x in r["logprobs"]) for r in again)
+
+
 # --------------------------------------------------------------------------------------------
 # The engine's update reports the same numbers
 # --------------------------------------------------------------------------------------------

@@ -114,14 +114,18 @@ describe("frozenlake", () => {
     }
   });
 
-  it("shows a compact ASCII grid: size rows of size single characters (default 6x6)", () => {
+  it("shows a compact ASCII grid: size rows of size single characters (default 6x6), then the player's four neighbours", () => {
     const env = new FrozenLakeEnv(frozenLakeConfigSchema.parse({}));
     const obs = env.reset(7);
     const rows = obs.split("\n");
-    expect(rows).toHaveLength(6);
-    for (const r of rows) expect(r).toMatch(/^[PFHG]{6}$/);
+    expect(rows).toHaveLength(7);
+    for (const r of rows.slice(0, 6)) expect(r).toMatch(/^[PFHG]{6}$/);
     expect(obs[0]).toBe("P");
-    expect(obs.endsWith("G")).toBe(true);
+    expect(rows[5].endsWith("G")).toBe(true);
+    // left, down, right, up of the start (top-left corner): the edge, row 2's first cell, row 1's second cell, the edge
+    expect(rows[6]).toBe(`#${rows[1][0]}${rows[0][1]}#`);
+    const bare = new FrozenLakeEnv(frozenLakeConfigSchema.parse({ neighbours: false })).reset(7);
+    expect(bare).toBe(rows.slice(0, 6).join("\n"));
   });
 
   it("falling into a hole ends the episode without reward", () => {

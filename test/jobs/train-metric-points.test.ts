@@ -49,6 +49,8 @@ describe("a finished train run's metric keys", () => {
           checkpointInterval: 2,
           threads: 1,
           exportOnnx: false,
+          // every step updates (zero advantages kept), whether or not an untrained episode succeeds: the update's keys are there
+          dropZeroAdvantage: false,
         },
       }),
     );

@@ -33,12 +33,17 @@ async function launch(name: string, extra: Record<string, unknown> = {}) {
   return launchRun(body);
 }
 
-const steps = (runId: string) => (getRawDb().prepare(`SELECT "step" FROM "RolloutStep" WHERE "runId" = ? ORDER BY "step"`).pluck().all(runId) as number[]);
+const steps = (runId: string) => getRawDb().prepare(`SELECT "step" FROM "RolloutStep" WHERE "runId" = ? ORDER BY "step"`).pluck().all(runId) as number[];
 const status = (runId: string) => getRun(runId).status;
 const finished = (runId: string) => ["succeeded", "failed", "canceled"].includes(status(runId));
 const childrenOf = (pid: number, pattern?: string) => {
   try {
-    return execFileSync("pgrep", ["-P", String(pid), ...(pattern ? ["-f", pattern] : [])]).toString().trim().split("\n").filter(Boolean).map(Number);
+    return execFileSync("pgrep", ["-P", String(pid), ...(pattern ? ["-f", pattern] : [])])
+      .toString()
+      .trim()
+      .split("\n")
+      .filter(Boolean)
+      .map(Number);
   } catch {
     return [];
   }
@@ -48,14 +53,32 @@ const enginePid = (workerPid: number) => childrenOf(workerPid).flatMap((job) => 
 
 describe("train job", () => {
   it("stores every step, turn and advantage, consistent with lib/credit, and exports ONNX", async () => {
-    const { runId } = await launch("consistency", { estimator: "gigpo" });
+    // zero-advantage samples kept: the update runs (and stores its losses) even when none of the
+    // 8 episodes of a step succeeds, which is common for an untrained policy on 6x6 maps
+    const { runId } = await launch("consistency", { estimator: "gigpo", dropZeroAdvantage: false });
     const w = spawnWorker();
     await waitFor("run finished", () => finished(runId), 120_000, 200);
     expect(status(runId), w.output()).toBe("succeeded");
     expect(steps(runId)).toEqual([0, 1, 2, 3]);
 
     const keys = listSeries(runId).map((k) => k.key);
-    expect(keys).toEqual(expect.arrayContaining(["rollout/success_rate", "eval/greedy_success", "eval/train_overlap", "eval/heldout_instances", "losses/pg_loss", "losses/approx_kl", "losses/entropy", "losses/clip_frac", "losses/grad_norm", "credit/adv_std", "credit/anchor_singleton_ratio", "perf/env_steps_per_s", "perf/tokens_per_s"]));
+    expect(keys).toEqual(
+      expect.arrayContaining([
+        "rollout/success_rate",
+        "eval/greedy_success",
+        "eval/train_overlap",
+        "eval/heldout_instances",
+        "losses/pg_loss",
+        "losses/approx_kl",
+        "losses/entropy",
+        "losses/clip_frac",
+        "losses/grad_norm",
+        "credit/adv_std",
+        "credit/anchor_singleton_ratio",
+        "perf/env_steps_per_s",
+        "perf/tokens_per_s",
+      ]),
+    );
 
     // Recompute the advantages of step 2 from what was stored: they must be what training used.
     const trajs = listTrajectories(runId, { step: 2, pageSize: 100 }).trajectories.map((t) => getTrajectory(t.id)!);
@@ -66,14 +89,26 @@ describe("train job", () => {
       params: {},
       groups: [...byUid].map(([uid, ts]) => ({
         uid,
-        trajectories: ts.sort((a, b) => a.index - b.index).map((t) => ({ id: t.id, truncated: t.truncated, turns: t.turns.map((u) => ({ reward: u.reward, anchor: u.anchor!, invalid: !u.valid, tokens: u.tokenCount ?? 1 })) })),
+        trajectories: ts
+          .sort((a, b) => a.index - b.index)
+          .map((t) => ({
+            id: t.id,
+            truncated: t.truncated,
+            turns: t.turns.map((u) => ({ reward: u.reward, anchor: u.anchor!, invalid: !u.valid, tokens: u.tokenCount ?? 1 })),
+          })),
       })),
     });
     const stored = new Map(trajs.map((t) => [t.id, t.turns.map((u) => u.advantage)]));
     expect(credit.trajectories).toHaveLength(8);
-    for (const c of credit.trajectories) c.advantages.forEach((a, k) => expect(stored.get(c.id)![k]).toBeCloseTo(a, 9));
+    for (const c of credit.trajectories)
+      c.advantages.forEach((a, k) => {
+        expect(stored.get(c.id)![k]).toBeCloseTo(a, 9);
+      });
 
-    const ckpts = getRawDb().prepare(`SELECT "step","onnxPath" FROM "Checkpoint" WHERE "runId" = ? ORDER BY "step"`).all(runId) as { step: number; onnxPath: string | null }[];
+    const ckpts = getRawDb().prepare(`SELECT "step","onnxPath" FROM "Checkpoint" WHERE "runId" = ? ORDER BY "step"`).all(runId) as {
+      step: number;
+      onnxPath: string | null;
+    }[];
     expect(ckpts.map((c) => c.step)).toEqual([1, 3]);
     expect(ckpts[1].onnxPath && fs.existsSync(ckpts[1].onnxPath)).toBeTruthy();
   }, 150_000);
@@ -108,7 +143,9 @@ describe("train job", () => {
     expect(b.output()).toMatch(/resumed from the checkpoint of step (1|3)/);
     expect(steps(runId)).toEqual([0, 1, 2, 3, 4, 5]);
     const turnsPerStep = getRawDb()
-      .prepare(`SELECT s."step", SUM(t."length") AS n FROM "Trajectory" t JOIN "RolloutGroup" g ON g."id" = t."groupId" JOIN "RolloutStep" s ON s."id" = g."stepId" WHERE s."runId" = ? GROUP BY s."step"`)
+      .prepare(
+        `SELECT s."step", SUM(t."length") AS n FROM "Trajectory" t JOIN "RolloutGroup" g ON g."id" = t."groupId" JOIN "RolloutStep" s ON s."id" = g."stepId" WHERE s."runId" = ? GROUP BY s."step"`,
+      )
       .all(runId) as { step: number; n: number }[];
     expect(turnsPerStep).toHaveLength(6);
     const trajCount = getRawDb().prepare(`SELECT COUNT(*) FROM "Trajectory" WHERE "runId" = ?`).pluck().get(runId);
@@ -116,7 +153,9 @@ describe("train job", () => {
     // The resumed worker drew the same tasks an uninterrupted run draws, none of them held out,
     // and every evaluation (before and after the resume) measured 0 training instances among its own.
     const seeds = getRawDb()
-      .prepare(`SELECT s."step", g."uid", g."taskSeed" FROM "RolloutGroup" g JOIN "RolloutStep" s ON s."id" = g."stepId" WHERE s."runId" = ? ORDER BY s."step", g."uid"`)
+      .prepare(
+        `SELECT s."step", g."uid", g."taskSeed" FROM "RolloutGroup" g JOIN "RolloutStep" s ON s."id" = g."stepId" WHERE s."runId" = ? ORDER BY s."step", g."uid"`,
+      )
       .all(runId) as { step: number; uid: string; taskSeed: number }[];
     const env = createEnv("frozenlake");
     const held = heldOutSet("frozenlake", {}, 8);

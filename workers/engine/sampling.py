@@ -130,9 +130,14 @@ def policy_logprobs(logits: torch.Tensor, temperature: float, mask: torch.Tensor
 
 
 def policy_entropy(logp_all: torch.Tensor) -> torch.Tensor:
-    """H[pi] = -sum_v pi(v) log pi(v) over the last axis; -inf entries (masked tokens) count 0."""
+    """H[pi] = -sum_v pi(v) log pi(v) over the last axis; -inf entries (masked tokens) count 0.
+
+    The -inf entries are zeroed before the product: a where() over p * logp_all would still send
+    the gradient through 0 * -inf = NaN in its unselected branch (backward of the product).
+    """
     p = logp_all.exp()
-    return -torch.where(p > 0, p * logp_all, torch.zeros_like(p)).sum(-1)
+    finite = torch.where(p > 0, logp_all, torch.zeros_like(logp_all))
+    return -(p * finite).sum(-1)
 
 
 def sample_tokens(

@@ -94,13 +94,16 @@ async function trainAttempt(ctx: JobContext, runId: string, cfg: TrainConfig) {
     const evaluateHeldOut = async (values: Record<string, number>): Promise<number> => {
       const success = await evaluate(cfg, makeEnv, generate(true, 0), evalSet);
       values["eval/greedy_success"] = success;
-      values["eval/train_overlap"] = overlapCount(evalSet.map((t) => t.key), trained);
+      values["eval/train_overlap"] = overlapCount(
+        evalSet.map((t) => t.key),
+        trained,
+      );
       values["eval/heldout_instances"] = evalSet.length;
       return success;
     };
 
     /** One generate call per turn; training rollouts (epsilon > 0) explore, evaluation is greedy. */
-    const generate = (greedy: boolean, seed: number, epsilon = 0) => engineGenerate(engine, cfg, greedy, seed, epsilon);
+    const generate = (greedy: boolean, seed: number | ((call: number) => number), epsilon = 0) => engineGenerate(engine, cfg, greedy, seed, epsilon);
 
     let lastEval: number | null = null;
     for (let step = start; step < cfg.steps; step++) {
@@ -111,7 +114,9 @@ async function trainAttempt(ctx: JobContext, runId: string, cfg: TrainConfig) {
       // ---- evaluation on held-out tasks (greedy), before this step's update
       if (step % cfg.evalInterval === 0) {
         lastEval = await evaluateHeldOut(values);
-        ctx.log(`step ${step}: greedy success ${lastEval.toFixed(3)} on ${evalSet.length} held-out instances; training instances among them: ${values["eval/train_overlap"]}`);
+        ctx.log(
+          `step ${step}: greedy success ${lastEval.toFixed(3)} on ${evalSet.length} held-out instances; training instances among them: ${values["eval/train_overlap"]}`,
+        );
         if (!state.lrDecayed && cfg.lrDecayAfter > 0 && lastEval >= cfg.lrDecayAfter) {
           state.lr = cfg.lr / 2;
           state.lrDecayed = true;
@@ -136,7 +141,7 @@ async function trainAttempt(ctx: JobContext, runId: string, cfg: TrainConfig) {
         instructions: cfg.instructions,
         restrictToAdmissible: cfg.restrictToAdmissible,
         recordView: true,
-        generate: generate(false, mixSeed(cfg.seed, "sample", step), cfg.explorationEpsilon),
+        generate: generate(false, rolloutSeeds(cfg.seed, step), cfg.explorationEpsilon),
         signal: ctx.signal,
       });
       const rollSecs = (performance.now() - tRoll) / 1000;
@@ -149,15 +154,19 @@ async function trainAttempt(ctx: JobContext, runId: string, cfg: TrainConfig) {
         params: cfg.estimatorParams,
         groups: groups.map((g) => ({
           uid: g.uid,
-          trajectories: toStoredGroup(g, cfg.envId).trajectories.map((t, j) => ({ id: `${g.uid}-t${j}`, truncated: t.truncated, turns: t.turns.map(creditTurn) })),
+          trajectories: toStoredGroup(g, cfg.envId).trajectories.map((t, j) => ({
+            id: `${g.uid}-t${j}`,
+            truncated: t.truncated,
+            turns: t.turns.map(creditTurn),
+          })),
         })),
       });
 
       // ---- PPO update in the engine
       const samples: UpdateSample[] = [];
       let flat = 0;
-      groups.forEach((g) =>
-        g.trajectories.forEach((t) => {
+      for (const g of groups)
+        for (const t of g.trajectories) {
           const adv = credit.trajectories[flat++].advantages;
           t.turns.forEach((u, k) => {
             if (u.responseIds.length === 0 || (cfg.dropZeroAdvantage && adv[k] === 0)) return;
@@ -169,8 +178,7 @@ async function trainAttempt(ctx: JobContext, runId: string, cfg: TrainConfig) {
               ...(u.allowed ? { allowed: u.allowed } : {}),
             });
           });
-        }),
-      );
+        }
       const tUpd = performance.now();
       if (samples.length) {
         const upd = await engine.update({
@@ -216,9 +224,20 @@ async function trainAttempt(ctx: JobContext, runId: string, cfg: TrainConfig) {
     const finalValues: Record<string, number> = {};
     const final = await evaluateHeldOut(finalValues);
     writeStepMetrics(ctx, runId, cfg.steps, finalValues);
-    ctx.log(`done: greedy success on ${evalSet.length} held-out tasks ${final.toFixed(3)}; training instances among them: ${finalValues["eval/train_overlap"]}`);
+    ctx.log(
+      `done: greedy success on ${evalSet.length} held-out tasks ${final.toFixed(3)}; training instances among them: ${finalValues["eval/train_overlap"]}`,
+    );
     return { steps: cfg.steps, greedySuccess: final, trainOverlap: finalValues["eval/train_overlap"] };
   });
+}
+
+/**
+ * The sampling seed of each generate call (one a turn) of a step's rollouts: distinct for every
+ * (run seed, step, turn), the same on a rerun. One seed for every turn of a step replays the same
+ * draws turn after turn, so an untrained policy repeats one move for a whole episode.
+ */
+export function rolloutSeeds(seed: number, step: number): (call: number) => number {
+  return (call) => mixSeed(seed, "sample", step, call);
 }
 
 function initParams(cfg: TrainConfig, probe: Env, makeEnv: () => Env): InitParams {
@@ -302,7 +321,15 @@ function writeStepMetrics(ctx: JobContext | null, runId: string, step: number, v
   writeMetrics(runId, points, ctx ? ctx.fence : null);
 }
 
-async function saveCheckpoint(ctx: JobContext, engine: EngineClient, runId: string, runDir: string, step: number, state: TrainerState, exportOnnx: boolean): Promise<void> {
+async function saveCheckpoint(
+  ctx: JobContext,
+  engine: EngineClient,
+  runId: string,
+  runDir: string,
+  step: number,
+  state: TrainerState,
+  exportOnnx: boolean,
+): Promise<void> {
   const dir = path.join(runDir, `ckpt-${String(step).padStart(6, "0")}`);
   await engine.save({ path: dir });
   fs.writeFileSync(path.join(dir, "trainer-state.json"), JSON.stringify(state));
