@@ -249,7 +249,10 @@ const allowedFields = {
 };
 
 export const initParamsSchema = z.strictObject({
-  model: z.string().default("tiny").describe('`"tiny"`, or the path of a local Hugging Face causal-LM directory (`AutoModelForCausalLM` + `AutoTokenizer`, `local_files_only`)'),
+  model: z
+    .string()
+    .default("tiny")
+    .describe('`"tiny"`, or the path of a local Hugging Face causal-LM directory (`AutoModelForCausalLM` + `AutoTokenizer`, `local_files_only`)'),
   tiny: z
     .strictObject({
       n_layer: count.default(2).describe("transformer blocks"),
@@ -262,7 +265,10 @@ export const initParamsSchema = z.strictObject({
     .describe("shape of the tiny model (vocab size comes from the tokenizer)"),
   tokenizer: z
     .strictObject({
-      kind: z.enum(["word", "char", "hf"]).optional().describe('tiny: `"word"` (default; `corpus` required) or `"char"` (no corpus: printable ASCII + `\\t\\n`); HF: `"hf"`'),
+      kind: z
+        .enum(["word", "char", "hf"])
+        .optional()
+        .describe('tiny: `"word"` (default; `corpus` required) or `"char"` (no corpus: printable ASCII + `\\t\\n`); HF: `"hf"`'),
       corpus: z.array(z.string()).optional().describe("tiny: the texts the vocabulary is built from"),
       path: z.string().optional().describe("HF: tokenizer directory (default: the model directory)"),
       chat_template: z.boolean().optional().describe("HF: wrap string prompts as one user message (default: when the tokenizer has a template)"),
@@ -273,33 +279,56 @@ export const initParamsSchema = z.strictObject({
     .strictObject({
       r: count.default(8).describe("adapter rank"),
       alpha: z.number().min(0).default(16).describe("scaling"),
-      target_modules: z.union([z.string(), z.array(z.string())]).default("all-linear").describe("module names, or `all-linear`"),
+      target_modules: z
+        .union([z.string(), z.array(z.string())])
+        .default("all-linear")
+        .describe("module names, or `all-linear`"),
     })
     .optional()
     .describe("HF only: train a LoRA adapter (peft); only the adapter trains"),
   optimizer: z
     .strictObject({
       lr: z.number().min(0).default(3e-4).describe("AdamW learning rate"),
-      betas: z.tuple([z.number().min(0).lt(1), z.number().min(0).lt(1)]).default([0.9, 0.99]).describe("AdamW betas"),
+      betas: z
+        .tuple([z.number().min(0).lt(1), z.number().min(0).lt(1)])
+        .default([0.9, 0.99])
+        .describe("AdamW betas"),
       weight_decay: z.number().min(0).default(0).describe("decoupled weight decay"),
       eps: z.number().gt(0).default(1e-8).describe("AdamW epsilon"),
     })
     .optional()
     .describe("AdamW"),
-  kl_coef: z.number().min(0).default(0).describe("default KL coefficient of `update`; **> 0 keeps a frozen reference** (a copy of the initial weights; with LoRA: the base model, adapter disabled)"),
+  kl_coef: z
+    .number()
+    .min(0)
+    .default(0)
+    .describe(
+      "default KL coefficient of `update`; **> 0 keeps a frozen reference** (a copy of the initial weights; with LoRA: the base model, adapter disabled)",
+    ),
   seed: int.nonnegative().default(0).describe("weight init, sampling, minibatch shuffling"),
   device: device.default("auto").describe("`auto`: CUDA with bf16 autocast when `torch.cuda.is_available()`, else CPU fp32"),
-  threads: count.optional().describe("`torch.set_num_threads` (default: torch's). On the shared 2-core machines use **1**: with 2 threads and another busy process the step time went from 0.15 s to 1.4-3 s"),
+  threads: count
+    .optional()
+    .describe(
+      "`torch.set_num_threads` (default: torch's). On the shared 2-core machines use **1**: with 2 threads and another busy process the step time went from 0.15 s to 1.4-3 s",
+    ),
 });
 
 export const generateParamsSchema = z.strictObject({
   ...promptFields,
   n: count.default(1).describe("samples per prompt; `responses[i * n + j]` is sample `j` of prompt `i`"),
-  max_new_tokens: count.optional().describe("default: with `allowed` on every prompt, the longest completion + 1, else 32 (both capped by the context); an explicit value that does not fit the context is an `InvalidRequest`"),
+  max_new_tokens: count
+    .optional()
+    .describe(
+      "default: with `allowed` on every prompt, the longest completion + 1, else 32 (both capped by the context); an explicit value that does not fit the context is an `InvalidRequest`",
+    ),
   temperature,
   top_p: z.number().gt(0).max(1).default(1).describe("nucleus sampling, in (0, 1]"),
   greedy: z.boolean().default(false).describe("argmax"),
-  stop: z.array(z.string().min(1)).default([]).describe("stop strings: the sample ends at the token that completes one; `text` is cut before it, `response_ids` keep every sampled token"),
+  stop: z
+    .array(z.string().min(1))
+    .default([])
+    .describe("stop strings: the sample ends at the token that completes one; `text` is cut before it, `response_ids` keep every sampled token"),
   seed: int.nonnegative().optional().describe("a generator for this request only (reproducible); otherwise the engine's generator advances"),
   ...allowedFields,
 });
@@ -319,8 +348,14 @@ export const updateSampleSchema = z.strictObject({
   prompt_ids: tokenIds.min(1).describe("the prompt's token ids"),
   response_ids: tokenIds.min(1).describe("the trained response's token ids"),
   advantages: z.union([z.number(), z.array(z.number())]).describe("one number broadcast to every token, or one per token"),
-  old_logprobs: z.array(z.number()).optional().describe("behaviour log-probs per token (from `generate`); omitted = the current policy's (ratio 1 in the first epoch)"),
-  mask: z.array(z.union([z.literal(0), z.literal(1)])).optional().describe("per token: 1 = train, 0 = context only (e.g. environment text inside a multi-turn response)"),
+  old_logprobs: z
+    .array(z.number())
+    .optional()
+    .describe("behaviour log-probs per token (from `generate`); omitted = the current policy's (ratio 1 in the first epoch)"),
+  mask: z
+    .array(z.union([z.literal(0), z.literal(1)]))
+    .optional()
+    .describe("per token: 1 = train, 0 = context only (e.g. environment text inside a multi-turn response)"),
   allowed: allowedSetSchema.optional().describe("overrides the request's `allowed` for this sample"),
 });
 
@@ -330,7 +365,9 @@ export const updateParamsSchema = z.strictObject({
   clip_ratio_low: z.number().min(0).max(1).optional().describe("default: `clip_ratio`"),
   clip_ratio_high: z.number().min(0).optional().describe("default: `clip_ratio`"),
   kl_coef: z.number().min(0).optional().describe("beta (default: init's `kl_coef`); > 0 needs the reference kept at init"),
-  kl_estimator: klEstimatorSchema.default("k3").describe("`k1` = log pi − log pi_ref; `k2` = ½(log pi − log pi_ref)²; `k3` = r − 1 − log r with r = pi_ref / pi (Schulman 2020)"),
+  kl_estimator: klEstimatorSchema
+    .default("k3")
+    .describe("`k1` = log pi − log pi_ref; `k2` = ½(log pi − log pi_ref)²; `k3` = r − 1 − log r with r = pi_ref / pi (Schulman 2020)"),
   entropy_coef: z.number().default(0).describe("entropy bonus"),
   loss_agg_mode: z.enum(["token-mean", "seq-mean-token-mean"]).default("token-mean").describe("see below"),
   epochs: count.default(1).describe("passes over the samples (reshuffled each time)"),
@@ -359,7 +396,10 @@ export const requestParamsSchemas = {
     threads: count.optional().describe("overrides the saved thread count"),
   }),
   export_onnx: z.strictObject({
-    path: z.string().regex(/\.onnx$/).describe("the `.onnx` file to write"),
+    path: z
+      .string()
+      .regex(/\.onnx$/)
+      .describe("the `.onnx` file to write"),
     verify: z.boolean().default(true).describe("run the file in onnxruntime and return `max_abs_diff` against torch"),
   }),
   shutdown: noParams,
@@ -498,9 +538,7 @@ export class EngineClient {
       const timer = setTimeout(() => {
         if (!this.pending.delete(id)) return;
         reject(new EngineTimeoutError(cmd, id, timeoutMs));
-        this.fail(
-          new EngineExitedError(`engine killed after ${cmd} (id ${id}) timed out`, null, "SIGKILL", [...this.stderrTail]),
-        );
+        this.fail(new EngineExitedError(`engine killed after ${cmd} (id ${id}) timed out`, null, "SIGKILL", [...this.stderrTail]));
         this.child.kill("SIGKILL");
       }, timeoutMs);
       this.pending.set(id, { id, cmd, resolve: resolve as (v: unknown) => void, reject, timer });
@@ -564,11 +602,13 @@ export class EngineClient {
     try {
       raw = JSON.parse(line);
     } catch {
-      return this.protocolFailure(`engine wrote a stdout line that is not JSON: ${JSON.stringify(line.slice(0, 200))}`);
+      this.protocolFailure(`engine wrote a stdout line that is not JSON: ${JSON.stringify(line.slice(0, 200))}`);
+      return;
     }
     const env = envelopeSchema.safeParse(raw);
     if (!env.success) {
-      return this.protocolFailure(`engine response envelope is malformed: ${describeIssues(env.error, "response")}`);
+      this.protocolFailure(`engine response envelope is malformed: ${describeIssues(env.error, "response")}`);
+      return;
     }
     const { id, ok, result, error } = env.data;
     // id null: the engine could not read a request; responses come in order, so it is the oldest
@@ -581,15 +621,13 @@ export class EngineClient {
     clearTimeout(entry.timer);
     if (!ok) {
       const e = error ?? { type: "Unknown", message: "engine reported failure without an error object" };
-      return entry.reject(new EngineRequestError(entry.cmd, entry.id, e.type, e.message));
+      entry.reject(new EngineRequestError(entry.cmd, entry.id, e.type, e.message));
+      return;
     }
     const parsed = resultSchemas[entry.cmd].safeParse(result);
     if (!parsed.success) {
-      return entry.reject(
-        new EngineProtocolError(
-          `engine response to ${entry.cmd} (id ${entry.id}) is malformed: ${describeIssues(parsed.error, "result")}`,
-        ),
-      );
+      entry.reject(new EngineProtocolError(`engine response to ${entry.cmd} (id ${entry.id}) is malformed: ${describeIssues(parsed.error, "result")}`));
+      return;
     }
     entry.resolve(parsed.data);
   }

@@ -16,10 +16,7 @@ export const countdownConfigSchema = z.strictObject({
   numCount: z.number().int().min(2).max(6).default(4).describe("How many numbers are dealt (4 for 24 points)."),
   maxNumber: z.number().int().min(2).max(100).default(13).describe("Numbers are drawn uniformly from 1..maxNumber (13: a card deck)."),
   target: z.number().int().min(1).max(10_000).default(24).describe("The fixed target (24 points); ignored when randomTarget is on."),
-  randomTarget: z
-    .boolean()
-    .default(false)
-    .describe("Countdown mode: the target is the result of a random combination of the numbers (between 10 and 1000)."),
+  randomTarget: z.boolean().default(false).describe("Countdown mode: the target is the result of a random combination of the numbers (between 10 and 1000)."),
   maxTurns: z.number().int().min(1).max(100).default(6).describe("Turns before the episode is truncated (numCount - 1 combinations solve it)."),
 });
 export type CountdownConfig = z.infer<typeof countdownConfigSchema>;
@@ -34,7 +31,10 @@ export function countdownSteps(numbers: readonly number[]): { text: string; a: n
     for (let j = i + 1; j < numbers.length; j++) {
       const a = Math.max(numbers[i], numbers[j]);
       const b = Math.min(numbers[i], numbers[j]);
-      const cands: [Op, number][] = [["+", a + b], ["*", a * b]];
+      const cands: [Op, number][] = [
+        ["+", a + b],
+        ["*", a * b],
+      ];
       if (a > b) cands.push(["-", a - b]);
       if (b > 0 && a % b === 0) cands.push(["/", a / b]);
       for (const [op, result] of cands) {
@@ -79,7 +79,11 @@ export function stepsToExpression(numbers: readonly number[], steps: readonly st
   const pool: { value: number; text: string }[] = numbers.map((n) => ({ value: n, text: String(n) }));
   for (const step of steps) {
     const [as, op, bs] = step.split(" ");
-    const take = (v: number) => pool.splice(pool.findIndex((p) => p.value === v), 1)[0];
+    const take = (v: number) =>
+      pool.splice(
+        pool.findIndex((p) => p.value === v),
+        1,
+      )[0];
     const a = take(Number(as));
     const b = take(Number(bs));
     const result = op === "+" ? a.value + b.value : op === "-" ? a.value - b.value : op === "*" ? a.value * b.value : a.value / b.value;
@@ -297,7 +301,10 @@ export function parseExpression(text: string): { value: Frac | null; numbers: nu
       const op = tokens[pos++];
       const right = product();
       if (!right) return undefined;
-      const v = left.v && right.v ? frac(op === "+" ? left.v.n * right.v.d + right.v.n * left.v.d : left.v.n * right.v.d - right.v.n * left.v.d, left.v.d * right.v.d) : null;
+      const v =
+        left.v && right.v
+          ? frac(op === "+" ? left.v.n * right.v.d + right.v.n * left.v.d : left.v.n * right.v.d - right.v.n * left.v.d, left.v.d * right.v.d)
+          : null;
       left = { v, t: `${left.t} ${op} ${right.t}` };
     }
     return left;
@@ -310,7 +317,8 @@ export function parseExpression(text: string): { value: Frac | null; numbers: nu
 export const countdownSpec: EnvSpec<CountdownConfig> = {
   id: "countdown",
   title: "24 points / Countdown",
-  description: "Combine the dealt numbers with + - * / to hit the target (24 points as in GTR, or a random Countdown target). One combination per turn, or a whole expression. Reward 1 on success.",
+  description:
+    "Combine the dealt numbers with + - * / to hit the target (24 points as in GTR, or a random Countdown target). One combination per turn, or a whole expression. Reward 1 on success.",
   configSchema: countdownConfigSchema,
   create: (config) => new CountdownEnv(config),
 };

@@ -104,7 +104,9 @@ export function trainTask(env: Env, heldOut: HeldOutSet, seed: number, step: num
     const key = instanceKeyOf(env, s);
     if (!heldOut.reserved.has(key)) return { seed: s, key };
   }
-  throw new Error(`${heldOut.envId}: every training draw for step ${step}, task ${g} is a held-out instance; the config has too few distinct instances (${heldOut.distinctSeen} seen)`);
+  throw new Error(
+    `${heldOut.envId}: every training draw for step ${step}, task ${g} is a held-out instance; the config has too few distinct instances (${heldOut.distinctSeen} seen)`,
+  );
 }
 
 /** Instance keys of every task a run of `steps` x `groupsPerStep` tasks trains on. */

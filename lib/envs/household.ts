@@ -219,7 +219,12 @@ export class HouseholdEnv extends BaseEnv {
   }
 
   view(): EnvView {
-    const lines = [`Task: ${this.s.task.text}`, `Location: ${this.s.room}${this.s.at ? `, at ${this.s.at}` : ""}`, `Holding: ${this.s.holding ?? "nothing"}`, ""];
+    const lines = [
+      `Task: ${this.s.task.text}`,
+      `Location: ${this.s.room}${this.s.at ? `, at ${this.s.at}` : ""}`,
+      `Holding: ${this.s.holding ?? "nothing"}`,
+      "",
+    ];
     for (const room of this.s.rooms) {
       lines.push(`[${room}]`);
       for (const r of this.receptaclesIn(room)) {
@@ -293,7 +298,7 @@ export class HouseholdEnv extends BaseEnv {
       if (c.kind === "goto") out[`goto ${c.target}`] = text;
       if (c.kind === "use") out[`turn on ${c.lamp}`] = text;
       if (c.kind === "look") out["look around"] = text;
-      if (c.kind === "inventory") out["i"] = text;
+      if (c.kind === "inventory") out.i = text;
     }
     return out;
   }
@@ -448,7 +453,16 @@ function tryGenerate(config: HouseholdConfig, rng: Rng): HouseholdState | null {
     }
 
   const objects: HouseholdObject[] = [];
-  const newObject = (type: string, loc: string, lamp = false): HouseholdObject => ({ id: next(type), type, loc, clean: false, hot: false, cool: false, lamp, on: false });
+  const newObject = (type: string, loc: string, lamp = false): HouseholdObject => ({
+    id: next(type),
+    type,
+    loc,
+    clean: false,
+    hot: false,
+    cool: false,
+    lamp,
+    on: false,
+  });
   for (const room of rooms) {
     const here = receptacles.filter((r) => r.room === room);
     const lampSpots = here.filter((r) => LAMP_PLACES.includes(r.type));
@@ -482,7 +496,8 @@ function pickTask(config: HouseholdConfig, rng: Rng, receptacles: HouseholdRecep
         if (cap.includes("e") && hasLamp) list.push({ type, objectType: objType, targetType: null, text: `examine the ${objType} with the desklamp.` });
         continue;
       }
-      const treatment: Treatment | null = type === "clean_then_place" ? "clean" : type === "heat_then_place" ? "heat" : type === "cool_then_place" ? "cool" : null;
+      const treatment: Treatment | null =
+        type === "clean_then_place" ? "clean" : type === "heat_then_place" ? "heat" : type === "cool_then_place" ? "cool" : null;
       if (treatment && (!cap.includes(treatment === "clean" ? "c" : treatment === "heat" ? "h" : "k") || !present.has(APPLIANCE[treatment]))) continue;
       const need = type === "pick_two" ? 2 : 1;
       for (const target of OBJECT_TYPES[objType].places) {
@@ -492,7 +507,9 @@ function pickTask(config: HouseholdConfig, rng: Rng, receptacles: HouseholdRecep
         if (instances.some((o) => typeOf(o.loc) === target)) continue;
         const prep = RECEPTACLE_TYPES[target].openable || ["sinkbasin", "garbagecan", "bathtubbasin"].includes(target) ? "in" : "on";
         const text =
-          type === "pick_two" ? `put two ${objType} ${prep} ${target}.` : `put a ${treatment ? { clean: "clean", heat: "hot", cool: "cool" }[treatment] + " " : ""}${objType} ${prep} ${target}.`;
+          type === "pick_two"
+            ? `put two ${objType} ${prep} ${target}.`
+            : `put a ${treatment ? { clean: "clean", heat: "hot", cool: "cool" }[treatment] + " " : ""}${objType} ${prep} ${target}.`;
         list.push({ type, objectType: objType, targetType: target, text });
       }
     }
@@ -506,7 +523,8 @@ function pickTask(config: HouseholdConfig, rng: Rng, receptacles: HouseholdRecep
 export const householdSpec: EnvSpec<HouseholdConfig> = {
   id: "household",
   title: "Household (ALFWorld-style)",
-  description: "Text household with rooms, receptacles and objects; tasks: pick-and-place, pick-two, clean/heat/cool then place, examine in light. ALFWorld's command set and admissible-command list. Reward 1 on success.",
+  description:
+    "Text household with rooms, receptacles and objects; tasks: pick-and-place, pick-two, clean/heat/cool then place, examine in light. ALFWorld's command set and admissible-command list. Reward 1 on success.",
   configSchema: householdConfigSchema,
   create: (config) => new HouseholdEnv(config),
 };

@@ -51,7 +51,13 @@ export class KuhnPokerEnv extends BaseEnv {
   }
 
   get state(): KuhnPokerState {
-    return { hand: this.hand, cards: [...this.cards] as [number, number], history: this.history.slice(), chips: [...this.chips] as [number, number], first: this.first };
+    return {
+      hand: this.hand,
+      cards: [...this.cards] as [number, number],
+      history: this.history.slice(),
+      chips: [...this.chips] as [number, number],
+      first: this.first,
+    };
   }
 
   private get first(): number {
@@ -86,7 +92,7 @@ export class KuhnPokerEnv extends BaseEnv {
     const actor = this.currentAgent();
     const legal = this.legalMoves();
     // "pass" is Kuhn's own word for check-or-fold; "raise" for bet.
-    const aliases: Record<string, string> = legal[0] === "check" ? { pass: "check", raise: "bet" } : { pass: "fold", "see": "call" };
+    const aliases: Record<string, string> = legal[0] === "check" ? { pass: "check", raise: "bet" } : { pass: "fold", see: "call" };
     const move = matchAction(actionText, legal, aliases) as Move | null;
     if (move === null) {
       return {
@@ -236,7 +242,8 @@ function signed(n: number): string {
 export const kuhnPokerSpec: EnvSpec<KuhnPokerConfig> = {
   id: "kuhnpoker",
   title: "Kuhn poker (two-player)",
-  description: "Self-play Kuhn poker (SPIRAL): three cards, one private card each, check/bet/call/fold. Both players act through step(); rewards are the chips won per player per hand.",
+  description:
+    "Self-play Kuhn poker (SPIRAL): three cards, one private card each, check/bet/call/fold. Both players act through step(); rewards are the chips won per player per hand.",
   configSchema: kuhnPokerConfigSchema,
   create: (config) => new KuhnPokerEnv(config),
 };

@@ -38,11 +38,7 @@ export function normalizeAction(text: string): string {
  * Maps raw agent text onto one of the candidate commands (compared after normalisation),
  * or null. `aliases` maps extra normalised spellings (e.g. "north") to a candidate.
  */
-export function matchAction(
-  raw: unknown,
-  candidates: readonly string[],
-  aliases: Readonly<Record<string, string>> = {},
-): string | null {
+export function matchAction(raw: unknown, candidates: readonly string[], aliases: Readonly<Record<string, string>> = {}): string | null {
   const said = normalizeAction(extractAction(raw));
   if (said === "") return null;
   const variants = [said, trimTrailing(said, ".!?;, ")];

@@ -66,7 +66,10 @@ export function playEpisode(env: Env, seed: number, policy: Policy, options: Pla
       ...(res.rewards ? { rewards: res.rewards } : {}),
       ...(view ? { view } : {}),
     });
-    if (res.rewards) res.rewards.forEach((r, i) => (returns[i] += r));
+    if (res.rewards)
+      res.rewards.forEach((r, i) => {
+        returns[i] += r;
+      });
     else returns[agent] += res.reward;
     observation = res.observation;
     if (res.done || res.truncated) {

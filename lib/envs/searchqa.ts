@@ -50,9 +50,21 @@ export interface KnowledgeBase {
   passages: Passage[];
 }
 
-const FIRST_NAMES = "Ada Bram Cleo Dario Edda Fenn Gia Hugo Ines Joss Kira Lev Mina Nils Orla Pax Quinn Rhea Sol Tova Ulla Vito Wren Xena Yusuf Zara Arlo Bea Cato Dina Elio Faye Gus Hana Ivo Juno Kai Lina Milo Nora".split(" ");
+const FIRST_NAMES =
+  "Ada Bram Cleo Dario Edda Fenn Gia Hugo Ines Joss Kira Lev Mina Nils Orla Pax Quinn Rhea Sol Tova Ulla Vito Wren Xena Yusuf Zara Arlo Bea Cato Dina Elio Faye Gus Hana Ivo Juno Kai Lina Milo Nora".split(
+    " ",
+  );
 const PROFESSIONS = ["chemist", "architect", "pilot", "novelist", "engineer", "surgeon", "painter", "economist", "botanist", "composer"];
-const INDUSTRIES: [string, string][] = [["Labs", "biotech"], ["Systems", "software"], ["Foods", "food"], ["Motors", "automotive"], ["Media", "media"], ["Energy", "energy"], ["Textiles", "textile"], ["Robotics", "robotics"]];
+const INDUSTRIES: [string, string][] = [
+  ["Labs", "biotech"],
+  ["Systems", "software"],
+  ["Foods", "food"],
+  ["Motors", "automotive"],
+  ["Media", "media"],
+  ["Energy", "energy"],
+  ["Textiles", "textile"],
+  ["Robotics", "robotics"],
+];
 const SYLLABLES = "ka lo ri ven tor mi sa dra bel un os kel mar fen ti ra vo zan quel pri do ha lun es gor ni ba sel tu rim".split(" ");
 
 /** The knowledge base for a seed: entities with functional relations and one passage each. */
@@ -75,7 +87,10 @@ export function generateKnowledgeBase(numPeople: number, kbSeed: number): Knowle
   const numCities = Math.max(numCountries * 2, Math.ceil(numPeople / 2.5));
   const numCompanies = Math.max(3, Math.ceil(numPeople / 3));
   const entities: Entity[] = [];
-  const countries = Array.from({ length: numCountries }, () => entities.push({ kind: "country", name: word(2, 2, rng.pick(["ia", "land", "mor", "stan"])), rel: {}, role: "" }) - 1);
+  const countries = Array.from(
+    { length: numCountries },
+    () => entities.push({ kind: "country", name: word(2, 2, rng.pick(["ia", "land", "mor", "stan"])), rel: {}, role: "" }) - 1,
+  );
   const cities = Array.from({ length: numCities }, (_, i) => {
     const country = countries[i % numCountries]; // every country has cities
     return entities.push({ kind: "city", name: word(2, 3), rel: { country }, role: "" }) - 1;
@@ -170,7 +185,8 @@ function knowledgeBase(numPeople: number, kbSeed: number): KnowledgeBase {
   let kb = kbCache.get(key);
   if (!kb) {
     if (kbCache.size > 16) kbCache.clear();
-    kbCache.set(key, (kb = generateKnowledgeBase(numPeople, kbSeed)));
+    kb = generateKnowledgeBase(numPeople, kbSeed);
+    kbCache.set(key, kb);
   }
   return kb;
 }
@@ -226,7 +242,12 @@ export class SearchQaEnv extends BaseEnv {
       this.lastHits = hits.map((p) => p.id);
       for (const p of hits) if (!this.retrieved.includes(p.id)) this.retrieved.push(p.id);
       const body = hits.length ? hits.map((p, i) => `Doc ${i + 1} (${p.title}): ${p.text}`).join("\n") : "No results.";
-      return { observation: `<information>\n${body}\n</information>`, reward: 0, done: false, info: { valid: true, success: false, action: `search[${query}]` } };
+      return {
+        observation: `<information>\n${body}\n</information>`,
+        reward: 0,
+        done: false,
+        info: { valid: true, success: false, action: `search[${query}]` },
+      };
     }
     const answers = splitAnswers(cmd.arg, this.objectives.length);
     const scores = this.objectives.map((o, i) => ({ f1: tokenF1(answers[i] ?? "", o.answer), em: exactMatch(answers[i] ?? "", o.answer) }));
@@ -363,7 +384,8 @@ export function tokenF1(pred: string, gold: string): number {
 export const searchQaSpec: EnvSpec<SearchQaConfig> = {
   id: "searchqa",
   title: "Search QA (multi-hop, multi-objective)",
-  description: "Answer N multi-hop questions over a generated knowledge base with a BM25 search[query] tool, then answer[a1; a2] (Search-R1 / IGPO / MEM1). Reward: mean F1 or exact match; gold answers exposed.",
+  description:
+    "Answer N multi-hop questions over a generated knowledge base with a BM25 search[query] tool, then answer[a1; a2] (Search-R1 / IGPO / MEM1). Reward: mean F1 or exact match; gold answers exposed.",
   configSchema: searchQaConfigSchema,
   create: (config) => new SearchQaEnv(config),
 };

@@ -32,23 +32,124 @@ interface Category {
 }
 
 const CATEGORIES: Category[] = [
-  { dept: "fashion", type: "running shoes", attributes: ["water resistant", "lightweight", "non slip", "breathable", "memory foam"], options: { size: ["7", "8", "9", "10", "11"], color: ["black", "white", "navy", "red", "grey"] }, price: [30, 140] },
-  { dept: "fashion", type: "t-shirt", attributes: ["cotton", "machine washable", "slim fit", "short sleeve", "moisture wicking"], options: { size: ["small", "medium", "large", "x-large"], color: ["black", "white", "blue", "green", "heather grey"] }, price: [8, 40] },
-  { dept: "fashion", type: "hoodie", attributes: ["fleece lined", "machine washable", "zip up", "relaxed fit", "cotton"], options: { size: ["small", "medium", "large", "x-large"], color: ["black", "charcoal", "navy", "burgundy", "olive"] }, price: [20, 80] },
-  { dept: "electronics", type: "wireless earbuds", attributes: ["noise cancelling", "water resistant", "long battery life", "fast charging", "bluetooth 5.3"], options: { color: ["black", "white", "blue", "rose gold"] }, price: [15, 200] },
-  { dept: "electronics", type: "phone case", attributes: ["shockproof", "slim", "wireless charging compatible", "clear", "kickstand"], options: { model: ["iphone 14", "iphone 15", "galaxy s23", "pixel 8"], color: ["black", "clear", "purple", "green"] }, price: [6, 40] },
-  { dept: "electronics", type: "usb c charger", attributes: ["fast charging", "foldable plug", "dual port", "compact", "gan"], options: { power: ["20w", "30w", "65w", "100w"], color: ["black", "white"] }, price: [10, 60] },
-  { dept: "grocery", type: "coffee beans", attributes: ["organic", "fair trade", "dark roast", "decaf", "single origin"], options: { size: ["12 ounce", "2 pound", "5 pound"], grind: ["whole bean", "ground"] }, price: [8, 60] },
-  { dept: "grocery", type: "protein bars", attributes: ["gluten free", "low sugar", "high protein", "vegan", "keto friendly"], options: { flavor: ["chocolate", "peanut butter", "vanilla", "berry"], count: ["6 count", "12 count", "24 count"] }, price: [10, 45] },
-  { dept: "grocery", type: "green tea", attributes: ["organic", "caffeine free", "non gmo", "loose leaf", "individually wrapped"], options: { flavor: ["jasmine", "mint", "lemon", "original"], count: ["20 bags", "50 bags", "100 bags"] }, price: [5, 30] },
-  { dept: "beauty", type: "shampoo", attributes: ["sulfate free", "paraben free", "for dry hair", "cruelty free", "natural ingredients"], options: { size: ["8 fl oz", "16 fl oz", "32 fl oz"], scent: ["coconut", "lavender", "unscented", "tea tree"] }, price: [6, 40] },
-  { dept: "beauty", type: "face moisturizer", attributes: ["fragrance free", "for sensitive skin", "spf 30", "hyaluronic acid", "non comedogenic"], options: { size: ["1.7 oz", "3.4 oz"] }, price: [9, 70] },
-  { dept: "home", type: "throw pillow covers", attributes: ["machine washable", "super soft", "hidden zipper", "velvet", "set of 2"], options: { size: ["18x18 inch", "20x20 inch", "24x24 inch"], color: ["beige", "navy", "mustard", "sage green"] }, price: [10, 35] },
-  { dept: "home", type: "desk lamp", attributes: ["dimmable", "usb charging port", "eye caring", "touch control", "adjustable arm"], options: { color: ["black", "white", "silver"] }, price: [15, 70] },
-  { dept: "home", type: "bath towels", attributes: ["cotton", "quick dry", "highly absorbent", "oversized", "machine washable"], options: { color: ["white", "grey", "navy", "aqua"], count: ["2 pack", "4 pack", "6 pack"] }, price: [15, 60] },
+  {
+    dept: "fashion",
+    type: "running shoes",
+    attributes: ["water resistant", "lightweight", "non slip", "breathable", "memory foam"],
+    options: { size: ["7", "8", "9", "10", "11"], color: ["black", "white", "navy", "red", "grey"] },
+    price: [30, 140],
+  },
+  {
+    dept: "fashion",
+    type: "t-shirt",
+    attributes: ["cotton", "machine washable", "slim fit", "short sleeve", "moisture wicking"],
+    options: { size: ["small", "medium", "large", "x-large"], color: ["black", "white", "blue", "green", "heather grey"] },
+    price: [8, 40],
+  },
+  {
+    dept: "fashion",
+    type: "hoodie",
+    attributes: ["fleece lined", "machine washable", "zip up", "relaxed fit", "cotton"],
+    options: { size: ["small", "medium", "large", "x-large"], color: ["black", "charcoal", "navy", "burgundy", "olive"] },
+    price: [20, 80],
+  },
+  {
+    dept: "electronics",
+    type: "wireless earbuds",
+    attributes: ["noise cancelling", "water resistant", "long battery life", "fast charging", "bluetooth 5.3"],
+    options: { color: ["black", "white", "blue", "rose gold"] },
+    price: [15, 200],
+  },
+  {
+    dept: "electronics",
+    type: "phone case",
+    attributes: ["shockproof", "slim", "wireless charging compatible", "clear", "kickstand"],
+    options: { model: ["iphone 14", "iphone 15", "galaxy s23", "pixel 8"], color: ["black", "clear", "purple", "green"] },
+    price: [6, 40],
+  },
+  {
+    dept: "electronics",
+    type: "usb c charger",
+    attributes: ["fast charging", "foldable plug", "dual port", "compact", "gan"],
+    options: { power: ["20w", "30w", "65w", "100w"], color: ["black", "white"] },
+    price: [10, 60],
+  },
+  {
+    dept: "grocery",
+    type: "coffee beans",
+    attributes: ["organic", "fair trade", "dark roast", "decaf", "single origin"],
+    options: { size: ["12 ounce", "2 pound", "5 pound"], grind: ["whole bean", "ground"] },
+    price: [8, 60],
+  },
+  {
+    dept: "grocery",
+    type: "protein bars",
+    attributes: ["gluten free", "low sugar", "high protein", "vegan", "keto friendly"],
+    options: { flavor: ["chocolate", "peanut butter", "vanilla", "berry"], count: ["6 count", "12 count", "24 count"] },
+    price: [10, 45],
+  },
+  {
+    dept: "grocery",
+    type: "green tea",
+    attributes: ["organic", "caffeine free", "non gmo", "loose leaf", "individually wrapped"],
+    options: { flavor: ["jasmine", "mint", "lemon", "original"], count: ["20 bags", "50 bags", "100 bags"] },
+    price: [5, 30],
+  },
+  {
+    dept: "beauty",
+    type: "shampoo",
+    attributes: ["sulfate free", "paraben free", "for dry hair", "cruelty free", "natural ingredients"],
+    options: { size: ["8 fl oz", "16 fl oz", "32 fl oz"], scent: ["coconut", "lavender", "unscented", "tea tree"] },
+    price: [6, 40],
+  },
+  {
+    dept: "beauty",
+    type: "face moisturizer",
+    attributes: ["fragrance free", "for sensitive skin", "spf 30", "hyaluronic acid", "non comedogenic"],
+    options: { size: ["1.7 oz", "3.4 oz"] },
+    price: [9, 70],
+  },
+  {
+    dept: "home",
+    type: "throw pillow covers",
+    attributes: ["machine washable", "super soft", "hidden zipper", "velvet", "set of 2"],
+    options: { size: ["18x18 inch", "20x20 inch", "24x24 inch"], color: ["beige", "navy", "mustard", "sage green"] },
+    price: [10, 35],
+  },
+  {
+    dept: "home",
+    type: "desk lamp",
+    attributes: ["dimmable", "usb charging port", "eye caring", "touch control", "adjustable arm"],
+    options: { color: ["black", "white", "silver"] },
+    price: [15, 70],
+  },
+  {
+    dept: "home",
+    type: "bath towels",
+    attributes: ["cotton", "quick dry", "highly absorbent", "oversized", "machine washable"],
+    options: { color: ["white", "grey", "navy", "aqua"], count: ["2 pack", "4 pack", "6 pack"] },
+    price: [15, 60],
+  },
 ];
 
-const BRANDS = ["Acme", "Nordvik", "Sunpeak", "Bluefin", "Orbit", "Maple & Co", "Vantor", "Lumio", "Kestrel", "Pinegrove", "Zentra", "Halcyon", "Rivet", "Quill", "Tidewell", "Ember"];
+const BRANDS = [
+  "Acme",
+  "Nordvik",
+  "Sunpeak",
+  "Bluefin",
+  "Orbit",
+  "Maple & Co",
+  "Vantor",
+  "Lumio",
+  "Kestrel",
+  "Pinegrove",
+  "Zentra",
+  "Halcyon",
+  "Rivet",
+  "Quill",
+  "Tidewell",
+  "Ember",
+];
 
 export interface Product {
   id: string;
@@ -133,7 +234,9 @@ export class ShopEnv extends BaseEnv {
     super(config.maxTurns);
     this.catalogue = generateCatalogue(config.numProducts, config.catalogSeed);
     this.byId = new Map(this.catalogue.map((p) => [p.id, p]));
-    this.index = new Bm25Index(this.catalogue.map((p) => `${p.title} ${CATEGORIES[p.category].type} ${p.attributes.join(" ")} ${Object.values(p.options).flat().join(" ")}`));
+    this.index = new Bm25Index(
+      this.catalogue.map((p) => `${p.title} ${CATEGORIES[p.category].type} ${p.attributes.join(" ")} ${Object.values(p.options).flat().join(" ")}`),
+    );
   }
 
   get state(): ShopState {
@@ -256,7 +359,12 @@ export class ShopEnv extends BaseEnv {
     if (this.page.kind !== "search") return this.admissibleActions() ?? [];
     const type = CATEGORIES[this.goal.category].type;
     const other = CATEGORIES[(this.goal.category + 1 + (hashText(this.goal.productId) % (CATEGORIES.length - 1))) % CATEGORIES.length].type;
-    return [`search[${this.goal.instruction.replace(/, and price lower than.*$/, "")}]`, `search[${type}]`, `search[${this.goal.attributes[0]} ${type}]`, `search[${other}]`];
+    return [
+      `search[${this.goal.instruction.replace(/, and price lower than.*$/, "")}]`,
+      `search[${type}]`,
+      `search[${this.goal.attributes[0]} ${type}]`,
+      `search[${other}]`,
+    ];
   }
 
   goldAnswer(): string {
@@ -312,7 +420,9 @@ export class ShopEnv extends BaseEnv {
       case "results": {
         const hits = this.search(page.query);
         const shown = hits.slice((page.page - 1) * this.config.resultsPerPage, page.page * this.config.resultsPerPage);
-        const nav = this.clickables().filter((c) => c === "< prev" || c === "next >").map((c) => `[${titleNav(c)}]`);
+        const nav = this.clickables()
+          .filter((c) => c === "< prev" || c === "next >")
+          .map((c) => `[${titleNav(c)}]`);
         const lines = [head, "[Back to Search]", `Page ${page.page} (Total results: ${hits.length})`, ...nav];
         if (shown.length === 0) lines.push("No products match your search.");
         for (const id of shown) {
@@ -386,7 +496,8 @@ function hashText(s: string): number {
 export const shopSpec: EnvSpec<ShopConfig> = {
   id: "shop",
   title: "Shop (WebShop-style)",
-  description: "Search a generated catalogue with search[query], open products and pick options with click[...], then buy. Reward: WebShop's attribute/option/price match score in [0, 1]; success is a perfect match.",
+  description:
+    "Search a generated catalogue with search[query], open products and pick options with click[...], then buy. Reward: WebShop's attribute/option/price match score in [0, 1]; success is a perfect match.",
   configSchema: shopConfigSchema,
   create: (config) => new ShopEnv(config),
 };

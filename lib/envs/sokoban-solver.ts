@@ -20,7 +20,12 @@ export interface SokobanSearch {
 export function searchSokoban(level: SokobanLevel, maxStates = 2_000_000, maxDepth = Infinity): SokobanSearch {
   const { width, walls } = level;
   const targets = new Set(level.targets);
-  const moves: [string, number][] = [["up", -width], ["down", width], ["left", -1], ["right", 1]];
+  const moves: [string, number][] = [
+    ["up", -width],
+    ["down", width],
+    ["left", -1],
+    ["right", 1],
+  ];
   const key = (player: number, boxes: number[]) => `${player}|${boxes.join(",")}`;
   const start = { player: level.player, boxes: level.boxes.slice().sort((a, b) => a - b), depth: 0 };
   const parent = new Map<string, { prev: string | null; move: string | null }>([[key(start.player, start.boxes), { prev: null, move: null }]]);

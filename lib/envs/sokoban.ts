@@ -46,10 +46,22 @@ export const SOKOBAN_ACTIONS = ["up", "down", "left", "right"] as const;
 export type SokobanAction = (typeof SOKOBAN_ACTIONS)[number];
 const DELTA: Record<SokobanAction, [number, number]> = { up: [-1, 0], down: [1, 0], left: [0, -1], right: [0, 1] };
 const ALIASES: Record<string, string> = {
-  north: "up", south: "down", west: "left", east: "right",
-  u: "up", d: "down", l: "left", r: "right",
-  "move up": "up", "move down": "down", "move left": "left", "move right": "right",
-  "push up": "up", "push down": "down", "push left": "left", "push right": "right",
+  north: "up",
+  south: "down",
+  west: "left",
+  east: "right",
+  u: "up",
+  d: "down",
+  l: "left",
+  r: "right",
+  "move up": "up",
+  "move down": "down",
+  "move left": "left",
+  "move right": "right",
+  "push up": "up",
+  "push down": "down",
+  "push left": "left",
+  "push right": "right",
 };
 
 /** A level: static walls and targets; dynamic player and boxes (cells as row*width+col). */
@@ -217,16 +229,38 @@ export function generateSokoban(config: GenConfig, seed: number): SokobanLevel {
     const level = tryGenerate(config, rng);
     if (level && (minMoves === 0 || searchSokoban(level, SOLVER_STATES, minMoves).minMoves >= minMoves)) return level;
   }
-  throw new Error(`sokoban: could not generate a ${config.width}x${config.height} level with ${config.numBoxes} boxes${minMoves ? ` and an optimal solution of at least ${minMoves} moves (lower minSolutionMoves or raise reverseSteps)` : ""}`);
+  throw new Error(
+    `sokoban: could not generate a ${config.width}x${config.height} level with ${config.numBoxes} boxes${minMoves ? ` and an optimal solution of at least ${minMoves} moves (lower minSolutionMoves or raise reverseSteps)` : ""}`,
+  );
 }
 
 // gym-sokoban's carving masks: each walk step opens one of these 3x3 patterns.
 const MASKS: number[][][] = [
-  [[0, 0, 0], [1, 1, 1], [0, 0, 0]],
-  [[0, 1, 0], [0, 1, 0], [0, 1, 0]],
-  [[0, 0, 0], [1, 1, 0], [0, 1, 0]],
-  [[0, 0, 0], [1, 1, 0], [1, 1, 0]],
-  [[0, 0, 0], [0, 1, 1], [0, 1, 0]],
+  [
+    [0, 0, 0],
+    [1, 1, 1],
+    [0, 0, 0],
+  ],
+  [
+    [0, 1, 0],
+    [0, 1, 0],
+    [0, 1, 0],
+  ],
+  [
+    [0, 0, 0],
+    [1, 1, 0],
+    [0, 1, 0],
+  ],
+  [
+    [0, 0, 0],
+    [1, 1, 0],
+    [1, 1, 0],
+  ],
+  [
+    [0, 0, 0],
+    [0, 1, 1],
+    [0, 1, 0],
+  ],
 ];
 
 function tryGenerate(config: GenConfig, rng: Rng): SokobanLevel | null {
@@ -258,7 +292,12 @@ function carveRoom(width: number, height: number, rng: Rng): boolean[] {
   const interior = (r: number, c: number) => r >= 1 && r < height - 1 && c >= 1 && c < width - 1;
   let r = rng.range(1, height - 2);
   let c = rng.range(1, width - 2);
-  const dirs: [number, number][] = [[-1, 0], [1, 0], [0, -1], [0, 1]];
+  const dirs: [number, number][] = [
+    [-1, 0],
+    [1, 0],
+    [0, -1],
+    [0, 1],
+  ];
   let dir = rng.pick(dirs);
   const steps = Math.round(1.5 * (width - 2) * (height - 2));
   for (let s = 0; s < steps; s++) {
@@ -270,9 +309,7 @@ function carveRoom(width: number, height: number, rng: Rng): boolean[] {
       c = nc;
     }
     const mask = rng.pick(MASKS);
-    for (let i = 0; i < 3; i++)
-      for (let j = 0; j < 3; j++)
-        if (mask[i][j] && interior(r + i - 1, c + j - 1)) walls[(r + i - 1) * width + (c + j - 1)] = false;
+    for (let i = 0; i < 3; i++) for (let j = 0; j < 3; j++) if (mask[i][j] && interior(r + i - 1, c + j - 1)) walls[(r + i - 1) * width + (c + j - 1)] = false;
   }
   return walls;
 }
@@ -323,7 +360,8 @@ function round(x: number): number {
 export const sokobanSpec: EnvSpec<SokobanConfig> = {
   id: "sokoban",
   title: "Sokoban",
-  description: "Push every box onto a target (RAGEN / gym-sokoban). Levels come from reverse play, so each is solvable; shaped reward: -0.1 per move, +1 per box on target, +10 when solved.",
+  description:
+    "Push every box onto a target (RAGEN / gym-sokoban). Levels come from reverse play, so each is solvable; shaped reward: -0.1 per move, +1 per box on target, +10 when solved.",
   configSchema: sokobanConfigSchema,
   create: (config) => new SokobanEnv(config),
 };

@@ -3,7 +3,9 @@
 // scoring with k1 = 1.2, b = 0.75, without stemming.
 
 const STOPWORDS = new Set(
-  "a an and are as at be but by for from has have i in is it its me my need of on or that the their this to was what when where which who whom whose with would you your".split(" "),
+  "a an and are as at be but by for from has have i in is it its me my need of on or that the their this to was what when where which who whom whose with would you your".split(
+    " ",
+  ),
 );
 
 /** Lower-case, stemmed word tokens without stopwords ("Men's T-Shirts" -> ["men", "s", "t", "shirt"]). */
@@ -28,14 +30,21 @@ export class Bm25Index {
   private readonly lengths: number[];
   private readonly avgLength: number;
 
-  constructor(docs: readonly string[], private readonly k1 = 1.2, private readonly b = 0.75) {
+  constructor(
+    docs: readonly string[],
+    private readonly k1 = 1.2,
+    private readonly b = 0.75,
+  ) {
     this.lengths = docs.map((d, i) => {
       const tokens = tokenize(d);
       const tf = new Map<string, number>();
       for (const t of tokens) tf.set(t, (tf.get(t) ?? 0) + 1);
       for (const [t, n] of tf) {
         let list = this.postings.get(t);
-        if (!list) this.postings.set(t, (list = []));
+        if (!list) {
+          list = [];
+          this.postings.set(t, list);
+        }
         list.push({ doc: i, tf: n });
       }
       return tokens.length;

@@ -24,7 +24,16 @@ export type TicTacToeConfig = z.infer<typeof ticTacToeConfigSchema>;
 const COLS = ["a", "b", "c"];
 /** Canonical cell names: column letter then row number, "a1" top-left to "c3" bottom-right. */
 export const TICTACTOE_CELLS = [0, 1, 2, 3, 4, 5, 6, 7, 8].map((i) => `${COLS[i % 3]}${Math.floor(i / 3) + 1}`);
-const LINES = [[0, 1, 2], [3, 4, 5], [6, 7, 8], [0, 3, 6], [1, 4, 7], [2, 5, 8], [0, 4, 8], [2, 4, 6]];
+const LINES = [
+  [0, 1, 2],
+  [3, 4, 5],
+  [6, 7, 8],
+  [0, 3, 6],
+  [1, 4, 7],
+  [2, 5, 8],
+  [0, 4, 8],
+  [2, 4, 6],
+];
 const MARK = ["X", "O"];
 
 export interface TicTacToeState {
@@ -68,7 +77,13 @@ export class TicTacToeEnv extends BaseEnv {
     const cell = parseCell(actionText);
     if (cell === null || this.board[cell] !== ".") {
       const why = cell === null ? "Invalid move: name an empty cell such as b2." : `Invalid move: ${TICTACTOE_CELLS[cell]} is taken.`;
-      return { observation: this.render(why), reward: 0, done: false, info: { ...invalidInfo(cell === null ? null : TICTACTOE_CELLS[cell]), agent: actor }, rewards: [0, 0] };
+      return {
+        observation: this.render(why),
+        reward: 0,
+        done: false,
+        info: { ...invalidInfo(cell === null ? null : TICTACTOE_CELLS[cell]), agent: actor },
+        rewards: [0, 0],
+      };
     }
     this.board[cell] = MARK[actor];
     const won = LINES.some((l) => l.every((i) => this.board[i] === MARK[actor]));
@@ -160,7 +175,8 @@ function parseCell(raw: string): number | null {
 export const ticTacToeSpec: EnvSpec<TicTacToeConfig> = {
   id: "tictactoe",
   title: "Tic-tac-toe (two-player)",
-  description: "Self-play tic-tac-toe (SPIRAL / MARS): both players act through step(); currentAgent() names the player to move; rewards +1/-1 per player on a win, 0 on a draw.",
+  description:
+    "Self-play tic-tac-toe (SPIRAL / MARS): both players act through step(); currentAgent() names the player to move; rewards +1/-1 per player on a win, 0 on a draw.",
   configSchema: ticTacToeConfigSchema,
   create: (config) => new TicTacToeEnv(config),
 };

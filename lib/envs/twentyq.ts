@@ -69,7 +69,7 @@ const OBJECTS: Record<string, string> = {
   hammer: "tool metal wood",
   screwdriver: "tool metal",
   shovel: "tool metal wood outdoors",
-  "chainsaw": "tool metal electric outdoors",
+  chainsaw: "tool metal electric outdoors",
   spoon: "kitchen metal",
   "frying pan": "kitchen metal round",
   kettle: "kitchen metal electric",
@@ -157,7 +157,12 @@ export class TwentyQEnv extends BaseEnv {
   protected onStep(actionText: string): TurnOutcome {
     const parsed = this.parse(actionText);
     if (parsed === null) {
-      return { observation: "I can't answer that. Ask one of the yes/no questions or guess an object from the list.", reward: 0, done: false, info: invalidInfo() };
+      return {
+        observation: "I can't answer that. Ask one of the yes/no questions or guess an object from the list.",
+        reward: 0,
+        done: false,
+        info: invalidInfo(),
+      };
     }
     if (parsed.kind === "question") {
       const q = TWENTYQ_QUESTIONS.find((x) => x.id === parsed.id)!;
@@ -193,7 +198,10 @@ export class TwentyQEnv extends BaseEnv {
       if (q) return { kind: "question", id: q.id };
     }
     // Guesses: "is it a dog", "my guess is a dog", "it is a dog", "dog".
-    text = text.replace(/^(is it|it is|it's|my guess is|the answer is|i guess|answer:)\s+/, "").replace(/^(a|an|the)\s+/, "").trim();
+    text = text
+      .replace(/^(is it|it is|it's|my guess is|the answer is|i guess|answer:)\s+/, "")
+      .replace(/^(a|an|the)\s+/, "")
+      .trim();
     if (FEATURES.has(text)) return { kind: "guess", name: text };
     return cmd?.verb === "guess" && text ? { kind: "guess", name: text.slice(0, 60) } : null;
   }
@@ -257,7 +265,8 @@ function capitalize(s: string): string {
 export const twentyQSpec: EnvSpec<TwentyQConfig> = {
   id: "twentyq",
   title: "Twenty questions",
-  description: "Find the hidden object among a listed set by asking yes/no questions, then guess (LMRL Gym / ArCHer). The oracle is a feature table, so answers are exact. Reward 1 for the right guess.",
+  description:
+    "Find the hidden object among a listed set by asking yes/no questions, then guess (LMRL Gym / ArCHer). The oracle is a feature table, so answers are exact. Reward 1 for the right guess.",
   configSchema: twentyQConfigSchema,
   create: (config) => new TwentyQEnv(config),
 };

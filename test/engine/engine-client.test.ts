@@ -4,14 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  EngineClient,
-  EngineExitedError,
-  EngineProtocolError,
-  EngineRequestError,
-  EngineTimeoutError,
-  type UpdateSample,
-} from "../../workers/engine-client";
+import { EngineClient, EngineExitedError, EngineProtocolError, EngineRequestError, EngineTimeoutError, type UpdateSample } from "../../workers/engine-client";
 
 const FAKE = path.resolve(__dirname, "fixtures/fake_engine.py");
 const GRIDS = ["S F F H\nF H F F\nF F F H\nH F F G", "S F H F\nF F F F\nH F H F\nF F F G"];
@@ -96,11 +89,7 @@ describe("EngineClient with the real engine", () => {
   });
 
   it("answers concurrent requests by id", async () => {
-    const [a, b, c] = await Promise.all([
-      engine.ping(),
-      engine.generate({ prompts: [GRIDS[0]], greedy: true, max_new_tokens: 2 }),
-      engine.info(),
-    ]);
+    const [a, b, c] = await Promise.all([engine.ping(), engine.generate({ prompts: [GRIDS[0]], greedy: true, max_new_tokens: 2 }), engine.info()]);
     expect(a.pong).toBe(true);
     expect(b.responses).toHaveLength(1);
     expect(c.initialized).toBe(true);

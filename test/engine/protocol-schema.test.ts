@@ -44,14 +44,16 @@ describe("generated engine protocol", () => {
     expect(defaultChanged.update.parse({ samples }).clip_ratio).toBe(0.3);
     // the Python dataclass carries the default, its docstring the range: both go stale
     const staleDefault = staleFiles(generatedFiles(defaultChanged));
-    expect(staleDefault).toEqual(expect.arrayContaining(["workers/engine/protocol.schema.json", "workers/engine/protocol_types.py", "workers/engine/PROTOCOL.md"]));
+    expect(staleDefault).toEqual(
+      expect.arrayContaining(["workers/engine/protocol.schema.json", "workers/engine/protocol_types.py", "workers/engine/PROTOCOL.md"]),
+    );
     expect(generatedFiles(defaultChanged).find(([f]) => f === PY_TYPES_PATH)![1]).toContain("    clip_ratio: float = 0.3\n");
     expect(staleFiles(generatedFiles(rangeChanged))).toEqual(expect.arrayContaining(["workers/engine/protocol_types.py"]));
     expect(generatedFiles(rangeChanged).find(([f]) => f === PY_TYPES_PATH)![1]).toContain("[integer ≥ 1 ≤ 8]");
     // a result field the engine must now send
     const resultChanged = { ...resultSchemas, update: updateResultSchema.extend({ seconds: z.number() }) };
     const py = generatedFiles(undefined, resultChanged).find(([f]) => f === PY_TYPES_PATH)![1];
-    expect(py).toMatch(/class UpdateResult\(TypedDict\):\n(.*\n)*    seconds: float\n/);
+    expect(py).toMatch(/class UpdateResult\(TypedDict\):\n(.*\n)* {4}seconds: float\n/);
     expect(staleFiles(generatedFiles(undefined, resultChanged))).toEqual(["workers/engine/protocol.schema.json", "workers/engine/protocol_types.py"]);
   });
 

@@ -18,7 +18,10 @@ describe("bench:train --max-minutes", () => {
   it("cancels the run at the time limit: it ends canceled, not queued", async () => {
     const config = path.join(db.dir, "small.json");
     // far more steps than 12 s allow, so the limit always stops it; few held-out maps, one thread
-    fs.writeFileSync(config, JSON.stringify({ steps: 5000, groupsPerStep: 2, groupSize: 4, evalInterval: 1000, evalEpisodes: 8, threads: 1, exportOnnx: false }));
+    fs.writeFileSync(
+      config,
+      JSON.stringify({ steps: 5000, groupsPerStep: 2, groupSize: 4, evalInterval: 1000, evalEpisodes: 8, threads: 1, exportOnnx: false }),
+    );
     const child = spawn(process.execPath, ["--import", "tsx", "scripts/bench-train.ts", "--max-minutes", "0.2", "--config", config], {
       cwd: ROOT,
       env: { ...process.env, ...FAST_ENV },

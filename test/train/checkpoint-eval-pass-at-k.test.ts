@@ -23,7 +23,8 @@ function enumerated(n: number, c: number, k: number): number {
 
 describe("passAtK", () => {
   it("is 1 - C(n-c, k) / C(n, k): every n <= 10, c, k against the enumeration", () => {
-    for (let n = 1; n <= 10; n++) for (let k = 1; k <= n; k++) for (let c = 0; c <= n; c++) expect(passAtK(n, c, k), `n=${n} c=${c} k=${k}`).toBeCloseTo(enumerated(n, c, k), 12);
+    for (let n = 1; n <= 10; n++)
+      for (let k = 1; k <= n; k++) for (let c = 0; c <= n; c++) expect(passAtK(n, c, k), `n=${n} c=${c} k=${k}`).toBeCloseTo(enumerated(n, c, k), 12);
     // closed forms: 1 - C(6,3)/C(10,3) = 1 - 20/120; with k = 1 it is the success share
     expect(passAtK(10, 4, 3)).toBeCloseTo(1 - 20 / 120, 15);
     expect(passAtK(7, 3, 1)).toBeCloseTo(3 / 7, 15);
@@ -76,6 +77,13 @@ describe("checkpointEvalConfigSchema", () => {
     expect(bad({ sampled: true, k: 4, samples: 3 })).toEqual(["samples: must be at least k (4): pass@k needs k samples per task"]);
     expect(bad({ greedy: false })).toEqual(["sampled: pick greedy, sampled or both"]);
     expect(bad({ sampled: true, k: 4, samples: 8 })).toEqual([]);
-    expect(checkpointEvalConfigSchema.parse({ sourceRunId: "r" })).toMatchObject({ checkpointStep: null, greedy: true, sampled: false, k: 4, samples: null, temperature: null });
+    expect(checkpointEvalConfigSchema.parse({ sourceRunId: "r" })).toMatchObject({
+      checkpointStep: null,
+      greedy: true,
+      sampled: false,
+      k: 4,
+      samples: null,
+      temperature: null,
+    });
   });
 });

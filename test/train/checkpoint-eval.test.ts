@@ -53,7 +53,10 @@ function storedGroups(runId: string): Map<string, Played[]> {
   const out = new Map<string, Played[]>();
   for (const r of rows) {
     const turns = getTrajectory(r.id)!.turns;
-    out.set(r.uid, [...(out.get(r.uid) ?? []), { actions: turns.map((u) => u.action), logprobs: turns.map((u) => u.logprob ?? NaN), success: Boolean(r.success) }]);
+    out.set(r.uid, [
+      ...(out.get(r.uid) ?? []),
+      { actions: turns.map((u) => u.action), logprobs: turns.map((u) => u.logprob ?? NaN), success: Boolean(r.success) },
+    ]);
   }
   return out;
 }
@@ -91,7 +94,9 @@ function expectSameGreedy(stored: Map<string, Played[]>, ref: Map<string, Played
     const s = stored.get(uid);
     expect(s?.length, uid).toBe(1);
     expect({ actions: s![0].actions, success: s![0].success }, uid).toEqual({ actions: r.actions, success: r.success });
-    s![0].logprobs.forEach((lp, i) => expect(lp, `${uid} turn ${i}`).toBeCloseTo(r.logprobs[i], 4));
+    s![0].logprobs.forEach((lp, i) => {
+      expect(lp, `${uid} turn ${i}`).toBeCloseTo(r.logprobs[i], 4);
+    });
   }
 }
 
@@ -110,7 +115,23 @@ let tinyRunId = "";
 describe("checkpoint-eval job", () => {
   it("scores a tiny run's checkpoints as training scored them in-process: greedy success, actions, pass@k, overlap", async () => {
     const train = await launchRun(
-      launchRunSchema.parse({ jobKind: "train", name: "tiny", config: { envConfig: { size: 3, maxTurns: 8 }, steps: 4, groupsPerStep: 2, groupSize: 4, evalInterval: 2, evalEpisodes: 12, lr: 3e-3, explorationEpsilon: 0.5, checkpointInterval: 2, threads: 1, exportOnnx: false } }),
+      launchRunSchema.parse({
+        jobKind: "train",
+        name: "tiny",
+        config: {
+          envConfig: { size: 3, maxTurns: 8 },
+          steps: 4,
+          groupsPerStep: 2,
+          groupSize: 4,
+          evalInterval: 2,
+          evalEpisodes: 12,
+          lr: 3e-3,
+          explorationEpsilon: 0.5,
+          checkpointInterval: 2,
+          threads: 1,
+          exportOnnx: false,
+        },
+      }),
     );
     spawnWorker();
     await runToEnd(train.runId, 150_000);
@@ -118,7 +139,15 @@ describe("checkpoint-eval job", () => {
     tinyRunId = train.runId;
 
     // Step 1's checkpoint holds the weights training evaluated before step 2's update.
-    const evalId = await evaluateCheckpoint(train.runId, { checkpointStep: 1, episodes: 12, episodesPerBatch: 6, sampled: true, k: 2, samples: 3, temperature: 1 });
+    const evalId = await evaluateCheckpoint(train.runId, {
+      checkpointStep: 1,
+      episodes: 12,
+      episodesPerBatch: 6,
+      sampled: true,
+      k: 2,
+      samples: 3,
+      temperature: 1,
+    });
     expect(series(evalId, "eval/greedy_success_cum").steps).toEqual([0, 1]);
     expect(last(evalId, "eval/greedy_success_cum")).toBe(valueAt(train.runId, "eval/greedy_success", 2));
     expect(last(evalId, "eval/episodes")).toBe(12);
@@ -161,7 +190,10 @@ describe("checkpoint-eval job", () => {
   it("resumes on another worker after its worker is killed: no batch stored twice, totals over every batch", async () => {
     expect(tinyRunId, "needs the tiny run of the first test").not.toBe("");
     const { runId } = await launchRun(
-      launchRunSchema.parse({ jobKind: "checkpoint-eval", config: { sourceRunId: tinyRunId, checkpointStep: 3, episodes: 12, episodesPerBatch: 2, sampled: true, k: 2, samples: 2, threads: 1 } }),
+      launchRunSchema.parse({
+        jobKind: "checkpoint-eval",
+        config: { sourceRunId: tinyRunId, checkpointStep: 3, episodes: 12, episodesPerBatch: 2, sampled: true, k: 2, samples: 2, threads: 1 },
+      }),
     );
     const steps = () => getRawDb().prepare(`SELECT "step" FROM "RolloutStep" WHERE "runId" = ? ORDER BY "step"`).pluck().all(runId) as number[];
     const a = spawnWorker();
@@ -180,7 +212,8 @@ describe("checkpoint-eval job", () => {
     const greedy = [...stored].filter(([uid]) => uid.startsWith("greedy-")).map(([, ts]) => ts[0].success);
     expect(last(runId, "eval/greedy_success_cum")).toBeCloseTo(greedy.filter(Boolean).length / 12, 12);
     expect(last(runId, "eval/greedy_success_cum")).toBe(valueAt(tinyRunId, "eval/greedy_success", 4));
-    const passAt2 = [...stored].filter(([uid]) => uid.startsWith("sampled-")).reduce((x, [, ts]) => x + passAtK(2, ts.filter((t) => t.success).length, 2), 0) / 12;
+    const passAt2 =
+      [...stored].filter(([uid]) => uid.startsWith("sampled-")).reduce((x, [, ts]) => x + passAtK(2, ts.filter((t) => t.success).length, 2), 0) / 12;
     expect(jobResult(runId).sampled.passAtK).toBeCloseTo(passAt2, 12);
   }, 200_000);
 
@@ -192,7 +225,20 @@ describe("checkpoint-eval job", () => {
       launchRunSchema.parse({
         jobKind: "train",
         name: "lora",
-        config: { envConfig: { size: 3, maxTurns: 8 }, explorationEpsilon: 0.5, model: { kind: "hf", path: model, lora: { r: 4, alpha: 8 } }, steps: 2, groupsPerStep: 2, groupSize: 2, evalInterval: 1, evalEpisodes: 8, checkpointInterval: 1, lr: 1e-2, threads: 1, exportOnnx: false },
+        config: {
+          envConfig: { size: 3, maxTurns: 8 },
+          explorationEpsilon: 0.5,
+          model: { kind: "hf", path: model, lora: { r: 4, alpha: 8 } },
+          steps: 2,
+          groupsPerStep: 2,
+          groupSize: 2,
+          evalInterval: 1,
+          evalEpisodes: 8,
+          checkpointInterval: 1,
+          lr: 1e-2,
+          threads: 1,
+          exportOnnx: false,
+        },
       }),
     );
     spawnWorker();
@@ -222,12 +268,18 @@ describe("checkpoint-eval job", () => {
     const train = trainRun("two-checkpoints");
     addCheckpoint(train, 1, path.join(db.dir, "ckpt-1"), null, null);
     addCheckpoint(train, 3, path.join(db.dir, "ckpt-3"), null, null);
-    await expect(launch({ sourceRunId: train, checkpointStep: 2 })).rejects.toThrow(/^body\.config\.checkpointStep: run \S+ has no checkpoint at step 2 \(its checkpoints: steps 1, 3\)/);
+    await expect(launch({ sourceRunId: train, checkpointStep: 2 })).rejects.toThrow(
+      /^body\.config\.checkpointStep: run \S+ has no checkpoint at step 2 \(its checkpoints: steps 1, 3\)/,
+    );
     // nothing was created by the refused launches
     expect(evalRuns()).toBe(before);
     // the schema's own checks name their fields too
-    expect(() => launchRunSchema.parse({ jobKind: "checkpoint-eval", config: { sourceRunId: train, sampled: true, k: 4, samples: 2 } })).toThrow(/samples[\s\S]*must be at least k \(4\)/);
-    expect(() => launchRunSchema.parse({ jobKind: "checkpoint-eval", config: { sourceRunId: train, greedy: false } })).toThrow(/sampled[\s\S]*pick greedy, sampled or both/);
+    expect(() => launchRunSchema.parse({ jobKind: "checkpoint-eval", config: { sourceRunId: train, sampled: true, k: 4, samples: 2 } })).toThrow(
+      /samples[\s\S]*must be at least k \(4\)/,
+    );
+    expect(() => launchRunSchema.parse({ jobKind: "checkpoint-eval", config: { sourceRunId: train, greedy: false } })).toThrow(
+      /sampled[\s\S]*pick greedy, sampled or both/,
+    );
 
     // A job whose source vanished after launch fails with the same kind of message, naming the field.
     const { runId } = createRun(

@@ -24,14 +24,20 @@ const lastValue = (runId: string, key: string) => readSeries(runId, key, { maxPo
 describe("onnx-eval job", () => {
   it("reproduces the torch policy's greedy success on the held-out tasks, tokenizing identically", async () => {
     const train = await launchRun(
-      launchRunSchema.parse({ jobKind: "train", name: "source", config: { steps: 6, groupsPerStep: 4, groupSize: 4, evalInterval: 3, evalEpisodes: 40, checkpointInterval: 6, threads: 1, exportOnnx: true } }),
+      launchRunSchema.parse({
+        jobKind: "train",
+        name: "source",
+        config: { steps: 6, groupsPerStep: 4, groupSize: 4, evalInterval: 3, evalEpisodes: 40, checkpointInterval: 6, threads: 1, exportOnnx: true },
+      }),
     );
     spawnWorker();
     await waitFor("training finished", () => finished(train.runId), 150_000, 200);
     expect(getRun(train.runId).status).toBe("succeeded");
     const torchGreedy = lastValue(train.runId, "eval/greedy_success")!;
 
-    const evalRun = await launchRun(launchRunSchema.parse({ jobKind: "onnx-eval", name: "onnx", config: { sourceRunId: train.runId, episodes: 40, episodesPerBatch: 20 } }));
+    const evalRun = await launchRun(
+      launchRunSchema.parse({ jobKind: "onnx-eval", name: "onnx", config: { sourceRunId: train.runId, episodes: 40, episodesPerBatch: 20 } }),
+    );
     await waitFor("onnx eval finished", () => finished(evalRun.runId), 60_000, 200);
     const run = getRun(evalRun.runId);
     expect(run.status, run.error ?? "").toBe("succeeded");

@@ -71,15 +71,36 @@ async function startHead(): Promise<void> {
   const r = spawnSync(
     RAY,
     [
-      "start", "--head", "--node-ip-address=127.0.0.1", `--port=${ports.gcs}`, "--dashboard-host=127.0.0.1", `--dashboard-port=${ports.dashboard}`,
-      `--ray-client-server-port=${ports.client}`, `--dashboard-agent-listen-port=${ports.agent}`, "--num-cpus=2", "--disable-usage-stats", `--temp-dir=${tempDir}`,
+      "start",
+      "--head",
+      "--node-ip-address=127.0.0.1",
+      `--port=${ports.gcs}`,
+      "--dashboard-host=127.0.0.1",
+      `--dashboard-port=${ports.dashboard}`,
+      `--ray-client-server-port=${ports.client}`,
+      `--dashboard-agent-listen-port=${ports.agent}`,
+      "--num-cpus=2",
+      "--disable-usage-stats",
+      `--temp-dir=${tempDir}`,
     ],
     { encoding: "utf8", timeout: 120_000 },
   );
   if (r.status !== 0) throw new Error(`ray start failed (${r.status}): ${r.stdout}\n${r.stderr}`);
   let last: unknown = null;
   try {
-    await waitFor("the Ray Jobs API", () => api.list().then(() => true, (e) => ((last = e), false)), 120_000, 500);
+    await waitFor(
+      "the Ray Jobs API",
+      () =>
+        api.list().then(
+          () => true,
+          (e) => {
+            last = e;
+            return false;
+          },
+        ),
+      120_000,
+      500,
+    );
   } catch (e) {
     const log = path.join(tempDir, "session_latest/logs/dashboard.log");
     const tail = fs.existsSync(log) ? fs.readFileSync(log, "utf8").split("\n").slice(-15).join("\n") : "(no dashboard.log)";
@@ -102,7 +123,12 @@ afterAll(async () => {
 
 function pgrep(pattern: string, parent?: number): number[] {
   try {
-    return execFileSync("pgrep", [...(parent ? ["-P", String(parent)] : []), "-f", pattern]).toString().trim().split("\n").filter(Boolean).map(Number);
+    return execFileSync("pgrep", [...(parent ? ["-P", String(parent)] : []), "-f", pattern])
+      .toString()
+      .trim()
+      .split("\n")
+      .filter(Boolean)
+      .map(Number);
   } catch {
     return [];
   }
@@ -152,13 +178,25 @@ describe.skipIf(!haveRay)("train jobs on a Ray cluster (local head)", () => {
     const out = w.output();
     expect(getRun(runId).status, out).toBe("succeeded");
     const subs = await submissionsOf(jobId);
-    expect(subs.map((s) => s.status), out).toEqual(["STOPPED", "FAILED", "SUCCEEDED"]);
+    expect(
+      subs.map((s) => s.status),
+      out,
+    ).toEqual(["STOPPED", "FAILED", "SUCCEEDED"]);
 
     const log = await jobLog(jobId);
     expect(log.filter((l) => l.startsWith("submitted Ray job "))).toHaveLength(3);
-    expect(log.filter((l) => / ended STOPPED without a result .*: resubmitting; the runner resumes from the last checkpoint \(1\/3\)$/.test(l)), out).toHaveLength(1);
-    expect(log.filter((l) => / ended FAILED without a result .*: resubmitting; the runner resumes from the last checkpoint \(2\/3\)$/.test(l)), out).toHaveLength(1);
-    expect(log.filter((l) => /^resumed from the checkpoint of step \d+/.test(l)), out).toHaveLength(2);
+    expect(
+      log.filter((l) => / ended STOPPED without a result .*: resubmitting; the runner resumes from the last checkpoint \(1\/3\)$/.test(l)),
+      out,
+    ).toHaveLength(1);
+    expect(
+      log.filter((l) => / ended FAILED without a result .*: resubmitting; the runner resumes from the last checkpoint \(2\/3\)$/.test(l)),
+      out,
+    ).toHaveLength(1);
+    expect(
+      log.filter((l) => /^resumed from the checkpoint of step \d+/.test(l)),
+      out,
+    ).toHaveLength(2);
     // Every line the Ray jobs printed is in the job log (the lease token redacted, the result line consumed).
     const token = (await getJob(jobId)).leaseToken ?? "";
     for (const s of subs) {
@@ -193,9 +231,18 @@ describe.skipIf(!haveRay)("train jobs on a Ray cluster (local head)", () => {
     expect((await submissionsOf(jobId)).map((s) => s.status)).toEqual(["SUCCEEDED"]);
     const log = await jobLog(jobId);
     // the head's absence was ridden out (an unreachable API, or a 500 from a half-down dashboard)
-    expect(log.some((l) => l.startsWith("Ray Jobs API ") && l.endsWith("; retrying for up to 120 s")), out).toBe(true);
-    expect(log.some((l) => l.startsWith(`Ray job ${first.submission_id} is unknown to the Ray cluster (its head was restarted?): resubmitting`)), out).toBe(true);
-    expect(log.filter((l) => /^resumed from the checkpoint of step \d+/.test(l)), out).toHaveLength(1);
+    expect(
+      log.some((l) => l.startsWith("Ray Jobs API ") && l.endsWith("; retrying for up to 120 s")),
+      out,
+    ).toBe(true);
+    expect(
+      log.some((l) => l.startsWith(`Ray job ${first.submission_id} is unknown to the Ray cluster (its head was restarted?): resubmitting`)),
+      out,
+    ).toBe(true);
+    expect(
+      log.filter((l) => /^resumed from the checkpoint of step \d+/.test(l)),
+      out,
+    ).toHaveLength(1);
     expect(steps(runId)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     expect(metricSteps(runId, "rollout/success_rate")).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
   }, 400_000);

@@ -27,7 +27,10 @@ describe("turn input providers", () => {
     const env = makeEnv();
     const groups = await rollout({
       makeEnv,
-      tasks: [{ uid: "g0", taskSeed: 3 }, { uid: "g1", taskSeed: 4 }],
+      tasks: [
+        { uid: "g0", taskSeed: 3 },
+        { uid: "g1", taskSeed: 4 },
+      ],
       groupSize: 2,
       context: cfg.context,
       instructions: false,

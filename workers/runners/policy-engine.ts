@@ -57,7 +57,7 @@ export function engineRequirements(text: string): string[] {
     .split("\n")
     .map((l) => l.replace(/#.*/, "").trim())
     .filter(Boolean)
-    .map((l) => l.split(/[<>=!~;\[\s]/)[0])
+    .map((l) => l.split(/[<>=!~;[\s]/)[0])
     .filter((name) => name && name.toLowerCase() !== "pytest");
 }
 
@@ -68,7 +68,9 @@ export function engineRequirements(text: string): string[] {
  * not answer within `timeoutMs` is not judged here (the engine's own start reports on it); `signal`
  * (the job's cancel) stops the check. `jobs` names the jobs that need it in the message.
  */
-export async function assertEngineInstalled(opts: { python?: string; signal?: AbortSignal; timeoutMs?: number; onSlow?: (msg: string) => void; jobs?: string } = {}): Promise<void> {
+export async function assertEngineInstalled(
+  opts: { python?: string; signal?: AbortSignal; timeoutMs?: number; onSlow?: (msg: string) => void; jobs?: string } = {},
+): Promise<void> {
   const python = opts.python ?? (process.env.TURNLENS_PYTHON || "python3");
   const jobs = opts.jobs ?? "train jobs";
   const reqFile = path.join(projectRoot(), "workers", "engine", "requirements.txt");
@@ -113,8 +115,14 @@ export async function assertEngineInstalled(opts: { python?: string; signal?: Ab
     throw new EngineNotInstalledError(
       `${jobs} need the PyTorch engine, but its Python interpreter "${python}" ${r.error.code === "ENOENT" ? "was not found" : `could not start (${r.error.message})`} (TURNLENS_PYTHON picks another). Install Python 3.11 and the engine's packages: \`${ENGINE_INSTALL_COMMAND}\`.`,
     );
-  if (r.code !== 0) throw new EngineNotInstalledError(`${jobs} need the PyTorch engine, but "${python}" failed to check its packages (${r.stderr.trim().split("\n").pop() || `exit code ${r.code}`}). ${how}`);
-  const missing = r.stdout.trim().split(/\s+/).filter((n) => names.includes(n));
+  if (r.code !== 0)
+    throw new EngineNotInstalledError(
+      `${jobs} need the PyTorch engine, but "${python}" failed to check its packages (${r.stderr.trim().split("\n").pop() || `exit code ${r.code}`}). ${how}`,
+    );
+  const missing = r.stdout
+    .trim()
+    .split(/\s+/)
+    .filter((n) => names.includes(n));
   if (missing.length)
     throw new EngineNotInstalledError(
       `${jobs} need the PyTorch engine's Python packages, and ${python} is missing ${missing.join(", ")} (a view-only install, \`bash scripts/start.sh --view-only\`, leaves them out). ${how}`,
@@ -162,7 +170,14 @@ export async function withEngine<T>(ctx: JobContext, use: (engine: EngineClient)
  * or sampled without exploration. A numeric `seed` seeds every call alike; a function gives each
  * call (0, 1, ...: one per turn) its own, so a sampled episode draws afresh at every turn.
  */
-export function engineGenerate(engine: EngineClient, cfg: TrainConfig, greedy: boolean, seed: number | ((call: number) => number), epsilon = 0, temperature = cfg.temperature): Generate {
+export function engineGenerate(
+  engine: EngineClient,
+  cfg: TrainConfig,
+  greedy: boolean,
+  seed: number | ((call: number) => number),
+  epsilon = 0,
+  temperature = cfg.temperature,
+): Generate {
   const seedOf = typeof seed === "number" ? () => seed : seed;
   const rng = createRng(mixSeed(seedOf(0), "explore"));
   let calls = 0;
@@ -196,7 +211,13 @@ export function engineGenerate(engine: EngineClient, cfg: TrainConfig, greedy: b
       });
       swap.forEach((i, k) => {
         const s = scored.results[k];
-        out[i] = { text: actions[k], promptIds: out[i].promptIds, responseIds: s.response_ids, logprobs: s.logprobs.map((x) => x ?? 0), tokenTexts: s.token_texts };
+        out[i] = {
+          text: actions[k],
+          promptIds: out[i].promptIds,
+          responseIds: s.response_ids,
+          logprobs: s.logprobs.map((x) => x ?? 0),
+          tokenTexts: s.token_texts,
+        };
       });
     }
     return out;
