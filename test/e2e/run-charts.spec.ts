@@ -19,12 +19,23 @@ test.describe.configure({ mode: "serial" });
 test.beforeAll(async ({ playwright }) => {
   test.setTimeout(240_000);
   api = await playwright.request.newContext({ baseURL: BASE });
-  // 4 steps of 2 tasks x G=4 (GiGPO, seed 0: one step trains, so losses/* and the update's perf/* have a point)
+  // 4 steps of 2 tasks x G=4 (GiGPO); every step updates (zero advantages kept, whether or not an
+  // untrained episode succeeds), so losses/* and the update's perf/* have points
   const r = await api.post("/api/v1/runs", {
     data: {
       jobKind: "train",
       name: "e2e-run-charts",
-      config: { steps: 4, groupsPerStep: 2, groupSize: 4, evalInterval: 2, evalEpisodes: 8, checkpointInterval: 10, exportOnnx: false, threads: 1 },
+      config: {
+        steps: 4,
+        groupsPerStep: 2,
+        groupSize: 4,
+        evalInterval: 2,
+        evalEpisodes: 8,
+        checkpointInterval: 10,
+        exportOnnx: false,
+        threads: 1,
+        dropZeroAdvantage: false,
+      },
     },
   });
   expect(r.status(), await r.text()).toBe(201);

@@ -25,7 +25,19 @@ test.beforeAll(async ({ playwright }) => {
     data: {
       jobKind: "train",
       name: "e2e-token-view",
-      config: { steps: 2, groupsPerStep: 2, groupSize: 4, evalInterval: 10, evalEpisodes: 4, checkpointInterval: 10, exportOnnx: false, threads: 1 },
+      // no epsilon-exploration: every action is the policy's own sample, with its tokens' entropies
+      // (an explored action is scored afterwards, and the engine's scoring returns no entropies)
+      config: {
+        steps: 2,
+        groupsPerStep: 2,
+        groupSize: 4,
+        evalInterval: 10,
+        evalEpisodes: 4,
+        checkpointInterval: 10,
+        exportOnnx: false,
+        threads: 1,
+        explorationEpsilon: 0,
+      },
     },
   });
   expect(r.status(), await r.text()).toBe(201);
