@@ -308,6 +308,7 @@ export function searchTrajectories(q: TrajectorySearchQuery, db: RawDb = getRawD
       if (phrases) {
         const held = turnsHolding(unpackTurnTexts(c.turnTexts!), terms, q.in);
         if (!held.all) continue;
+        turns = held.turns; // the turns holding the text, unless per-turn conditions name others
       }
       if (perTurn) {
         const cols = unpackTurnColumns(c.turnData!);
@@ -344,7 +345,7 @@ function describeHits(hits: { c: Candidate; turns: number[] | null }[], terms: s
   const ids = hits.map((h) => h.c.trajectoryId);
   const rows = db
     .prepare(
-      `SELECT t."id", t."groupId", t."index", g."uid", g."envId", r."name" AS "runName"${terms.length ? `, t."turnTexts"` : ""}
+      `SELECT t."id", t."groupId", t."index", g."uid", g."envId", r."name" AS "runName"${terms.length && hits.some((h) => !h.turns) ? `, t."turnTexts"` : ""}
        FROM "Trajectory" t JOIN "RolloutGroup" g ON g."id" = t."groupId" JOIN "Run" r ON r."id" = t."runId"
        WHERE t."id" IN (${ids.map(() => "?").join(",")})`,
     )
