@@ -156,17 +156,15 @@ async function seed(): Promise<Meta> {
   const t0 = performance.now();
   const sent = DIRECT ? null : await ingest();
   const runId = sent ? sent.runId : await writeDirect();
-  const { getRawDb } = await import("../lib/db/raw");
-  const db = getRawDb();
-  db.prepare(`UPDATE "Run" SET "status" = 'succeeded', "progress" = 1 WHERE "id" = ?`).run(runId);
-  const turns = db.prepare(`SELECT SUM("length") FROM "Trajectory" WHERE "runId" = ?`).pluck().get(runId) as number;
+  const { finishImportedRunRow } = await import("../lib/db/runs");
+  const { listGroups, listTrajectories, runTrajectoryTotals } = await import("../lib/db/rollouts");
+  const { checkpointWal } = await import("../lib/db/bulk-load");
+  finishImportedRunRow(runId, "succeeded", new Date());
+  const turns = runTrajectoryTotals(runId).turns;
   const step = STEPS - 1;
-  const groupId = db
-    .prepare(`SELECT g."id" FROM "RolloutGroup" g JOIN "RolloutStep" s ON s."id" = g."stepId" WHERE s."runId" = ? AND s."step" = ? ORDER BY g."uid" LIMIT 1`)
-    .pluck()
-    .get(runId, step) as string;
-  const trajectoryId = db.prepare(`SELECT "id" FROM "Trajectory" WHERE "groupId" = ? ORDER BY "index" LIMIT 1`).pluck().get(groupId) as string;
-  db.pragma("wal_checkpoint(TRUNCATE)");
+  const groupId = listGroups(runId, step)[0].id;
+  const trajectoryId = listTrajectories(runId, { groupId, pageSize: 1 }).trajectories[0].id;
+  checkpointWal();
   const bytes = fs.statSync(DB).size; // a database of this run only, checkpointed
   const meta: Meta = { runId, steps: STEPS, turns, step, groupId, trajectoryId };
   fs.writeFileSync(META, JSON.stringify(meta, null, 2));

@@ -14,8 +14,7 @@
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
-import Database from "better-sqlite3";
-import { openStore, parseArgs, parseStore, loadAverage, percentile, sqliteBytesInUse, zstd3, type StoreKind } from "./bench-store";
+import { openStore, parseArgs, parseStore, loadAverage, percentile, zstd3 } from "./bench-store";
 import { realisticStep } from "./realistic-workload";
 
 const opts = parseArgs(process.argv.slice(2), { steps: "3", tokens: "256", stores: "sqlite,postgresql", child: "", url: "", "with-tokens": "0" });
@@ -34,21 +33,13 @@ interface Figures {
 const median = (xs: number[]) => percentile(xs, 50);
 
 /** The child: writes and reads through lib/db on DATABASE_URL, prints its figures as one JSON line. */
-async function child(kind: StoreKind, url: string, tokens: number): Promise<Figures> {
+async function child(url: string, tokens: number): Promise<Figures> {
   process.env.DATABASE_URL = url;
   const { createRun } = await import("../lib/db/runs");
-  const { writeRolloutStep, getTrajectory, turnsPage } = await import("../lib/db/rollouts");
+  const { writeRolloutStep, getTrajectory, turnsPage, listGroups, listTrajectories } = await import("../lib/db/rollouts");
   const { loadStep, stepMeta, groupTexts } = await import("../lib/db/credit");
-  const { getRawDb } = await import("../lib/db/raw");
-  const db = getRawDb();
-  const size = (): number => {
-    if (kind === "postgresql") return Number(db.prepare(`SELECT pg_database_size(current_database())`).pluck().get());
-    const f = new Database(url.slice("file:".length));
-    f.pragma("wal_checkpoint(TRUNCATE)");
-    const n = sqliteBytesInUse(f);
-    f.close();
-    return n;
-  };
+  const { databaseBytes, settleAfterBulkLoad } = await import("../lib/db/bulk-load");
+  const size = () => databaseBytes();
   const runId = createRun({
     project: "bench",
     name: `storage-${tokens}`,
@@ -74,12 +65,12 @@ async function child(kind: StoreKind, url: string, tokens: number): Promise<Figu
     turns += writeRolloutStep(runId, input).turns;
     writes.push(performance.now() - t0);
   }
-  if (kind === "postgresql") db.prepare(`VACUUM ANALYZE`).run(); // what autovacuum does after a bulk load
+  settleAfterBulkLoad(); // what PostgreSQL's autovacuum does after a bulk load
   const bytes = size() - before;
   const step = steps - 1;
   const meta = stepMeta(runId, step);
-  const group = db.prepare(`SELECT "id" FROM "RolloutGroup" WHERE "stepId" = ? ORDER BY "uid" LIMIT 1`).pluck().get(meta.id) as string;
-  const traj = db.prepare(`SELECT "id" FROM "Trajectory" WHERE "groupId" = ? ORDER BY "index" LIMIT 1`).pluck().get(group) as string;
+  const group = listGroups(runId, step)[0].id;
+  const traj = listTrajectories(runId, { groupId: group, pageSize: 1 }).trajectories[0].id;
   const timed = (f: () => unknown) => {
     const ms: number[] = [];
     for (let i = 0; i < 6; i++) {
@@ -105,7 +96,8 @@ async function child(kind: StoreKind, url: string, tokens: number): Promise<Figu
 }
 
 if (opts.child) {
-  const f = await child(parseStore(opts.child), opts.url, Number(opts["with-tokens"]));
+  parseStore(opts.child);
+  const f = await child(opts.url, Number(opts["with-tokens"]));
   process.stdout.write(JSON.stringify(f) + "\n");
   process.exit(0);
 }

@@ -1,11 +1,11 @@
 // What the store benchmarks share (scripts/bench-load.ts, scripts/gen-scale-data.ts): a fresh
 // database of either store, migrated, and the production server started on it.
 import { execFileSync, spawn } from "node:child_process";
-import type Database from "better-sqlite3";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { freeLoopbackPort, startPostgres } from "../test/helpers/postgres";
+import type { Cell } from "../lib/db/bulk-load";
 import { rolloutRows } from "../lib/db/rollouts";
 import { rolloutStepInputSchema } from "../lib/schemas/rollouts";
 
@@ -147,11 +147,8 @@ export function zstd3(buf: Buffer): number | null {
   }
 }
 
-/** A SQLite database's bytes in use as a reader sees them (pages committed to the WAL included, free pages not). */
-export function sqliteBytesInUse(db: Database.Database): number {
-  const n = (k: string) => db.pragma(k, { simple: true }) as number;
-  return (n("page_count") - n("freelist_count")) * n("page_size");
-}
+/** A SQLite database's bytes in use as a reader sees them (lib/db/bulk-load.ts). */
+export { sqliteBytesInUse } from "../lib/db/bulk-load";
 
 /** JSON over fetch; a non-2xx answer throws with its body. */
 export async function call<T = unknown>(url: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<T> {
@@ -199,7 +196,7 @@ export function stepBody(step: number, batchId?: string) {
 }
 export type StepBody = ReturnType<typeof stepBody>;
 
-export type Cell = string | number | boolean | null | Uint8Array;
+export type { Cell };
 export { STEP_COLS, GROUP_COLS, TRAJECTORY_COLS } from "../lib/db/rollouts";
 
 /**

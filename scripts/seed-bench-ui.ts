@@ -36,9 +36,9 @@ export interface TokenViewMeta {
 
 /** The token view's run: one step, 4 trajectories x 30 turns x 128 stored tokens (into the current DATABASE_URL). */
 export async function seedTokenViewRun(): Promise<TokenViewMeta> {
-  const { createRun } = await import("../lib/db/runs");
+  const { createRun, finishImportedRunRow } = await import("../lib/db/runs");
   const { writeRolloutStep } = await import("../lib/db/rollouts");
-  const { getRawDb } = await import("../lib/db/raw");
+  const { checkpointWal } = await import("../lib/db/bulk-load");
   const { rolloutStepInputSchema } = await import("../lib/schemas/rollouts");
   const TURNS = 30;
   const TOK = 128;
@@ -72,8 +72,8 @@ export async function seedTokenViewRun(): Promise<TokenViewMeta> {
     }),
   }));
   writeRolloutStep(run, rolloutStepInputSchema.parse({ step: 0, estimator: "grpo", groups: [{ uid: "task-0", envId: "sokoban", taskSeed: 0, trajectories }] }));
-  getRawDb().prepare(`UPDATE "Run" SET "status" = 'succeeded', "progress" = 1 WHERE "id" = ?`).run(run);
-  getRawDb().pragma("wal_checkpoint(TRUNCATE)");
+  finishImportedRunRow(run, "succeeded", new Date());
+  checkpointWal();
   return { run, turns: TURNS, tokensPerTurn: TOK };
 }
 
@@ -109,12 +109,11 @@ export async function seedBenchUi(log: (s: string) => void = console.log): Promi
   for (const f of [BENCH_DB, BENCH_DB + "-wal", BENCH_DB + "-shm", BENCH_META]) fs.rmSync(f, { force: true });
   process.env.DATABASE_URL = `file:./${BENCH_DB}`;
   execFileSync(process.execPath, ["scripts/db-migrate.mjs", "deploy"], { stdio: "pipe" });
-  const { createRun } = await import("../lib/db/runs");
+  const { createRun, finishImportedRunRow } = await import("../lib/db/runs");
   const { writeMetrics } = await import("../lib/db/metrics");
-  const { writeRolloutStep } = await import("../lib/db/rollouts");
-  const { getRawDb } = await import("../lib/db/raw");
+  const { writeRolloutStep, listGroups } = await import("../lib/db/rollouts");
+  const { checkpointWal } = await import("../lib/db/bulk-load");
   type Step = import("../lib/schemas/rollouts").RolloutStepInput;
-  const db = getRawDb();
   let t0 = performance.now();
 
   // ---- 10,000 runs with summary metrics
@@ -152,11 +151,11 @@ export async function seedBenchUi(log: (s: string) => void = console.log): Promi
       pts.push({ key: "credit/adv_std", step: s, value: 0.5 + ((i * 11) % 10) / 20, wallTime: w });
     }
     writeMetrics(runId, pts);
+    // finished runs of every status, one in six still running (a spread the list's filters and sorts meet)
+    const status = ["succeeded", "succeeded", "succeeded", "failed", "canceled", "running"][(i * 7919) % 6];
+    if (status !== "running") finishImportedRunRow(runId, status, new Date((now + i * 60 + 10) * 1000));
     if (i % 2000 === 1999) log(`runs: ${i + 1}/${N_RUNS}`);
   }
-  db.prepare(
-    `UPDATE "Run" SET "status" = CASE abs(random()) % 6 WHEN 3 THEN 'failed' WHEN 4 THEN 'canceled' WHEN 5 THEN 'running' ELSE 'succeeded' END, "progress" = 1`,
-  ).run();
   log(`10,000 runs in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 
   // ---- one run with 20 charts of 10^5 points each
@@ -244,14 +243,11 @@ export async function seedBenchUi(log: (s: string) => void = console.log): Promi
   }
   log(`${turns.toLocaleString()} turns in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   const hmStep = 99;
-  const groupId = db
-    .prepare(`SELECT g."id" FROM "RolloutGroup" g JOIN "RolloutStep" s ON s."id" = g."stepId" WHERE s."runId" = ? AND s."step" = ? ORDER BY g."uid" LIMIT 1`)
-    .pluck()
-    .get(turnsRun, hmStep) as string;
+  const groupId = listGroups(turnsRun, hmStep)[0].id;
   // both big runs are finished, like the runs one opens to study
-  db.prepare(`UPDATE "Run" SET "status" = 'succeeded', "progress" = 1 WHERE "id" IN (?, ?)`).run(chartRun, turnsRun);
+  for (const run of [chartRun, turnsRun]) finishImportedRunRow(run, "succeeded", new Date());
   const tokenView = await seedTokenViewRun();
-  db.pragma("wal_checkpoint(TRUNCATE)");
+  checkpointWal();
   const meta: BenchMeta = {
     runs: N_RUNS + 3,
     chartRun,

@@ -9,7 +9,7 @@ import { outcomeShares, templateCollapse, withinGroupVariance } from "@/lib/cred
 useTempDatabase("batch-diagnostics");
 const { createRun } = await import("@/lib/db/runs");
 const { writeRolloutStep } = await import("@/lib/db/rollouts");
-const { getRawDb } = await import("@/lib/db/raw");
+const { forgetStepSummaries } = await import("@/lib/db/inspect");
 const { creditOverview } = await import("@/lib/runs/credit-views");
 const { summarizeStepInput } = await import("@/lib/db/credit-summary");
 
@@ -119,7 +119,7 @@ describe("batch diagnostics, kept per step", () => {
       step(1, { act: () => "Think: explore", length: (_, i) => 2 + i, success: (k, i) => (k + i) % 2 === 0, advantage: (len) => len / 10 }),
     );
     // drop the kept summaries: the first read makes them from the stored rows (texts included)
-    getRawDb().prepare(`DELETE FROM "StepCreditSummary" WHERE "runId" = ?`).run(runId);
+    forgetStepSummaries(runId);
     for (const source of [{}, { estimator: "grpo" }]) {
       const ov = creditOverview(runId, source);
       expect(ov.diagnostics.map((d) => [d.collapseAccuracy, d.collapseChance])).toEqual([

@@ -9,14 +9,14 @@ import type { RolloutStepInput } from "@/lib/schemas/rollouts";
 useTempDatabase("credit-summary");
 const { createRun } = await import("@/lib/db/runs");
 const { writeRolloutStep } = await import("@/lib/db/rollouts");
-const { getRawDb } = await import("@/lib/db/raw");
+const { countRows, forgetStepSummaries } = await import("@/lib/db/inspect");
 const { creditOverview } = await import("@/lib/runs/credit-views");
 const { rolloutStepInputSchema } = await import("@/lib/schemas/rollouts");
 const { runCredit } = await import("@/lib/credit");
 
 const newRun = (name: string) =>
   createRun({ project: "t", name, kind: "imported", jobKind: null, config: {}, envId: "frozenlake", estimator: "gigpo", status: "running" }).runId;
-const summaries = (runId: string) => getRawDb().prepare(`SELECT COUNT(*) FROM "StepCreditSummary" WHERE "runId" = ?`).pluck().get(runId) as number;
+const summaries = (runId: string) => countRows("StepCreditSummary", runId);
 
 // 5 steps of 4 groups x 5 trajectories of up to 9 turns (ragged lengths), stored GiGPO advantages
 const steps: RolloutStepInput[] = [0, 1, 2, 3, 4].map((s) => gigpoStep(s, { groups: 4, G: 5, maxTurns: 9, seed: 3 }));
@@ -93,7 +93,7 @@ beforeAll(() => {
     writeRolloutStep(backfilled, s);
   }
   // a store whose steps were written before summaries existed (or bulk-loaded around writeRolloutStep)
-  getRawDb().prepare(`DELETE FROM "StepCreditSummary" WHERE "runId" = ?`).run(backfilled);
+  forgetStepSummaries(backfilled);
 });
 
 describe("credit over training from per-step summaries", () => {
@@ -206,7 +206,7 @@ describe("turn entropy", () => {
   it("is derived the same way from the stored token data when the summary is made on read", () => {
     const run = newRun("entropy-backfill");
     writeRolloutStep(run, step(0));
-    getRawDb().prepare(`DELETE FROM "StepCreditSummary" WHERE "runId" = ?`).run(run);
+    forgetStepSummaries(run);
     const ov = creditOverview(run);
     // float32 token storage: 1.5 and 1 are exact in float32
     expect(ov.entropy![0][0]).toBeCloseTo(1, 6);

@@ -2,7 +2,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from "vitest";
 import { getDb } from "../../lib/db/client";
-import { getRawDb } from "../../lib/db/raw";
+import { jobMarkRows } from "../../lib/db/inspect";
 import { ROOT } from "./temp-db";
 
 import { useTempDatabase } from "./temp-db";
@@ -100,12 +100,10 @@ export async function killAllWorkers(): Promise<void> {
 /** Selftest step markers of a job (JobLog rows with negative seq), in step order. */
 /** `pid`: the job process that wrote the marker; `worker`: the worker that ran it. */
 export function marksOf(jobId: string): { step: number; attempt: number; token: string; pid: number; worker: number; time: number }[] {
-  const rows = getRawDb().prepare(`SELECT "seq", "time", "line" FROM "JobLog" WHERE "jobId" = ? AND "seq" < 0 ORDER BY "seq" DESC`).all(jobId) as {
-    seq: number;
-    time: number;
-    line: string;
-  }[];
-  return rows.map((r) => ({ ...(JSON.parse(r.line) as { step: number; attempt: number; token: string; pid: number; worker: number }), time: r.time }));
+  return jobMarkRows(jobId).map((r) => ({
+    ...(JSON.parse(r.line) as { step: number; attempt: number; token: string; pid: number; worker: number }),
+    time: r.time,
+  }));
 }
 
 /**

@@ -22,7 +22,7 @@ const filtersRoute = await import("@/app/api/v1/runs/filters/route");
 const groupsRoute = await import("@/app/api/v1/runs/[id]/steps/[step]/groups/route");
 const { ROUTES, routes } = await import("@/lib/api/routes");
 const { openApiDocument } = await import("@/lib/api/openapi");
-const { getRawDb } = await import("@/lib/db/raw");
+const { countRows } = await import("@/lib/db/inspect");
 const { metricRows } = await import("../helpers/metric-rows");
 const { createRun } = await import("@/lib/db/runs");
 
@@ -50,11 +50,7 @@ async function call(h: Handler, method: string, url: string, o: CallOpts = {}) {
 }
 
 /** Rows of a table; "Turn": the turns stored (packed in their trajectories' rows). */
-const count = (table: string) =>
-  getRawDb()
-    .prepare(table === "Turn" ? `SELECT COALESCE(SUM("length"), 0) FROM "Trajectory"` : `SELECT COUNT(*) FROM "${table}"`)
-    .pluck()
-    .get() as number;
+const count = (table: string) => countRows(table);
 const tables = ["Run", "Job", "Metric", "RolloutStep", "Turn", "IngestBatch"];
 const counts = () => tables.map(count);
 /** `{"a":{"a":…1…}}` as text: JSON.stringify itself recurses and cannot write it */

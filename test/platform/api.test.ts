@@ -20,7 +20,7 @@ const oneTraj = await import("@/app/api/v1/trajectories/[id]/route");
 const cancelRoute = await import("@/app/api/v1/runs/[id]/cancel/route");
 const openapi = await import("@/app/api/v1/openapi.json/route");
 const finishRoute = await import("@/app/api/v1/runs/[id]/finish/route");
-const { getRawDb } = await import("@/lib/db/raw");
+const { countRows } = await import("@/lib/db/inspect");
 const { turnsPage } = await import("@/lib/db/rollouts");
 
 type Handler<P> = (req: NextRequest, ctx: { params: Promise<P> }) => Promise<Response>;
@@ -46,11 +46,7 @@ async function call<P = Record<string, never>>(
 }
 
 /** Rows of a table; "Turn": the turns stored (packed in their trajectories' rows). */
-const count = (table: string) =>
-  getRawDb()
-    .prepare(table === "Turn" ? `SELECT COALESCE(SUM("length"), 0) FROM "Trajectory"` : `SELECT COUNT(*) FROM "${table}"`)
-    .pluck()
-    .get() as number;
+const count = (table: string) => countRows(table);
 const rowCounts = () => ["Run", "Job", "Project", "Metric", "RolloutStep", "Turn"].map(count);
 
 describe("launch validation", () => {

@@ -24,7 +24,7 @@ const uploadRoute = await import("@/app/api/v1/imports/route");
 const importRoute = await import("@/app/api/v1/imports/[id]/route");
 const { statusOf, toErrorResponse } = await import("@/lib/api/errors");
 const { isRetryable } = await import("@/lib/jobs/errors");
-const { getRawDb } = await import("@/lib/db/raw");
+const { countRows } = await import("@/lib/db/inspect");
 import type { ImportOut } from "@/lib/schemas/imports";
 
 afterAll(async () => {
@@ -72,7 +72,7 @@ describe.skipIf(!mounted)("a full disk", () => {
     expect(r.json.error).toMatch(/the upload was not stored: the server's disk is full \(ENOSPC\)/);
     expect(r.json.issues).toEqual([{ path: "body", message: "disk full" }]);
     expect(fs.readdirSync(path.join(uploads, "tmp"))).toEqual([]);
-    expect(getRawDb().prepare(`SELECT COUNT(*) FROM "Job"`).pluck().get()).toBe(0);
+    expect(countRows("Job")).toBe(0);
   });
 
   it("maps ENOSPC raised anywhere to 507 (not 500), and makes it a retry for a job", async () => {

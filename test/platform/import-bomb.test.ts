@@ -13,7 +13,7 @@ const env = useTempDatabase("import-bomb");
 process.env.TURNLENS_UPLOAD_DIR = path.join(env.dir, "uploads");
 const uploadRoute = await import("@/app/api/v1/imports/route");
 const importRoute = await import("@/app/api/v1/imports/[id]/route");
-const { getRawDb } = await import("@/lib/db/raw");
+const { countRows } = await import("@/lib/db/inspect");
 import type { ImportOut } from "@/lib/schemas/imports";
 
 beforeAll(async () => {
@@ -64,6 +64,6 @@ with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
       /^archive member 'dump\/2\.jsonl': \d+ bytes that expand to 268435456 \(more than 200 times; limit TURNLENS_IMPORT_MAX_RATIO\): refused as a zip bomb$/,
     );
     expect(done.job.attempts).toBe(1); // a refused archive is not retried
-    expect(getRawDb().prepare(`SELECT COUNT(*) FROM "Run"`).pluck().get()).toBe(0);
+    expect(countRows("Run")).toBe(0);
   });
 });

@@ -9,7 +9,6 @@ import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { NextRequest } from "next/server";
 import { killAllWorkers, spawnWorker, useTempDatabase, waitFor, type WorkerProcess } from "../helpers/workers";
-import { TEST_STORE } from "../helpers/temp-db";
 
 const env = useTempDatabase("import-upload");
 process.env.TURNLENS_UPLOAD_DIR = path.join(env.dir, "uploads");
@@ -17,9 +16,11 @@ process.env.TURNLENS_MAX_UPLOAD_MB = "4"; // read when the route declarations lo
 const uploadRoute = await import("@/app/api/v1/imports/route");
 const importRoute = await import("@/app/api/v1/imports/[id]/route");
 const cancelRoute = await import("@/app/api/v1/imports/[id]/cancel/route");
-const { getRawDb } = await import("@/lib/db/raw");
 const { metricCount } = await import("../helpers/metric-rows");
-const { getRun } = await import("@/lib/db/runs");
+const { getRun, listRuns } = await import("@/lib/db/runs");
+const { listGroups } = await import("@/lib/db/rollouts");
+const { countRows } = await import("@/lib/db/inspect");
+const { runListQuerySchema } = await import("@/lib/schemas/runs");
 const { requestCancel, tailLog } = await import("@/lib/jobs");
 import type { ImportOut } from "@/lib/schemas/imports";
 
@@ -70,12 +71,7 @@ async function upload(format: string, filename: string, bytes: Uint8Array | stri
   );
 }
 
-const count = (sql: string, ...args: unknown[]) =>
-  getRawDb()
-    .prepare(sql)
-    .pluck()
-    .get(...args) as number;
-const turnsOf = (runId: string) => count(`SELECT COALESCE(SUM("length"), 0) FROM "Trajectory" WHERE "runId" = ?`, runId);
+const turnsOf = (runId: string) => countRows("Turn", runId);
 const metricsOf = (runId: string) => metricCount(runId);
 
 function python(code: string, ...args: string[]) {
@@ -155,18 +151,14 @@ describe("upload and import, every format", () => {
     const run = getRun(runId);
     expect(run).toMatchObject({ kind: "imported", status: "succeeded", name: "verl-upload", project: "uploads" });
     expect(turnsOf(runId)).toBe(3);
-    expect(count(`SELECT COUNT(*) FROM "RolloutGroup" g JOIN "RolloutStep" s ON s."id" = g."stepId" WHERE s."runId" = ? AND s."step" = 3`, runId)).toBe(2); // samples of one input form a group
+    expect(listGroups(runId, 3)).toHaveLength(2); // samples of one input form a group
 
+    const runs = countRows("Run");
     const again = await upload("verl", "3.jsonl", text, { name: "verl-upload" });
     expect(again.sha256).toBe(first.sha256);
     expect(again.report!.runs[0]).toMatchObject({ runId, created: false, imported: 0, alreadyPresent: 3, rejected: 2 });
     expect(turnsOf(runId)).toBe(3);
-    expect(
-      count(
-        `SELECT COUNT(*) FROM "Run" WHERE "kind" = 'imported' AND ${TEST_STORE === "postgresql" ? `"config" #>> '{turnlensImport,id}'` : `json_extract("config", '$.turnlensImport.id')`} = ?`,
-        (run.config as { turnlensImport: { id: string } }).turnlensImport.id,
-      ),
-    ).toBe(1);
+    expect(countRows("Run")).toBe(runs); // the same source again: its run found, no second one
 
     // both uploads are listed, newest first; a finished import cannot be canceled
     const list = await uploadRoute.GET(new NextRequest(new URL("/api/v1/imports?pageSize=5", "http://127.0.0.1:3000")), { params: Promise.resolve({}) });
@@ -310,13 +302,13 @@ c.commit()`,
     expect(r).toMatchObject({ imported: 3, rejected: 1 });
     expect(imp.report!.rejectedRows[0]).toMatchObject({ where: "rollouts.jsonl:4", reason: "reward: required" });
     expect(turnsOf(r.runId)).toBe(4);
-    expect(count(`SELECT COUNT(*) FROM "RolloutGroup" g JOIN "RolloutStep" s ON s."id" = g."stepId" WHERE s."runId" = ?`, r.runId)).toBe(2);
+    expect(countRows("RolloutGroup", r.runId)).toBe(2);
   });
 });
 
 describe("refusals", () => {
   it("a file the format does not read fails the job saying what it is: no server path, no stack trace, no run", async () => {
-    const runsBefore = count(`SELECT COUNT(*) FROM "Run"`);
+    const runsBefore = countRows("Run");
     const imp = await upload("mlflow", "notes.txt", "hello from a text file\n");
     expect(imp.job.status).toBe("failed");
     expect(imp.job.error).toMatch(/^notes\.txt is a text file starting 'hello from a text file'; the mlflow importer reads an MLflow store/);
@@ -333,11 +325,11 @@ describe("refusals", () => {
     expect(bad.job.error).toMatch(
       /^nothing importable \(every row was rejected or the source is empty\): no run created; 2 row\(s\) rejected, e\.g\. bad\.jsonl:1: not valid JSON/,
     );
-    expect(count(`SELECT COUNT(*) FROM "Run"`)).toBe(runsBefore);
+    expect(countRows("Run")).toBe(runsBefore);
   });
 
   it("a path-traversal archive and a symlink archive fail the job with a clear error and store nothing", async () => {
-    const runsBefore = count(`SELECT COUNT(*) FROM "Run"`);
+    const runsBefore = countRows("Run");
     const evil = path.join(files, "evil.tar.gz");
     python(
       'import io,sys,tarfile\nwith tarfile.open(sys.argv[1],\'w:gz\') as t:\n d=b\'{"input":"x","output":"y","score":1}\\n\'\n i=tarfile.TarInfo(\'dump/../../escaped.jsonl\'); i.size=len(d); t.addfile(i,io.BytesIO(d))',
@@ -354,7 +346,7 @@ describe("refusals", () => {
     const imp2 = await upload("verl", "link.tar", fs.readFileSync(link));
     expect(imp2.job.status).toBe("failed");
     expect(imp2.job.error).toMatch(/links are refused/);
-    expect(count(`SELECT COUNT(*) FROM "Run"`)).toBe(runsBefore);
+    expect(countRows("Run")).toBe(runsBefore);
     expect(fs.existsSync(path.join(env.dir, "escaped.jsonl"))).toBe(false);
   });
 
@@ -422,7 +414,7 @@ describe("refusals", () => {
       log.some((l) => l.startsWith("import: read ")),
       `stopped while Python was reading:\n${log.join("\n")}`,
     ).toBe(false);
-    expect(count(`SELECT COUNT(*) FROM "Run" WHERE "name" LIKE '%long%'`)).toBe(0);
+    expect(listRuns(runListQuerySchema.parse({ q: "long" })).total).toBe(0);
     await waitFor(
       "the Python child gone",
       () => {

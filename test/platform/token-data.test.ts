@@ -11,7 +11,7 @@ const importRoute = await import("@/app/api/v1/runs/import/route");
 const stepsRoute = await import("@/app/api/v1/runs/[id]/steps/route");
 const trajRoute = await import("@/app/api/v1/runs/[id]/trajectories/route");
 const oneTraj = await import("@/app/api/v1/trajectories/[id]/route");
-const { getRawDb } = await import("@/lib/db/raw");
+const { countRows, packedTurnColumns } = await import("@/lib/db/inspect");
 const { unpackTurnTexts, unpackTurnTokens } = await import("@/lib/db/trajectory-pack");
 
 const f32 = (x: number) => Math.fround(x);
@@ -75,7 +75,7 @@ describe("ingest with per-token fields", () => {
     runId = r.json.id;
     key = { "x-turnlens-write-key": r.json.writeKey };
   });
-  const turnCount = () => getRawDb().prepare(`SELECT COALESCE(SUM("length"), 0) FROM "Trajectory"`).pluck().get() as number;
+  const turnCount = () => countRows("Turn");
   const step = (n: number, turns: Record<string, unknown>[]) => ({ step: n, groups: [{ uid: "u", envId: "sokoban", trajectories: [{ turns }] }] });
   const post = (body: unknown) => call(stepsRoute.POST, "POST", `/api/v1/runs/${runId}/steps`, { id: runId }, body, key);
   const turnsOf = async (n: number) => {
@@ -113,10 +113,7 @@ describe("ingest with per-token fields", () => {
     expect(turns[1].tokens).toEqual({ ids: [13], texts: null, logprobs: [f32(-0.2)], advantages: null, entropies: null });
     expect(turns[2].tokens).toBeNull();
     // the token arrays are stored packed, not in the turn's info
-    const row = getRawDb().prepare(`SELECT "turnTexts", "turnTokens" FROM "Trajectory" WHERE "runId" = ?`).get(runId) as {
-      turnTexts: Buffer;
-      turnTokens: Buffer;
-    };
+    const [row] = packedTurnColumns(runId);
     expect(unpackTurnTokens(row.turnTokens, 3).map((b) => b?.length ?? null)).toEqual([8 + 3 * 4 * 4 + 3 * 4 + 7, 8 + 2 * 4, null]);
     expect(unpackTurnTexts(row.turnTexts).info).toEqual([null, null, null]);
   });

@@ -6,7 +6,7 @@ import { TEST_STORE, useTempDatabase } from "../helpers/temp-db";
 useTempDatabase("trajectory-page");
 const { writeRolloutStep, listTrajectories } = await import("@/lib/db/rollouts");
 const { createRun } = await import("@/lib/db/runs");
-const { getRawDb } = await import("@/lib/db/raw");
+const { runTrajectoryRows, trajectoryPagePlan } = await import("@/lib/db/inspect");
 
 describe("listTrajectories", () => {
   it("pages like ORDER BY step DESC, uid, index over every trajectory, with each filter", () => {
@@ -32,24 +32,16 @@ describe("listTrajectories", () => {
         }));
         writeRolloutStep(r, { step, groups } as never);
       }
+    // the obvious answer: every trajectory of the run, sorted and filtered here
+    const all = runTrajectoryRows(run);
+    const sorted = [...all].sort((a, b) => b.step - a.step || (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0) || a.index - b.index);
     const obvious = (f: { step?: number; groupId?: string; success?: boolean }, limit: number, offset: number) => {
-      const where = [`t."runId" = ?`];
-      const args: unknown[] = [run];
-      if (f.step !== undefined) where.push(`s."step" = ?`), args.push(f.step);
-      if (f.groupId) where.push(`t."groupId" = ?`), args.push(f.groupId);
-      if (f.success !== undefined) where.push(`t."success" = ?`), args.push(f.success ? 1 : 0);
-      const from = `FROM "Trajectory" t JOIN "RolloutGroup" g ON g."id" = t."groupId" JOIN "RolloutStep" s ON s."id" = g."stepId" WHERE ${where.join(" AND ")}`;
-      const ids = getRawDb()
-        .prepare(`SELECT t."id" ${from} ORDER BY s."step" DESC, g."uid", t."index" LIMIT ? OFFSET ?`)
-        .pluck()
-        .all(...args, limit, offset);
-      const total = getRawDb()
-        .prepare(`SELECT COUNT(*) ${from}`)
-        .pluck()
-        .get(...args);
-      return { ids, total };
+      const hits = sorted.filter(
+        (t) => (f.step === undefined || t.step === f.step) && (!f.groupId || t.groupId === f.groupId) && (f.success === undefined || t.success === f.success),
+      );
+      return { ids: hits.slice(offset, offset + limit).map((t) => t.id), total: hits.length };
     };
-    const someGroup = getRawDb().prepare(`SELECT "groupId" FROM "Trajectory" WHERE "runId" = ? LIMIT 1 OFFSET 3`).pluck().get(run) as string;
+    const someGroup = all[3].groupId;
     const filters = [
       {},
       { step: 7 },
@@ -76,11 +68,6 @@ describe("listTrajectories", () => {
     expect(compared).toBeGreaterThan(50);
     // the page is read in index order: no sort of the run's trajectories (SQLite's plan; PostgreSQL plans its own joins)
     if (TEST_STORE === "postgresql") return;
-    const plan = getRawDb()
-      .prepare(
-        `EXPLAIN QUERY PLAN SELECT t."id" FROM "RolloutStep" s CROSS JOIN "RolloutGroup" g ON g."stepId" = s."id" CROSS JOIN "Trajectory" t ON t."groupId" = g."id" WHERE s."runId" = ? ORDER BY s."step" DESC, g."uid", t."index" LIMIT 50`,
-      )
-      .all(run) as { detail: string }[];
-    expect(plan.map((p) => p.detail).join("; ")).not.toMatch(/TEMP B-TREE/);
+    expect(trajectoryPagePlan(run).join("; ")).not.toMatch(/TEMP B-TREE/);
   });
 });

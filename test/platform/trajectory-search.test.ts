@@ -9,11 +9,11 @@ import type { TurnOut } from "@/lib/schemas/rollouts";
 import type { TrajectorySearchQuery } from "@/lib/schemas/search";
 
 const tmp = useTempDatabase("trajectory-search");
-const { createRun, deleteRun, getRun } = await import("@/lib/db/runs");
+const { createRun, deleteRun, finishImportedRunRow, getRun } = await import("@/lib/db/runs");
 const { writeRolloutStep, listTrajectories, getTrajectory } = await import("@/lib/db/rollouts");
-const { searchTrajectories, searchTerms } = await import("@/lib/db/trajectory-search");
+const { dropSearchIndex, searchTrajectories, searchTerms } = await import("@/lib/db/trajectory-search");
 const { trajectorySearchQuerySchema } = await import("@/lib/schemas/search");
-const { getRawDb } = await import("@/lib/db/raw");
+const { countRows } = await import("@/lib/db/inspect");
 afterAll(() => tmp.cleanup());
 
 // a small deterministic generator (mulberry32)
@@ -238,7 +238,7 @@ describe("searchTrajectories", () => {
     const runD = seed("p", "d", rng(11));
     const before = allPages({ runs: runD, text: "desk" }).hits.map((h) => h.id);
     const runE = seed("p", "e", rng(11)); // the same content, never searched
-    getRawDb().prepare(`DELETE FROM "TrajectorySearch" WHERE "runId" = ?`).run(runE);
+    dropSearchIndex(runE);
     const after = allPages({ runs: runE, text: "desk" }).hits;
     expect(after.length).toBe(before.length);
     expect(after.length).toBeGreaterThan(0);
@@ -246,11 +246,11 @@ describe("searchTrajectories", () => {
 
   it("a deleted run leaves no index entries behind", async () => {
     const runF = seed("z", "f", rng(3));
-    const count = () => getRawDb().prepare(`SELECT COUNT(*) FROM "TrajectoryText"`).pluck().get() as number;
-    const keys = () => getRawDb().prepare(`SELECT COUNT(*) FROM "TrajectorySearch" WHERE "runId" = ?`).pluck().get(runF) as number;
+    const count = () => countRows("TrajectoryText");
+    const keys = () => countRows("TrajectorySearch", runF);
     const n = count();
     expect(keys()).toBe(48);
-    getRawDb().prepare(`UPDATE "Run" SET "status" = 'succeeded' WHERE "id" = ?`).run(runF);
+    finishImportedRunRow(runF, "succeeded", new Date());
     await deleteRun(runF);
     expect(keys()).toBe(0);
     expect(count()).toBe(n - 48);

@@ -10,11 +10,12 @@ import { killAllWorkers, spawnWorker, useTempDatabase, waitFor, ROOT } from "../
 
 const db = useTempDatabase("checkpoint-eval");
 const { launchRun } = await import("../../lib/runs/launch");
-const { launchRunSchema } = await import("../../lib/schemas/runs");
-const { createRun, getRun } = await import("../../lib/db/runs");
+const { launchRunSchema, runListQuerySchema } = await import("../../lib/schemas/runs");
+const { createRun, getRun, listRuns } = await import("../../lib/db/runs");
 const { readSeries } = await import("../../lib/db/metrics");
 const { addCheckpoint, listCheckpoints } = await import("../../lib/db/checkpoints");
-const { getRawDb } = await import("../../lib/db/raw");
+const { runJobRows, runTrajectoryRows } = await import("../../lib/db/inspect");
+const { runSteps } = await import("../../lib/db/credit");
 const { getTrajectory } = await import("../../lib/db/rollouts");
 const { createEnv } = await import("../../lib/envs/registry");
 const { evalTasks } = await import("../../lib/envs/heldout");
@@ -34,7 +35,7 @@ const valueAt = (runId: string, key: string, step: number) => {
   return s.values[i];
 };
 const last = (runId: string, key: string) => series(runId, key).values.at(-1);
-const jobResult = (runId: string) => JSON.parse(getRawDb().prepare(`SELECT "result" FROM "Job" WHERE "runId" = ?`).pluck().get(runId) as string);
+const jobResult = (runId: string) => JSON.parse(runJobRows(runId)[0].result!);
 
 interface Played {
   actions: string[];
@@ -45,11 +46,8 @@ interface Played {
 
 /** Every stored trajectory of a run, per task group uid, in order. */
 function storedGroups(runId: string): Map<string, Played[]> {
-  const rows = getRawDb()
-    .prepare(
-      `SELECT g."uid" AS uid, t."id" AS id, t."success" AS success FROM "Trajectory" t JOIN "RolloutGroup" g ON g."id" = t."groupId" WHERE t."runId" = ? ORDER BY g."uid", t."index"`,
-    )
-    .all(runId) as { uid: string; id: string; success: number | boolean }[];
+  // by task group uid, then index (SQL order of the stored rows is not relied on)
+  const rows = runTrajectoryRows(runId).sort((a, b) => (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0) || a.index - b.index);
   const out = new Map<string, Played[]>();
   for (const r of rows) {
     const turns = getTrajectory(r.id)!.turns;
@@ -195,7 +193,7 @@ describe("checkpoint-eval job", () => {
         config: { sourceRunId: tinyRunId, checkpointStep: 3, episodes: 12, episodesPerBatch: 2, sampled: true, k: 2, samples: 2, threads: 1 },
       }),
     );
-    const steps = () => getRawDb().prepare(`SELECT "step" FROM "RolloutStep" WHERE "runId" = ? ORDER BY "step"`).pluck().all(runId) as number[];
+    const steps = () => runSteps(runId).map((s) => s.step);
     const a = spawnWorker();
     await waitFor("a first batch stored", () => steps().length >= 1, 60_000, 20);
     a.child.kill("SIGKILL");
@@ -257,7 +255,7 @@ describe("checkpoint-eval job", () => {
   it("refuses a bad config at launch and in the job, naming the field", async () => {
     const base = await launchRun(launchRunSchema.parse({ jobKind: "baseline", config: { envId: "frozenlake", episodes: 4, groupSize: 1 } }));
     const launch = (config: Record<string, unknown>) => launchRun(launchRunSchema.parse({ jobKind: "checkpoint-eval", config }));
-    const evalRuns = () => getRawDb().prepare(`SELECT COUNT(*) FROM "Run" WHERE "jobKind" = 'checkpoint-eval'`).pluck().get();
+    const evalRuns = () => listRuns(runListQuerySchema.parse({ kind: "eval" })).total;
     const before = evalRuns();
     await expect(launch({ sourceRunId: "no-such-run" })).rejects.toThrow(/^body\.config\.sourceRunId: unknown run "no-such-run"/);
     await expect(launch({ sourceRunId: base.runId })).rejects.toThrow(/^body\.config\.sourceRunId: run \S+ is not a training run \(its job kind is baseline\)/);

@@ -21,7 +21,8 @@ if (!haveRay) console.warn(`ray-train: SKIPPED, no Ray at ${RAY} (scripts/test.s
 const db = useTempDatabase("ray-train");
 const { launchRun } = await import("../../lib/runs/launch");
 const { launchRunSchema } = await import("../../lib/schemas/runs");
-const { getRawDb } = await import("../../lib/db/raw");
+const { countRows } = await import("../../lib/db/inspect");
+const { runSteps } = await import("../../lib/db/credit");
 const { metricSteps } = await import("../helpers/metric-rows");
 const { getRun } = await import("../../lib/db/runs");
 const { requestCancel, getJob } = await import("../../lib/jobs/queue");
@@ -146,7 +147,7 @@ async function launch(name: string, extra: Record<string, unknown> = {}) {
   return { runId: r.runId, jobId: r.jobId! };
 }
 
-const steps = (runId: string) => getRawDb().prepare(`SELECT "step" FROM "RolloutStep" WHERE "runId" = ? ORDER BY "step"`).pluck().all(runId) as number[];
+const steps = (runId: string) => runSteps(runId).map((s) => s.step);
 const finished = (runId: string) => ["succeeded", "failed", "canceled"].includes(getRun(runId).status);
 const jobLog = async (jobId: string) => (await tailLog(jobId, 0, 5_000)).lines.map((l) => l.line);
 /** This TurnLens job's Ray submissions, oldest first. */
@@ -209,7 +210,7 @@ describe.skipIf(!haveRay)("train jobs on a Ray cluster (local head)", () => {
     // No step stored twice, and every step stored.
     expect(steps(runId)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
     expect(metricSteps(runId, "rollout/success_rate")).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
-    const trajCount = getRawDb().prepare(`SELECT COUNT(*) FROM "Trajectory" WHERE "runId" = ?`).pluck().get(runId);
+    const trajCount = countRows("Trajectory", runId);
     expect(trajCount).toBe(8 * 2 * 4);
   }, 400_000);
 

@@ -10,7 +10,9 @@ import { alive, killAllWorkers, spawnWorker, useTempDatabase, waitFor, ROOT } fr
 const db = useTempDatabase("train");
 const { launchRun } = await import("../../lib/runs/launch");
 const { launchRunSchema } = await import("../../lib/schemas/runs");
-const { getRawDb } = await import("../../lib/db/raw");
+const { countRows, runTrajectoryRows } = await import("../../lib/db/inspect");
+const { runSteps } = await import("../../lib/db/credit");
+const { listCheckpoints } = await import("../../lib/db/checkpoints");
 const { metricSteps } = await import("../helpers/metric-rows");
 const { getRun } = await import("../../lib/db/runs");
 const { listSeries } = await import("../../lib/db/metrics");
@@ -33,7 +35,7 @@ async function launch(name: string, extra: Record<string, unknown> = {}) {
   return launchRun(body);
 }
 
-const steps = (runId: string) => getRawDb().prepare(`SELECT "step" FROM "RolloutStep" WHERE "runId" = ? ORDER BY "step"`).pluck().all(runId) as number[];
+const steps = (runId: string) => runSteps(runId).map((s) => s.step);
 const status = (runId: string) => getRun(runId).status;
 const finished = (runId: string) => ["succeeded", "failed", "canceled"].includes(status(runId));
 const childrenOf = (pid: number, pattern?: string) => {
@@ -105,10 +107,7 @@ describe("train job", () => {
         expect(stored.get(c.id)![k]).toBeCloseTo(a, 9);
       });
 
-    const ckpts = getRawDb().prepare(`SELECT "step","onnxPath" FROM "Checkpoint" WHERE "runId" = ? ORDER BY "step"`).all(runId) as {
-      step: number;
-      onnxPath: string | null;
-    }[];
+    const ckpts = listCheckpoints(runId);
     expect(ckpts.map((c) => c.step)).toEqual([1, 3]);
     expect(ckpts[1].onnxPath && fs.existsSync(ckpts[1].onnxPath)).toBeTruthy();
   }, 150_000);
@@ -142,21 +141,16 @@ describe("train job", () => {
     expect(status(runId), b.output()).toBe("succeeded");
     expect(b.output()).toMatch(/resumed from the checkpoint of step (1|3)/);
     expect(steps(runId)).toEqual([0, 1, 2, 3, 4, 5]);
-    const turnsPerStep = getRawDb()
-      .prepare(
-        `SELECT s."step", SUM(t."length") AS n FROM "Trajectory" t JOIN "RolloutGroup" g ON g."id" = t."groupId" JOIN "RolloutStep" s ON s."id" = g."stepId" WHERE s."runId" = ? GROUP BY s."step"`,
-      )
-      .all(runId) as { step: number; n: number }[];
-    expect(turnsPerStep).toHaveLength(6);
-    const trajCount = getRawDb().prepare(`SELECT COUNT(*) FROM "Trajectory" WHERE "runId" = ?`).pluck().get(runId);
+    const trajectories = runTrajectoryRows(runId);
+    const turnsPerStep = new Map<number, number>();
+    for (const t of trajectories) turnsPerStep.set(t.step, (turnsPerStep.get(t.step) ?? 0) + t.length);
+    expect(turnsPerStep.size).toBe(6);
+    const trajCount = countRows("Trajectory", runId);
     expect(trajCount).toBe(6 * 2 * 4);
     // The resumed worker drew the same tasks an uninterrupted run draws, none of them held out,
     // and every evaluation (before and after the resume) measured 0 training instances among its own.
-    const seeds = getRawDb()
-      .prepare(
-        `SELECT s."step", g."uid", g."taskSeed" FROM "RolloutGroup" g JOIN "RolloutStep" s ON s."id" = g."stepId" WHERE s."runId" = ? ORDER BY s."step", g."uid"`,
-      )
-      .all(runId) as { step: number; uid: string; taskSeed: number }[];
+    // one row a task group: its step, uid and task seed
+    const seeds = [...new Map(trajectories.map((t) => [t.groupId, { step: t.step, uid: t.uid, taskSeed: t.taskSeed }])).values()];
     const env = createEnv("frozenlake");
     const held = heldOutSet("frozenlake", {}, 8);
     for (const r of seeds) {
@@ -187,9 +181,9 @@ describe("train job", () => {
   }, 60_000);
 
   it("rejects a bad config at launch, naming the field, and stores nothing", async () => {
-    const before = getRawDb().prepare(`SELECT COUNT(*) FROM "Run"`).pluck().get();
+    const before = countRows("Run");
     await expect(launch("bad", { estimator: "nope" })).rejects.toThrow(/body\.config\.estimator/);
     await expect(launch("bad", { estimatorParams: { gamma: 7 } })).rejects.toThrow(/body\.config\.estimatorParams\.gamma/);
-    expect(getRawDb().prepare(`SELECT COUNT(*) FROM "Run"`).pluck().get()).toBe(before);
+    expect(countRows("Run")).toBe(before);
   });
 });
