@@ -32,6 +32,7 @@ export function addCheckpoint(runId: string, step: number, torchPath: string, on
       ).run(randomUUID(), runId, step, torchPath, onnxPath, dbDateTime());
     },
     db,
+    { runId },
   );
 }
 
@@ -50,5 +51,6 @@ export function truncateRunAfter(runId: string, step: number, fence: Fence | nul
       return { steps };
     },
     db,
+    { runId },
   );
 }

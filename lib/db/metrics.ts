@@ -160,6 +160,7 @@ export function writeMetricsByKey(
       return { inserted: out.inserted + nf.inserted, replaced: out.replaced + nf.replaced };
     },
     db,
+    { runId },
   );
 }
 
@@ -613,6 +614,7 @@ export function deleteRunMetrics(runId: string, db: RawDb = getRawDb()): void {
       db.prepare(`DELETE FROM "MetricRollup" WHERE "seriesId" IN (${RUN_SERIES})`).run(runId);
     },
     db,
+    { runId },
   );
 }
 

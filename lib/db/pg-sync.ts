@@ -50,6 +50,9 @@ export class PgError extends Error {
   }
 }
 
+/** The advisory lock key of write transactions (exclusive: one writer; shared: run-scoped writers). */
+const WRITE_LOCK = 7203;
+
 /** Prepared statements kept per connection. */
 const MAX_PREPARED = 500;
 
@@ -167,15 +170,19 @@ export class PgSyncDb {
 
   /** better-sqlite3's transaction(): a function running fn in BEGIN/COMMIT, a SAVEPOINT when nested. */
   transaction<A extends unknown[], T>(fn: (...args: A) => T) {
-    const run = (mode: "deferred" | "immediate", args: A): T => {
+    const run = (mode: "deferred" | "immediate" | "shared", args: A): T => {
       const nested = this.depth > 0;
       const sp = `tl_sp_${this.depth}`;
       this.exec(nested ? `SAVEPOINT ${sp}` : "BEGIN");
-      // IMMEDIATE on SQLite takes the one write lock up front; lib/db's read-then-write paths
-      // (next Turn.seq, idempotency checks) rely on that, so take the same lock here.
-      if (!nested && mode === "immediate") this.exec("SELECT pg_advisory_xact_lock(7203)");
+      // IMMEDIATE on SQLite takes the one write lock up front; lib/db's read-then-write paths that
+      // span runs rely on that, so they take this one lock exclusively. A write scoped to one run
+      // (lib/db/raw.ts writeTransaction with a run) takes it shared and locks its Run row instead:
+      // writes to different runs proceed together, and an exclusive writer still excludes them all.
       this.depth++;
       try {
+        // inside the try: a lock that times out (lock_timeout) rolls the transaction back too
+        if (!nested && mode === "immediate") this.exec(`SELECT pg_advisory_xact_lock(${WRITE_LOCK})`);
+        if (!nested && mode === "shared") this.exec(`SELECT pg_advisory_xact_lock_shared(${WRITE_LOCK})`);
         const out = fn(...args);
         this.depth--;
         this.exec(nested ? `RELEASE SAVEPOINT ${sp}` : "COMMIT");
@@ -195,6 +202,7 @@ export class PgSyncDb {
       deferred: (...args: A) => run("deferred", args),
       immediate: (...args: A) => run("immediate", args),
       exclusive: (...args: A) => run("immediate", args),
+      shared: (...args: A) => run("shared", args),
     });
   }
 

@@ -4,7 +4,7 @@
 // fragment from lib/db/dialect.ts, where both spellings sit side by side.
 import { assertStoreServable, databaseUrl, isPostgres, sqlitePath } from "./url";
 import { openSqlite } from "./sqlite";
-import { PgSyncDb, type RawStatement } from "./pg-sync";
+import { PgError, PgSyncDb, type RawStatement } from "./pg-sync";
 
 export type { RawStatement } from "./pg-sync";
 
@@ -12,6 +12,8 @@ type Txn<A extends unknown[], T> = ((...args: A) => T) & {
   deferred(...args: A): T;
   immediate(...args: A): T;
   exclusive(...args: A): T;
+  /** PostgreSQL only (pg-sync.ts): the write lock taken shared, for run-scoped writes */
+  shared?(...args: A): T;
 };
 
 /** What lib/db needs of a connection (better-sqlite3's Database and PgSyncDb both provide it). */
@@ -22,6 +24,8 @@ export interface RawDb {
   close(): unknown;
   /** SQLite pragmas (a WAL checkpoint); a no-op on PostgreSQL. */
   pragma(source: string): unknown;
+  /** Whether a transaction is open on this connection (a nested writeTransaction becomes a savepoint). */
+  readonly inTransaction: boolean;
 }
 
 export function isPostgresDb(db: RawDb): boolean {
@@ -121,13 +125,30 @@ export class LeaseLostError extends Error {
   }
 }
 
+/** What a write transaction touches: one run's rows (row-level lock on PostgreSQL) or, without it, anything. */
+export interface WriteScope {
+  runId: string;
+}
+
+/** PostgreSQL's deadlock_detected: one of two transactions that locked rows in opposite orders is rolled back. */
+const DEADLOCK = "40P01";
+const DEADLOCK_RETRIES = 3;
+
 /**
- * Runs fn in one IMMEDIATE transaction (takes the write lock up front: no SQLITE_BUSY on upgrade,
- * and on PostgreSQL the same one-writer lock, see pg-sync.ts). With a fence, the transaction first
- * checks the job is still running under that lease token and rolls back everything if not: a
- * worker that lost its lease can never write twice.
+ * Runs fn in one write transaction. With a fence, the transaction first checks the job is still
+ * running under that lease token and rolls back everything if not: a worker that lost its lease can
+ * never write twice.
+ *
+ * Locking. SQLite has one writer: the transaction is IMMEDIATE (takes the write lock up front, no
+ * SQLITE_BUSY on upgrade). On PostgreSQL, a write without a scope takes one exclusive advisory lock
+ * (the same one-writer rule, for read-then-write paths that span runs); a write scoped to a run takes
+ * that lock shared and then its Run row (FOR NO KEY UPDATE: inserts referencing the run are not blocked), so writers of different runs (trainers, the
+ * ingest processes) proceed together while one run's read-then-write paths (its next trajectory
+ * sequence, its idempotency records, its metric rollups) stay serialised. A deadlock between row
+ * locks taken in other orders (a fenced job row, then a run) is retried from the start.
  */
-export function writeTransaction<T>(fence: Fence | null, fn: (db: RawDb) => T, db: RawDb = getRawDb()): T {
+export function writeTransaction<T>(fence: Fence | null, fn: (db: RawDb) => T, db: RawDb = getRawDb(), scope?: WriteScope): T {
+  const pg = db instanceof PgSyncDb;
   const tx = db.transaction(() => {
     if (fence) {
       const r = db
@@ -135,7 +156,16 @@ export function writeTransaction<T>(fence: Fence | null, fn: (db: RawDb) => T, d
         .run(dbDateTime(), fence.jobId, fence.leaseToken);
       if (r.changes !== 1) throw new LeaseLostError(fence.jobId);
     }
+    if (pg && scope) cachedStatement(db, `SELECT 1 FROM "Run" WHERE "id" = ? FOR NO KEY UPDATE`).get(scope.runId);
     return fn(db);
   });
-  return tx.immediate();
+  if (!pg) return tx.immediate();
+  const outermost = !db.inTransaction;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return scope && tx.shared ? tx.shared() : tx.immediate();
+    } catch (e) {
+      if (!(outermost && e instanceof PgError && e.code === DEADLOCK && attempt < DEADLOCK_RETRIES)) throw e;
+    }
+  }
 }

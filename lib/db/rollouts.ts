@@ -144,6 +144,7 @@ export function writeRolloutStep(
       return { stepId: rows.stepId, turns: rows.turns };
     },
     db,
+    { runId },
   );
 }
 

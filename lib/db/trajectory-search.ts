@@ -147,6 +147,7 @@ export function indexMissing(runIds: readonly string[], db: RawDb = getRawDb()):
           return rows.length;
         },
         db,
+        { runId },
       );
       done += n;
       if (n < 1000) break;

@@ -46,6 +46,7 @@ function once(
       return { status: 201 as const, body };
     },
     db,
+    { runId },
   );
 }
 
@@ -84,6 +85,7 @@ export function ingestSteps(runId: string, input: RolloutStepsBatch, db: RawDb =
         }
       }),
     db,
+    { runId },
   );
   return { status: answers.some((a) => a.status === 201) ? 201 : 200, body: { steps: answers.map((a) => a.body) } };
 }

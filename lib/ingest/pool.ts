@@ -1,8 +1,8 @@
-// The server side of the ingest thread: hands raw ingest bodies to one worker thread (SQLite has
-// one writer anyway) and answers 429 when too many are waiting, before their bodies are read, so a
-// flood of writers slows down instead of piling bodies up in memory.
+// The server side of ingest: hands raw ingest bodies to workers off the event loop (SQLite: one
+// thread, it has one writer anyway; PostgreSQL: a few processes writing at once) and answers 429
+// when too many are waiting, before their bodies are read, so a flood of writers slows down instead
+// of piling bodies up in memory.
 import path from "node:path";
-import type { Worker as WorkerType } from "node:worker_threads";
 import { DomainError } from "../schemas/errors";
 import { databaseUrl, projectRoot } from "../db/url";
 import { connectsFromThreads } from "../db/raw";
@@ -19,32 +19,88 @@ export class OverloadedError extends DomainError {
   }
 }
 
-// Taken at run time: Next's bundler would otherwise try to bundle the thread's entry (it runs from source through tsx).
+// Taken at run time: Next's bundler would otherwise try to bundle the workers' entry (it runs from source through tsx).
 const { Worker } = process.getBuiltinModule("node:worker_threads") as typeof import("node:worker_threads");
+const { fork } = process.getBuiltinModule("node:child_process") as typeof import("node:child_process");
 
-let worker: WorkerType | null = null;
-let nextId = 1;
-const pending = new Map<number, { resolve: (r: IngestReply) => void; reject: (e: Error) => void }>();
+/**
+ * Ingest processes on PostgreSQL (TURNLENS_INGEST_PROCESSES, default 2). The libpq addon loads in
+ * one thread per process, so PostgreSQL's ingest runs in child processes, each with its own
+ * connection; several of them write to different runs at once (run-scoped row locks, see
+ * lib/db/raw.ts writeTransaction). SQLite has one writer, so it gets one thread.
+ */
+const PG_PROCESSES = Math.max(1, Number(process.env.TURNLENS_INGEST_PROCESSES ?? 2) || 2);
 
-function thread(): WorkerType {
-  if (worker) return worker;
-  const w = new Worker(path.join(projectRoot(), "lib", "ingest", "thread-boot.mjs"));
-  w.unref(); // an idle thread never keeps the process alive
-  w.on("message", (r: IngestReply) => {
+/** One ingest worker (a thread or a child process) and the requests it has not answered yet. */
+interface Lane {
+  send(req: IngestRequest): void;
+  pending: Map<number, { resolve: (r: IngestReply) => void; reject: (e: Error) => void }>;
+}
+
+const lanes: (Lane | null)[] = [];
+
+function newLane(slot: number, pg: boolean): Lane {
+  const pending: Lane["pending"] = new Map();
+  const boot = path.join(projectRoot(), "lib", "ingest", "thread-boot.mjs");
+  const answer = (r: IngestReply) => {
     pending.get(r.id)?.resolve(r);
     pending.delete(r.id);
-  });
+  };
   const fail = (e: Error) => {
-    worker = null;
+    if (lanes[slot] === lane) lanes[slot] = null; // the next request starts a fresh one
     for (const p of pending.values()) p.reject(e);
     pending.clear();
   };
-  w.on("error", fail);
-  w.on("exit", (code) => fail(new Error(`ingest thread exited (code ${code})`)));
-  worker = w;
-  return w;
+  let lane: Lane;
+  if (pg) {
+    // advanced serialization carries the body's Uint8Array as bytes (no JSON of it)
+    const child = fork(boot, [], { execArgv: [], serialization: "advanced", env: { ...process.env, TURNLENS_INGEST_CHILD: "1" }, stdio: "inherit" });
+    child.on("message", answer);
+    child.on("error", fail);
+    child.on("exit", (code, signal) => fail(new Error(`ingest process exited (${signal ?? `code ${code}`})`)));
+    // an idle process never keeps its parent alive; one with requests in flight does
+    child.unref();
+    child.channel?.unref();
+    child.on("message", () => {
+      if (pending.size === 0) child.channel?.unref();
+    });
+    lane = {
+      send: (req) => {
+        child.channel?.ref();
+        child.send(req);
+      },
+      pending,
+    };
+  } else {
+    const w = new Worker(boot);
+    w.unref(); // an idle thread never keeps the process alive
+    w.on("message", answer);
+    w.on("error", fail);
+    w.on("exit", (code) => fail(new Error(`ingest thread exited (code ${code})`)));
+    // the body's buffer moves to the thread (no copy on this event loop)
+    lane = { send: (req) => w.postMessage(req, [req.bytes.buffer as ArrayBuffer]), pending };
+  }
+  return lane;
 }
 
+/** The lane with the fewest unanswered requests (starting it if needed). */
+function pickLane(pg: boolean): Lane {
+  const n = pg ? PG_PROCESSES : 1;
+  let best = -1;
+  for (let i = 0; i < n; i++) {
+    const l = lanes[i];
+    if (!l) {
+      best = i;
+      break;
+    }
+    if (best < 0 || l.pending.size < (lanes[best]?.pending.size ?? 0)) best = i;
+  }
+  const lane = lanes[best] ?? newLane(best, pg);
+  lanes[best] = lane;
+  return lane;
+}
+
+let nextId = 1;
 let inFlight = 0;
 
 /**
@@ -66,15 +122,14 @@ export function admitIngest(): () => void {
 export async function runIngest(kind: IngestRequest["kind"], runId: string, bytes: Uint8Array): Promise<{ status: number; body: unknown }> {
   const req: IngestRequest = { id: nextId++, kind, runId, bytes, databaseUrl: databaseUrl() };
   let reply: IngestReply;
-  // Where the store cannot be opened from a thread (PostgreSQL), the body is stored inline.
-  if (process.env.TURNLENS_INGEST_THREAD === "0" || !connectsFromThreads(req.databaseUrl)) {
+  if (process.env.TURNLENS_INGEST_THREAD === "0") {
     const { handleIngest } = await import("./thread");
     reply = handleIngest(req);
   } else {
+    const lane = pickLane(!connectsFromThreads(req.databaseUrl));
     reply = await new Promise<IngestReply>((resolve, reject) => {
-      pending.set(req.id, { resolve, reject });
-      // the body's buffer moves to the thread (no copy on this event loop)
-      thread().postMessage(req, [bytes.buffer as ArrayBuffer]);
+      lane.pending.set(req.id, { resolve, reject });
+      lane.send(req);
     });
   }
   if (reply.ok) return { status: reply.status, body: reply.body };

@@ -1,6 +1,7 @@
-// The ingest thread: parses, validates and stores large ingest bodies (a 48 MB step) away from the
-// server's event loop, so dashboard reads keep answering meanwhile. It has its own connection
-// (SQLite in WAL mode or PostgreSQL: the server's readers are not blocked by its write transaction).
+// The ingest worker: parses, validates and stores large ingest bodies (a 48 MB step) away from the
+// server's event loop, so dashboard reads keep answering meanwhile. It runs as a thread (SQLite) or
+// as one of a few child processes (PostgreSQL: the libpq addon loads in one thread per process), each
+// with its own connection (SQLite in WAL mode or PostgreSQL: readers are not blocked by its writes).
 import { parentPort } from "node:worker_threads";
 import { errorKind, parseInput, type ErrorKind, type Issue } from "../schemas/errors";
 import { parseJsonBytes } from "../schemas/json-limits";
@@ -67,4 +68,9 @@ export function handleIngest(req: IngestRequest, conn?: RawDb): IngestReply {
   }
 }
 
-parentPort?.on("message", (req: IngestRequest) => parentPort!.postMessage(handleIngest(req)));
+if (parentPort) parentPort.on("message", (req: IngestRequest) => parentPort!.postMessage(handleIngest(req)));
+else if (process.send && process.env.TURNLENS_INGEST_CHILD === "1") {
+  // an ingest process (PostgreSQL, lib/ingest/pool.ts): same requests over its IPC channel; it ends with its server
+  process.on("message", (req: IngestRequest) => process.send!(handleIngest(req)));
+  process.on("disconnect", () => process.exit(0));
+}

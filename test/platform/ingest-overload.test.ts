@@ -3,7 +3,7 @@
 // for the ones accepted, and a retry after the delay succeeds.
 import { describe, expect, it, vi } from "vitest";
 import { NextRequest } from "next/server";
-import { TEST_STORE, useTempDatabase } from "../helpers/temp-db";
+import { useTempDatabase } from "../helpers/temp-db";
 
 process.env.TURNLENS_INGEST_QUEUE = "2"; // read when lib/ingest/pool loads
 useTempDatabase("ingest-overload");
@@ -26,8 +26,8 @@ async function post(
   return h(req, { params: Promise.resolve(params) });
 }
 
-// The 429 comes from the ingest thread's queue; on PostgreSQL ingest runs inline (lib/ingest/pool.ts), one request at a time.
-describe.skipIf(TEST_STORE === "postgresql")("ingest overload", () => {
+// The 429 comes from the ingest queue (lib/ingest/pool.ts), in front of the thread (SQLite) or the processes (PostgreSQL).
+describe("ingest overload", () => {
   it("answers 429 with Retry-After beyond the queue limit, and the retried batch is stored once", async () => {
     const run = await (await post(importRoute.POST, "/api/v1/runs/import", { name: "flood" })).json();
     const key = { "x-turnlens-write-key": run.writeKey };

@@ -63,10 +63,15 @@ export function writeEvalBatch(ctx: JobContext, runId: string, step: number, gro
   const now = Date.now() / 1000;
   const points: MetricPoint[] = Object.entries(values).map(([key, value]) => ({ key, step, value, wallTime: now }));
   // Rollouts and curves of a batch land together or not at all, and only while we hold the lease.
-  writeTransaction(ctx.fence, () => {
-    writeRolloutStep(runId, { step, estimator: null, params: null, diagnostics: null, groups }, null);
-    writeMetrics(runId, points, null);
-  });
+  writeTransaction(
+    ctx.fence,
+    () => {
+      writeRolloutStep(runId, { step, estimator: null, params: null, diagnostics: null, groups }, null);
+      writeMetrics(runId, points, null);
+    },
+    undefined,
+    { runId },
+  );
 }
 
 export function summary(totals: EvalTotals) {

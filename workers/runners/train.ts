@@ -208,10 +208,15 @@ async function trainAttempt(ctx: JobContext, runId: string, cfg: TrainConfig) {
       values["perf/rollout_seconds"] = rollSecs;
       values["perf/update_seconds_total"] = updSecs;
       values["perf/step_seconds"] = secs;
-      writeTransaction(ctx.fence, () => {
-        writeRolloutStep(runId, toStoredStep(step, cfg, groups, credit), null);
-        writeStepMetrics(null, runId, step, values);
-      });
+      writeTransaction(
+        ctx.fence,
+        () => {
+          writeRolloutStep(runId, toStoredStep(step, cfg, groups, credit), null);
+          writeStepMetrics(null, runId, step, values);
+        },
+        undefined,
+        { runId },
+      );
       ctx.log(
         `step ${step + 1}/${cfg.steps}: success ${values["rollout/success_rate"].toFixed(3)}, return ${values["rollout/return_mean"].toFixed(3)}` +
           (lastEval !== null ? `, greedy eval ${lastEval.toFixed(3)}` : "") +
