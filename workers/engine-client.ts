@@ -145,6 +145,8 @@ export const scoredResponseSchema = z.object({
   prompt_ids: ids,
   response_ids: ids,
   logprobs: z.array(numOrNull),
+  /** entropy (nats) of the scored model's distribution at each response token, as generate reports it */
+  entropies: z.array(numOrNull),
   token_texts: z.array(z.string()),
   sum: numOrNull,
   mean: numOrNull,

@@ -25,8 +25,6 @@ test.beforeAll(async ({ playwright }) => {
     data: {
       jobKind: "train",
       name: "e2e-token-view",
-      // no epsilon-exploration: every action is the policy's own sample, with its tokens' entropies
-      // (an explored action is scored afterwards, and the engine's scoring returns no entropies)
       config: {
         steps: 2,
         groupsPerStep: 2,
@@ -36,7 +34,6 @@ test.beforeAll(async ({ playwright }) => {
         checkpointInterval: 10,
         exportOnnx: false,
         threads: 1,
-        explorationEpsilon: 0,
       },
     },
   });

@@ -75,6 +75,22 @@ def test_generate_logprobs_match_scoring_and_padding(engine):
     )
     for g, s in zip(gen["responses"], lp["results"]):
         assert s["logprobs"] == pytest.approx(g["logprobs"], abs=1e-5)
+        # scoring reports the entropy of pi at each token as sampling did (the trainer stores it
+        # for actions it swapped in by exploration, which were scored, not sampled)
+        assert s["entropies"] == pytest.approx(g["entropies"], abs=1e-5)
+    # the same under an admissible-action restriction: the renormalised distribution's entropy
+    allowed = [["down", "up", "left"], ["right"], ["down", "right"]]
+    gen = engine.call("generate", prompts=prompts, allowed_per_prompt=allowed, seed=4, temperature=0.8)
+    lp = engine.call(
+        "logprobs",
+        prompt_ids=[r["prompt_ids"] for r in gen["responses"]],
+        response_ids=[r["response_ids"] for r in gen["responses"]],
+        allowed_per_prompt=allowed,
+        temperature=0.8,
+    )
+    for g, s in zip(gen["responses"], lp["results"]):
+        assert s["logprobs"] == pytest.approx(g["logprobs"], abs=1e-5)
+        assert s["entropies"] == pytest.approx(g["entropies"], abs=1e-5)
     # greedy: the short prompt alone gives the same tokens and log-probs as in the padded batch
     batch = engine.call("generate", prompts=prompts, max_new_tokens=6, greedy=True)
     alone = engine.call("generate", prompts=["S F"], max_new_tokens=6, greedy=True)

@@ -65,4 +65,17 @@ describe("sampled rollouts of an untrained policy", () => {
     });
     expect(repeated.length).toBeGreaterThanOrEqual(12);
   }, 120_000);
+
+  it("store the entropies of explored actions too: an action swapped in by exploration is scored with them", async () => {
+    // epsilon 1: every action is a random admissible one, scored by the engine instead of sampled
+    const groups = await playHeldOut(cfg, makeEnv, engineGenerate(engine, cfg, false, rolloutSeeds(cfg.seed, 0), 1), tasks.slice(0, 2), { groupSize: 2 });
+    const turns = groups.flatMap((g) => g.trajectories.flatMap((t) => t.turns));
+    expect(turns.length).toBeGreaterThan(10);
+    for (const u of turns) {
+      expect(u.entropies?.length).toBe(u.responseIds.length);
+      for (const h of u.entropies ?? []) expect(h >= 0 && h <= Math.log(4) + 1e-5, String(h)).toBe(true); // at most 4 admissible moves
+    }
+    // and not all zero: the restricted distribution of an untrained policy is spread out
+    expect(turns.some((u) => (u.entropies ?? []).some((h) => h > 0.1))).toBe(true);
+  }, 120_000);
 });

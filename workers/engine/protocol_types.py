@@ -434,6 +434,7 @@ class ScoredResponse(TypedDict):
     prompt_ids: list[int]
     response_ids: list[int]
     logprobs: list[float | None]
+    entropies: list[float | None]
     token_texts: list[str]
     sum: float | None
     mean: float | None

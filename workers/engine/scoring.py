@@ -110,12 +110,18 @@ def score(
     return logp, ent, r, c
 
 
-def score_all(b: Backend, prep: ScoreBatch, temperature: float, micro: int, reference: bool = False) -> torch.Tensor:
-    """Per-token log-probs of every kept token, as a padded (S, Lr) tensor (no grad)."""
+def score_all(
+    b: Backend, prep: ScoreBatch, temperature: float, micro: int, reference: bool = False, with_entropy: bool = False
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Per-token log-probs of every kept token, as a padded (S, Lr) tensor (no grad), and with
+    ``with_entropy`` the entropy of pi at each of them (S, Lr), else None."""
     S, Lr = prep.resp.shape
     out = torch.zeros(S, Lr, dtype=torch.float32, device=prep.resp.device)
+    ent_out = torch.zeros(S, Lr, dtype=torch.float32, device=prep.resp.device) if with_entropy else None
     with torch.no_grad():
         for idx in torch.arange(S, device=prep.resp.device).split(micro):
-            logp, _, r, c = score(b, prep, idx, temperature, reference=reference)
+            logp, ent, r, c = score(b, prep, idx, temperature, reference=reference, with_entropy=with_entropy)
             out[idx[r], c] = logp
-    return out
+            if ent_out is not None:
+                ent_out[idx[r], c] = ent
+    return out, ent_out

@@ -216,6 +216,7 @@ export function engineGenerate(
           promptIds: out[i].promptIds,
           responseIds: s.response_ids,
           logprobs: s.logprobs.map((x) => x ?? 0),
+          entropies: s.entropies.map((x) => x ?? 0),
           tokenTexts: s.token_texts,
         };
       });

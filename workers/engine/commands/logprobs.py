@@ -27,9 +27,10 @@ def run(state: EngineState, q: LogprobsParams) -> LogprobsResult:
     if not prompts:
         return LogprobsResult(results=[])
     prep = prepare(b, prompts, responses, sets)
-    lp = score_all(b, prep, temperature, q.micro_batch_size, reference=q.model == "reference")
+    lp, ent = score_all(b, prep, temperature, q.micro_batch_size, reference=q.model == "reference", with_entropy=True)
     lp = torch.where(prep.ok, lp, torch.full_like(lp, float("-inf")))  # outside allowed: log 0
     lp_rows = lp.cpu().tolist()
+    ent_rows = ent.cpu().tolist()
     results = []
     for i, r_ids in enumerate(responses):
         tok_lp = lp_rows[i][: len(r_ids)]
@@ -39,6 +40,7 @@ def run(state: EngineState, q: LogprobsParams) -> LogprobsResult:
                 prompt_ids=prompts[i],
                 response_ids=r_ids,
                 logprobs=tok_lp,
+                entropies=ent_rows[i][: len(r_ids)],
                 token_texts=b.tokenizer.token_texts(r_ids),
                 sum=s,
                 mean=s / len(tok_lp) if tok_lp else None,

@@ -96,10 +96,10 @@ def run(state: EngineState, q: UpdateParams) -> UpdateResult:
     old_logp = pad_rows(olds)  # (S, Lr) log pi_old(a_t|s_t), the behaviour policy's
     missing_old = [i for i, o in enumerate(olds) if o is None]
     if missing_old:  # not given: the current policy's (ratio 1 at the first step)
-        cur = score_all(b, batch, cfg.temperature, micro)
+        cur, _ = score_all(b, batch, cfg.temperature, micro)
         rows = torch.tensor(missing_old, device=b.device)
         old_logp[rows] = cur[rows]
-    ref_logp = score_all(b, batch, cfg.temperature, micro, reference=True) if cfg.kl_coef > 0 else None
+    ref_logp = score_all(b, batch, cfg.temperature, micro, reference=True)[0] if cfg.kl_coef > 0 else None
 
     mean, n_steps = ppo_update(b, state.optimizer, state.shuffle_gen, batch, old_logp, advantages, ref_logp, cfg)
     state.update_steps += n_steps
