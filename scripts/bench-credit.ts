@@ -5,7 +5,7 @@
 // user would (json.load, dictionaries, numpy per group), on the same input file in the same run,
 // with the ratios, the load average, and the largest difference of the advantages (< 1e-9).
 // Run: `npm run bench:credit` (`-- --quick`: 10^4 and 10^5 only, no end-to-end part; `-- --e2e`:
-// only runCredit and the end-to-end part).
+// only runCredit and the end-to-end part; `-- --cli`: only the end-to-end part).
 //
 // Batches look like agent rollouts: groups of 8 trajectories of 5-15 turns (mean 10) that walk
 // a 4x4 grid from the same start, so anchors (rendered observations, ~50 chars) repeat across
@@ -86,7 +86,8 @@ function main(): void {
   v8.setFlagsFromString("--expose-gc");
   const gc = vm.runInNewContext("gc") as () => void;
   const quick = process.argv.includes("--quick");
-  const e2eOnly = process.argv.includes("--e2e"); // only runCredit vs kernel and end to end
+  const cliOnly = process.argv.includes("--cli"); // only the end-to-end part
+  const e2eOnly = cliOnly || process.argv.includes("--e2e"); // only runCredit vs kernel and end to end
   const sizes = e2eOnly ? [] : quick ? [1e4, 1e5] : [1e4, 1e5, 1e6];
   const reps = (n: number) => (n >= 1e6 ? 6 : n >= 1e5 ? 8 : 20);
 
@@ -134,7 +135,7 @@ function main(): void {
   console.log("(input batch excluded); peak RSS = process maximum so far (includes the input batches).");
   if (!quick) {
     gc();
-    runCreditVsKernel(gc);
+    if (!cliOnly) runCreditVsKernel(gc);
     gc();
     endToEnd();
   }
@@ -175,14 +176,26 @@ function runCreditVsKernel(gc: () => void): void {
 const TIME = "/usr/bin/time";
 const hasTime = spawnSync(TIME, ["-f", "%U", "true"]).status === 0;
 
+/** Median, lowest and highest of some timings. */
+interface Spread {
+  median: number;
+  min: number;
+  max: number;
+}
+function spread(xs: number[]): Spread {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return { median: s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2, min: s[0], max: s[s.length - 1] };
+}
+
 /**
- * Best wall time and best CPU time (user + system, via /usr/bin/time when present) of a command
- * reading `input` on stdin and writing stdout to `output`, in seconds. CPU time is the steadier
- * figure on a shared machine, where wall time mostly measures the other jobs.
+ * Wall time and CPU time (user + system of the process tree, via /usr/bin/time when present) of
+ * `reps` runs of a command reading `input` on stdin and writing stdout to `output`, in seconds.
+ * CPU time is the steadier figure on a shared machine, where wall time also measures the other jobs.
  */
-function timeCommand(cmd: string, args: string[], input: string, output: string, reps: number): { wall: number; cpu: number } {
-  let wall = Infinity;
-  let cpu = Infinity;
+function timeCommand(cmd: string, args: string[], input: string, output: string, reps: number): { wall: Spread; cpu: Spread | null } {
+  const walls: number[] = [];
+  const cpus: number[] = [];
   for (let r = 0; r < reps; r++) {
     const inFd = openSync(input, "r");
     const outFd = openSync(output, "w");
@@ -190,15 +203,14 @@ function timeCommand(cmd: string, args: string[], input: string, output: string,
     const res = hasTime
       ? spawnSync(TIME, ["-f", "cpu %U %S", cmd, ...args], { stdio: [inFd, outFd, "pipe"], cwd: join(import.meta.dirname, "..") })
       : spawnSync(cmd, args, { stdio: [inFd, outFd, "pipe"], cwd: join(import.meta.dirname, "..") });
-    const t = (performance.now() - t0) / 1000;
+    walls.push((performance.now() - t0) / 1000);
     closeSync(inFd);
     closeSync(outFd);
     if (res.status !== 0) throw new Error(`${cmd} ${args.join(" ")} exited ${res.status}: ${res.stderr}`);
-    wall = Math.min(wall, t);
     const m = /cpu ([\d.]+) ([\d.]+)\s*$/.exec(res.stderr.toString());
-    if (m) cpu = Math.min(cpu, Number(m[1]) + Number(m[2]));
+    if (m) cpus.push(Number(m[1]) + Number(m[2]));
   }
-  return { wall, cpu };
+  return { wall: spread(walls), cpu: cpus.length === reps ? spread(cpus) : null };
 }
 
 /** Largest |a - b| over every advantage of two responses (same trajectories, same order). */
@@ -235,24 +247,30 @@ function endToEnd(): void {
     const mb = (f: string) => (readFileSync(f).length / 2 ** 20).toFixed(0);
     const py = process.env.TURNLENS_PYTHON ?? "python3";
     const hasNumpy = spawnSync(py, ["-c", "import numpy"]).status === 0;
+    // 5 runs of each CLI command, 3 of the numpy port (8 s each): medians, with the range
+    const reps = { cli: 5, py: 3 };
     console.log(
-      `\nend to end, gigpo, 10^6 turns, request ${mb(input)} MB (best of 3, process start included; ${cpus().length} cores, load average ${loadavg()}):`,
+      `\nend to end, gigpo, 10^6 turns, request ${mb(input)} MB (median (min-max) of ${reps.cli} runs, numpy port ${reps.py}; process start included; ${cpus().length} cores, load average ${loadavg()}):`,
     );
     spawnSync("node", ["scripts/credit-cli.mjs", "--build"], { cwd: join(import.meta.dirname, "..") });
-    const run = (label: string, cmd: string, args: string[], out: string) => {
-      const t = timeCommand(cmd, args, input, join(dir, out), 3);
-      console.log(`  ${label.padEnd(58)} ${t.wall.toFixed(2).padStart(6)} s wall ${t.cpu.toFixed(2).padStart(6)} s cpu  (response ${mb(join(dir, out))} MB)`);
+    // one untimed run on a small request: writes the CLI's code cache when the build above was new
+    const small = JSON.stringify({ estimator: "gigpo", params: GIGPO_PARAMS, groups: makeBatch(500, 3).groups });
+    spawnSync("node", ["scripts/credit-cli.mjs"], { cwd: join(import.meta.dirname, ".."), input: small });
+    const fmt = (x: Spread) => `${x.median.toFixed(2).padStart(5)} (${x.min.toFixed(2)}-${x.max.toFixed(2)})`;
+    const run = (label: string, cmd: string, args: string[], out: string, n: number) => {
+      const t = timeCommand(cmd, args, input, join(dir, out), n);
+      console.log(`  ${label.padEnd(52)} ${fmt(t.wall)} s wall ${t.cpu ? fmt(t.cpu) : "   -"} s cpu  (response ${mb(join(dir, out))} MB)`);
       return t;
     };
-    const npmFull = run("npm run --silent credit (full response)", "npm", ["run", "--silent", "credit"], "full.json");
-    const npmAdv = run("npm run --silent credit -- --advantages-only", "npm", ["run", "--silent", "credit", "--", "--advantages-only"], "adv.json");
-    const nodeFull = run("node scripts/credit-cli.mjs (full; what npm runs)", "node", ["scripts/credit-cli.mjs"], "full2.json");
-    const nodeAdv = run("node scripts/credit-cli.mjs --advantages-only", "node", ["scripts/credit-cli.mjs", "--advantages-only"], "adv2.json");
+    const npmFull = run("npm run --silent credit (full response)", "npm", ["run", "--silent", "credit"], "full.json", reps.cli);
+    const npmAdv = run("npm run --silent credit -- --advantages-only", "npm", ["run", "--silent", "credit", "--", "--advantages-only"], "adv.json", reps.cli);
+    const nodeFull = run("node scripts/credit-cli.mjs (full; what npm runs)", "node", ["scripts/credit-cli.mjs"], "full2.json", reps.cli);
+    const nodeAdv = run("node scripts/credit-cli.mjs --advantages-only", "node", ["scripts/credit-cli.mjs", "--advantages-only"], "adv2.json", reps.cli);
     if (!hasNumpy) {
       console.log(`  numpy port: skipped (${py} has no numpy)`);
       return;
     }
-    const pyT = run("python3 scripts/credit_numpy_port.py (advantages)", py, ["scripts/credit_numpy_port.py"], "py.json");
+    const pyT = run("python3 scripts/credit_numpy_port.py (advantages)", py, ["scripts/credit_numpy_port.py"], "py.json", reps.py);
     // same numbers: the numpy port and the CLI agree on every advantage, full and advantages-only
     const diffAdv = maxAbsDiff(join(dir, "adv.json"), join(dir, "py.json"));
     const diffFull = maxAbsDiff(join(dir, "full.json"), join(dir, "py.json"));
@@ -261,11 +279,16 @@ function endToEnd(): void {
       `  max abs difference of the advantages, CLI vs numpy port: ${diffAdv.toExponential(2)} (advantages-only), ${diffFull.toExponential(2)} (full)  ${ok ? "ok (< 1e-9)" : "FAIL (>= 1e-9)"}`,
     );
     if (!ok) process.exitCode = 1;
-    const ratio = (k: "wall" | "cpu") =>
-      `full ${(pyT[k] / npmFull[k]).toFixed(1)}x, advantages-only ${(pyT[k] / npmAdv[k]).toFixed(1)}x (npm run); ` +
-      `full ${(pyT[k] / nodeFull[k]).toFixed(1)}x, advantages-only ${(pyT[k] / nodeAdv[k]).toFixed(1)}x (node)`;
-    console.log(`  ratio numpy port / CLI, wall: ${ratio("wall")}`);
-    if (hasTime) console.log(`  ratio numpy port / CLI, cpu:  ${ratio("cpu")}`);
+    // ratios of the medians; in brackets the worst case (slowest CLI run against the fastest port run)
+    const ratio = (p: Spread, c: Spread) => `${(p.median / c.median).toFixed(1)}x [${(p.min / c.max).toFixed(1)}x]`;
+    const ratios = (k: "wall" | "cpu") => {
+      const p = pyT[k];
+      const [nf, na, df, da] = [npmFull[k], npmAdv[k], nodeFull[k], nodeAdv[k]];
+      if (!p || !nf || !na || !df || !da) return "-";
+      return `full ${ratio(p, nf)}, advantages-only ${ratio(p, na)} (npm run); full ${ratio(p, df)}, advantages-only ${ratio(p, da)} (node)`;
+    };
+    console.log(`  ratio numpy port / CLI (medians [worst]), wall: ${ratios("wall")}`);
+    if (hasTime) console.log(`  ratio numpy port / CLI (medians [worst]), cpu:  ${ratios("cpu")}`);
     console.log(`  load average after: ${loadavg()} (1, 5, 15 min)`);
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -1,7 +1,7 @@
 // Command line: `npm run --silent credit [-- --advantages-only] < request.json > response.json`.
 // Reads one JSON request on stdin, prints the response JSON on stdout. A bad request prints one
 // line to stderr, no JSON, and exits 1; an internal error exits 2. `npm run credit` runs this file
-// compiled to dist/credit-cli.mjs (scripts/credit-cli.mjs rebuilds it when lib/credit changed).
+// compiled to dist/credit-cli.cjs (scripts/credit-cli.mjs rebuilds it when lib/credit changed).
 //
 // The common request (turns with reward / anchor / invalid only) takes the fast path of
 // fast-request.ts: bytes -> typed columns -> estimator -> bytes, no turn objects. Any other

@@ -27,6 +27,19 @@ const POW10 = [1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12,
 const Q = 0x22; // "
 const BS = 0x5c; // backslash
 
+/** Four bytes of ASCII text as the little-endian int32 `DataView.getInt32(at, true)` reads. */
+function word(s: string): number {
+  return s.charCodeAt(0) | (s.charCodeAt(1) << 8) | (s.charCodeAt(2) << 16) | (s.charCodeAt(3) << 24);
+}
+const KEY_REWARD_0 = word('"rew');
+const KEY_REWARD_1 = word('ard"');
+const KEY_ANCHOR_0 = word('"anc');
+const KEY_ANCHOR_1 = word('hor"');
+const KEY_INVALID_0 = word('"inv');
+const KEY_INVALID_1 = word("alid");
+const WORD_TRUE = word("true");
+const WORD_FALS = word("fals");
+
 function growF64(a: Float64Array, n: number): Float64Array<ArrayBuffer> {
   const b = new Float64Array(n);
   b.set(a);
@@ -52,11 +65,16 @@ function skipWs(b: Uint8Array, q: number): number {
   }
 }
 
-/** Value of the last `scanNumber`. */
-let numValue = 0;
+// The second results of scanNumber (the value), twoProduct (the low part) and scanPlain (the
+// hash) go through typed arrays: a double, or an int32 beyond the small-integer range, stored in
+// a module variable is boxed anew on every store, one box per turn, anchor and digit search.
+/** [0]: value of the last `scanNumber`; [1]: low part of the last `twoProduct`. */
+const scratch = new Float64Array(2);
+/** Hash of the last `scanPlain`. */
+const hashOut = new Int32Array(1);
 
 /**
- * The JSON number at q, exactly as JSON.parse reads it, into `numValue`; returns its end, or -1
+ * The JSON number at q, exactly as JSON.parse reads it, into `scratch[0]`; returns its end, or -1
  * when the bytes there are not a JSON number.
  */
 function scanNumber(b: Buffer, q: number): number {
@@ -96,38 +114,62 @@ function scanNumber(b: Buffer, q: number): number {
     if (!(c >= 0x30 && c <= 0x39)) return -1;
     do c = b[++q];
     while (c >= 0x30 && c <= 0x39);
-    numValue = Number(b.toString("latin1", a, q));
+    scratch[0] = Number(b.toString("latin1", a, q));
   } else if (digits <= 15 && frac <= 22) {
     // an exact integer mantissa and an exact power of ten: one correctly rounded division
     // (Clinger's fast path), the same double JSON.parse gives
     const v = frac === 0 ? mant : mant / POW10[frac];
-    numValue = neg ? -v : v;
-  } else numValue = Number(b.toString("latin1", a, q));
+    scratch[0] = neg ? -v : v;
+  } else scratch[0] = Number(b.toString("latin1", a, q));
   return q;
 }
 
-/** Hash of the last `scanPlain`. */
-let plainHash = 0;
+/** The high bits of a word-wise FNV hash into its low bits (the table is indexed by the low bits). */
+function mix(h: number): number {
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return h ^ (h >>> 16);
+}
 
 /**
  * A plain string's bytes from a (after its opening quote): printable ASCII, no escape. Returns the
- * position of the closing quote with the FNV-1a hash of the bytes in `plainHash`; -1 at an
- * escape, a control byte or a non-ASCII byte (the string needs decoding); n when it does not end.
- * (Reading 4 bytes at a time through a DataView measured slower here than this byte loop.)
+ * position of the closing quote with a hash of the bytes in `hashOut[0]`; -1 at an escape, a
+ * control byte or a non-ASCII byte (the string needs decoding); n when it does not end. Reads four
+ * bytes at a time through `dv` (a view of b) while none of them is special: the same bytes give
+ * the same hash wherever they lie.
  */
-function scanPlain(b: Uint8Array, a: number, n: number): number {
+function scanPlain(b: Uint8Array, dv: DataView, a: number, n: number): number {
   let e = a;
   let h = 0x811c9dc5 | 0;
-  for (; e < n; e++) {
-    const c = b[e];
-    if (c < 0x23 || c === 0x5c || c >= 0x80) {
-      if (c === Q) break;
-      if (c !== 0x20 && c !== 0x21) return -1;
+  for (;;) {
+    while (e + 4 <= n) {
+      const w = dv.getInt32(e, true);
+      // a byte >= 0x80, a control byte, a quote or a backslash: bytewise (exact tests: a byte
+      // below 0x20 gives (w - 0x20202020) & ~w its top bit, a byte equal to 0x22 does so for w ^ 0x22222222)
+      const x = w ^ 0x22222222;
+      const y = w ^ 0x5c5c5c5c;
+      const m = w | (((w - 0x20202020) | 0) & ~w) | (((x - 0x01010101) | 0) & ~x) | (((y - 0x01010101) | 0) & ~y);
+      if ((m & (0x80808080 | 0)) !== 0) break;
+      h = Math.imul(h ^ w, 0x01000193);
+      e += 4;
     }
-    h = Math.imul(h ^ c, 0x01000193);
+    const stop = Math.min(e + 4, n);
+    for (; e < stop; e++) {
+      const c = b[e];
+      if (c < 0x23 || c === 0x5c || c >= 0x80) {
+        if (c === Q) {
+          hashOut[0] = mix(h);
+          return e;
+        }
+        if (c !== 0x20 && c !== 0x21) return -1;
+      }
+      h = Math.imul(h ^ c, 0x01000193);
+    }
+    if (e >= n) {
+      hashOut[0] = mix(h);
+      return n;
+    }
   }
-  plainHash = h;
-  return e;
 }
 
 /** The request as flat columns; `head` holds every top-level field but `groups`. */
@@ -180,6 +222,7 @@ function parse(buf: Buffer): ParsedColumns {
   const n = buf.length;
   if (n > 0x7fffffff) bail();
   const latin1 = (a: number, b: number) => buf.toString("latin1", a, b);
+  const dv = new DataView(buf.buffer, buf.byteOffset, n);
   const utf8 = (a: number, b: number) => buf.toString("utf8", a, b);
   let p = 0;
 
@@ -261,6 +304,7 @@ function parse(buf: Buffer): ParsedColumns {
       if (idHash[id] === h && idEnd[id] - idStart[id] === len) {
         const c = idStart[id];
         let k = 0;
+        while (k + 4 <= len && dv.getInt32(c + k, true) === dv.getInt32(a + k, true)) k += 4;
         while (k < len && buf[c + k] === buf[a + k]) k++;
         if (k === len) return id;
       }
@@ -282,8 +326,8 @@ function parse(buf: Buffer): ParsedColumns {
     for (let k = 0; k < s.length && ascii; k++) if (s.charCodeAt(k) >= 0x80) ascii = false;
     if (ascii) {
       const bytes = Buffer.from(s + '"', "latin1");
-      if (scanPlain(bytes, 0, bytes.length) === s.length) {
-        const h = plainHash;
+      if (scanPlain(bytes, new DataView(bytes.buffer, bytes.byteOffset, bytes.length), 0, bytes.length) === s.length) {
+        const h = hashOut[0];
         const mask = table.length - 1;
         for (let slot = h & mask; table[slot] !== 0; slot = (slot + 1) & mask) {
           const id = table[slot] - 1;
@@ -456,23 +500,16 @@ function parse(buf: Buffer): ParsedColumns {
         // the key: "reward", "anchor" or "invalid"; anything else (another estimator's field,
         // an unknown field, an escaped key) is for the ordinary path
         let field = 0;
-        const k = b[q + 1];
-        if (k === 0x72 && b[q + 2] === 0x65 && b[q + 3] === 0x77 && b[q + 4] === 0x61 && b[q + 5] === 0x72 && b[q + 6] === 0x64 && b[q + 7] === Q) {
+        if (q + 9 > n) bail(); // the four-byte reads below stay inside the buffer
+        const w0 = dv.getInt32(q, true);
+        const w1 = dv.getInt32(q + 4, true);
+        if (w0 === KEY_REWARD_0 && w1 === KEY_REWARD_1) {
           field = 1;
           q += 8;
-        } else if (k === 0x61 && b[q + 2] === 0x6e && b[q + 3] === 0x63 && b[q + 4] === 0x68 && b[q + 5] === 0x6f && b[q + 6] === 0x72 && b[q + 7] === Q) {
+        } else if (w0 === KEY_ANCHOR_0 && w1 === KEY_ANCHOR_1) {
           field = 2;
           q += 8;
-        } else if (
-          k === 0x69 &&
-          b[q + 2] === 0x6e &&
-          b[q + 3] === 0x76 &&
-          b[q + 4] === 0x61 &&
-          b[q + 5] === 0x6c &&
-          b[q + 6] === 0x69 &&
-          b[q + 7] === 0x64 &&
-          b[q + 8] === Q
-        ) {
+        } else if (w0 === KEY_INVALID_0 && w1 === KEY_INVALID_1 && b[q + 8] === Q) {
           field = 4;
           q += 9;
         } else bail();
@@ -483,17 +520,17 @@ function parse(buf: Buffer): ParsedColumns {
         q = skipWs(b, q + 1);
         if (field === 1) {
           q = scanNumber(b, q);
-          const v = numValue;
+          const v = scratch[0];
           if (q < 0 || !(v <= MAX_ABS_NUMBER && v >= -MAX_ABS_NUMBER)) bail();
           reward[row] = v;
         } else if (field === 2) {
           let id = -1;
           if (b[q] === Q) {
             // a string anchor: plain printable ASCII is interned by its bytes
-            const e = scanPlain(b, q + 1, n);
+            const e = scanPlain(b, dv, q + 1, n);
             if (e >= n) bail();
             if (e >= 0) {
-              id = internPlain(q + 1, e, plainHash);
+              id = internPlain(q + 1, e, hashOut[0]);
               q = e + 1;
             }
           }
@@ -504,11 +541,12 @@ function parse(buf: Buffer): ParsedColumns {
           }
           anchorId[row] = id;
         } else {
-          const c = b[q];
-          if (c === 0x74 && b[q + 1] === 0x72 && b[q + 2] === 0x75 && b[q + 3] === 0x65) {
+          if (q + 5 > n) bail();
+          const w = dv.getInt32(q, true);
+          if (w === WORD_TRUE) {
             inv = 1;
             q += 4;
-          } else if (c === 0x66 && b[q + 1] === 0x61 && b[q + 2] === 0x6c && b[q + 3] === 0x73 && b[q + 4] === 0x65) {
+          } else if (w === WORD_FALS && b[q + 4] === 0x65) {
             inv = 0;
             q += 5;
           } else bail();
@@ -805,6 +843,10 @@ export function fastCredit(buf: Buffer, options: RunCreditOptions = {}): Buffer[
 // ---------------------------------------------------------------- response bytes
 
 const CHUNK = 1 << 22;
+const MEMO_BITS = 12;
+const MEMO_SLOTS = 1 << MEMO_BITS;
+/** Words of a memo slot: the longest text of a double (25 bytes, "-0.0000012345678901234567") rounded up. */
+const MEMO_WORDS = 7;
 /** Longest JSON text of a double ("-0.0000012345678901234567") or an int32, plus a comma. */
 const MAX_NUMBER = 26;
 
@@ -823,16 +865,23 @@ export function writeResponse(
 ): Buffer[] {
   const chunks: Buffer[] = [];
   let out = Buffer.allocUnsafe(CHUNK);
+  let view = new DataView(out.buffer, out.byteOffset, out.length);
   let o = 0;
   const room = (k: number) => {
     if (o + k <= out.length) return;
     chunks.push(out.subarray(0, o));
     out = Buffer.allocUnsafe(Math.max(CHUNK, k));
+    view = new DataView(out.buffer, out.byteOffset, out.length);
     o = 0;
   };
   const ascii = (s: string) => {
     room(s.length);
     for (let i = 0; i < s.length; i++) out[o++] = s.charCodeAt(i);
+  };
+  /** Bytes of fixed ASCII text at q of buf (room made by the caller); returns the end. */
+  const put = (buf: Uint8Array, q: number, src: Uint8Array): number => {
+    for (let i = 0; i < src.length; i++) buf[q++] = src[i];
+    return q;
   };
   const text = (s: string) => {
     // any string (JSON.stringify output may hold non-ASCII characters): UTF-8; ASCII copied here
@@ -848,17 +897,23 @@ export function writeResponse(
   };
 
   // shortest round-trip text of recent doubles, by their bits: values recur (returns, episode
-  // scores, a group's step advantages), and String(x) is the costly part of writing a double
+  // scores, a group's step advantages), and finding the digits (shortestDouble, else String(x))
+  // is the costly part of writing a double. The text is kept as bytes, MEMO_WORDS 4-byte words a
+  // slot, and copied a word at a time (the up to 3 bytes past its end are overwritten by what
+  // follows, or lie past the chunk's end: `room` asks for 4 more)
   const bits = new Float64Array(1);
   const words = new Uint32Array(bits.buffer);
-  const memoLo = new Uint32Array(4096);
-  const memoHi = new Uint32Array(4096);
-  const memoText: string[] = new Array<string>(4096).fill("");
+  const memoLo = new Uint32Array(MEMO_SLOTS);
+  const memoHi = new Uint32Array(MEMO_SLOTS);
+  const memoLen = new Uint8Array(MEMO_SLOTS); // 0: empty
+  const memoWords = new Int32Array(MEMO_SLOTS * MEMO_WORDS);
+  const memoBytes = new Uint8Array(memoWords.buffer);
 
   /** One trajectory's rows [a, b) of a Float64Array column, as JSON.stringify writes them. */
   const f64 = (src: Float64Array, a: number, b: number) => {
-    room((b - a) * MAX_NUMBER + 2);
+    room((b - a) * MAX_NUMBER + 2 + 4);
     const buf = out;
+    const dv = view;
     let q = o;
     buf[q++] = 0x5b; // [
     for (let r = a; r < b; r++) {
@@ -873,23 +928,34 @@ export function writeResponse(
         q = writeUint(buf, q, v);
         continue;
       }
-      let s: string;
-      if (Number.isNaN(v) || v === Infinity || v === -Infinity)
-        s = "null"; // JSON.stringify: null
-      else {
-        bits[0] = v;
-        const lo = words[0];
-        const hi = words[1];
-        const h = Math.imul(lo ^ hi, 0x9e3779b1) >>> 20;
-        s = memoText[h];
-        if (s === "" || memoLo[h] !== lo || memoHi[h] !== hi) {
-          s = String(v);
-          memoLo[h] = lo;
-          memoHi[h] = hi;
-          memoText[h] = s;
-        }
+      if (Number.isNaN(v) || v === Infinity || v === -Infinity) {
+        // JSON.stringify: null
+        buf[q++] = 0x6e;
+        buf[q++] = 0x75;
+        buf[q++] = 0x6c;
+        buf[q++] = 0x6c;
+        continue;
       }
-      for (let i = 0; i < s.length; i++) buf[q++] = s.charCodeAt(i);
+      bits[0] = v;
+      const lo = words[0];
+      const hi = words[1];
+      const h = Math.imul(lo ^ hi, 0x9e3779b1) >>> (32 - MEMO_BITS);
+      const base = h * MEMO_WORDS;
+      let len = memoLen[h];
+      if (len === 0 || memoLo[h] !== lo || memoHi[h] !== hi) {
+        const at = base * 4;
+        len = shortestDouble(memoBytes, at, v);
+        if (len === 0) {
+          const s = String(v);
+          len = s.length;
+          for (let i = 0; i < len; i++) memoBytes[at + i] = s.charCodeAt(i);
+        }
+        memoLo[h] = lo;
+        memoHi[h] = hi;
+        memoLen[h] = len;
+      }
+      for (let k = 0; k < len; k += 4) dv.setInt32(q + k, memoWords[base + (k >> 2)], true);
+      q += len;
     }
     buf[q++] = 0x5d; // ]
     o = q;
@@ -917,35 +983,188 @@ export function writeResponse(
     else text(JSON.stringify(src.slice(a, b)));
   };
 
-  const names = cols.components.map(([name]) => JSON.stringify(name) + ":");
+  // each component's `,"name":` (no comma before the first) as UTF-8 bytes
+  const names = cols.components.map(([name], c) => Buffer.from((c > 0 ? "," : "") + JSON.stringify(name) + ":", "utf8"));
+  const nComp = names.length;
+  const trajClose = Buffer.from("}}", "latin1");
+  const trajOpen = Buffer.from('{"id":', "latin1");
+  const advOpen = Buffer.from(',"advantages":', "latin1");
+  const compOpen = Buffer.from(nComp === 0 ? ',"components":{}}' : ',"components":{', "latin1");
   ascii('{"trajectories":[');
   for (let i = 0; i < trajIds.length; i++) {
-    if (i > 0) ascii(",");
-    ascii('{"id":');
     const raw = rawIds ? rawIds.start[i] : -1;
     if (raw >= 0) {
-      const len = trajIds[i].length; // plain ASCII: one byte per character
-      room(len + 2);
-      out[o++] = Q;
+      // the id's JSON text is its bytes in quotes (plain ASCII: one byte per character)
+      const len = trajIds[i].length;
+      room(len + 10);
+      const buf = out;
+      let q = o;
+      if (i > 0) buf[q++] = 0x2c;
+      q = put(buf, q, trajOpen);
+      buf[q++] = Q;
       const src = rawIds!.buf;
-      for (let k = raw; k < raw + len; k++) out[o++] = src[k];
-      out[o++] = Q;
-    } else text(JSON.stringify(trajIds[i]));
-    ascii(',"advantages":');
-    column(cols.advantages, start[i], start[i + 1]);
-    ascii(',"components":{');
-    for (let c = 0; c < names.length; c++) {
-      if (c > 0) ascii(",");
-      text(names[c]);
-      column(cols.components[c][1], start[i], start[i + 1]);
+      for (let k = raw; k < raw + len; k++) buf[q++] = src[k];
+      buf[q++] = Q;
+      o = q;
+    } else {
+      if (i > 0) ascii(",");
+      ascii('{"id":');
+      text(JSON.stringify(trajIds[i]));
     }
-    ascii("}}");
+    room(advOpen.length);
+    o = put(out, o, advOpen);
+    column(cols.advantages, start[i], start[i + 1]);
+    room(compOpen.length);
+    o = put(out, o, compOpen);
+    if (nComp > 0) {
+      for (let c = 0; c < nComp; c++) {
+        room(names[c].length);
+        o = put(out, o, names[c]);
+        column(cols.components[c][1], start[i], start[i + 1]);
+      }
+      room(trajClose.length);
+      o = put(out, o, trajClose);
+    }
   }
   ascii('],"diagnostics":');
   text(JSON.stringify(diagnostics));
   ascii("}\n");
   chunks.push(out.subarray(0, o));
   return chunks;
+}
+
+// ---------------------------------------------------------------- shortest text of a double
+
+/** Dekker's splitter, 2^27 + 1. */
+const SPLIT = 134217729;
+/** a * b exactly, as the rounded product plus `scratch[1]` (Dekker's two-product; no overflow or underflow here). */
+function twoProduct(a: number, b: number): number {
+  const p = a * b;
+  const ca = SPLIT * a;
+  const ah = ca - (ca - a);
+  const al = a - ah;
+  const cb = SPLIT * b;
+  const bh = cb - (cb - b);
+  const bl = b - bh;
+  scratch[1] = ah * bh - p + ah * bl + al * bh + al * bl;
+  return p;
+}
+
+const shortBits = new Float64Array(1);
+const shortWords = new Uint32Array(shortBits.buffer);
+const shortDigits = new Uint8Array(20);
+
+/**
+ * `String(v)` of a double v with 1e-6 <= |v| < 1e15 written as ASCII bytes at dst[at...]; returns
+ * the length, or 0 where this does not decide it (the caller uses String(v)): a power of two
+ * (its rounding interval is lopsided), an exact tie in a rounding, a 16-digit candidate above
+ * 2^53 (not checkable with one division), or another magnitude.
+ *
+ * ECMAScript's Number::toString gives the fewest significant digits that read back as v, the
+ * closest such to v. With n digits, the closest candidate is v rounded to n digits, computed
+ * exactly from v * 10^k (an exact power of ten) as a two-product. A candidate D * 10^-k with
+ * D <= 2^53 and k <= 22 reads back as the one correctly rounded division D / 10^k (what parsing
+ * its text gives), so it is checked exactly. With n <= 15 at most one n-digit decimal lies in
+ * v's rounding interval (its width is below 2.3e-16 |v|), so when the 15-digit candidate reads back,
+ * its digits without trailing zeros are the shortest; else the 16-digit one if it reads back,
+ * else the 17-digit one (17 digits always read back).
+ */
+export function shortestDouble(dst: Uint8Array, at: number, v: number): number {
+  const a = v < 0 ? -v : v;
+  if (!(a >= 1e-6 && a < 1e15)) return 0;
+  shortBits[0] = a;
+  if (shortWords[0] === 0 && (shortWords[1] & 0xfffff) === 0) return 0; // a power of two
+  // k such that a * 10^k lies in [1e16, 1e17): a has 17 - k digits before the point
+  // log10(a) from the binary exponent (log10(2) = 0.30103): off by at most one, fixed below
+  let k = 16 - Math.floor((((shortWords[1] >>> 20) & 0x7ff) - 1023) * 0.30102999566398114);
+  for (let tries = 0; ; tries++) {
+    if (k < 2 || k > 22 || tries > 2) return 0;
+    const p = twoProduct(a, POW10[k]);
+    if (p < 1e16 || (p === 1e16 && scratch[1] < 0)) k++;
+    else if (p >= 1e17) k--;
+    else break;
+  }
+  let hi = 0; // the digits as hi * 10^lw + lo
+  let lo = 0;
+  let lw = 8;
+  let n = 15;
+  for (; n <= 17; n++) {
+    const kn = k - 17 + n;
+    const p = twoProduct(a, POW10[kn]);
+    const pl = scratch[1];
+    if (n < 17) {
+      // D = p + pl rounded to an integer (p < 1e16: |pl| <= 1, p - r exact)
+      let r = Math.round(p);
+      const t = p - r + pl;
+      if (t > 0.5) r += 1;
+      else if (t < -0.5) r -= 1;
+      else if (t === 0.5 || t === -0.5) return 0; // a tie (or too close to call)
+      if (r >= POW10[n]) return 0; // rounded up to a power of ten
+      if (r > 9007199254740992) return 0;
+      if (r / POW10[kn] !== a) continue; // does not read back as a: one more digit
+      hi = Math.floor(r / 1e8);
+      lo = r - hi * 1e8;
+      if (lo < 0) {
+        lo += 1e8;
+        hi -= 1;
+      } else if (lo >= 1e8) {
+        lo -= 1e8;
+        hi += 1;
+      }
+      break;
+    }
+    // 17 digits: p >= 1e16 is an integer, D = p + round(pl)
+    const r = Math.round(pl);
+    const t = pl - r;
+    if (t === 0.5 || t === -0.5) return 0;
+    hi = Math.floor(p / 1e9);
+    lo = p - hi * 1e9 + r;
+    while (lo < 0) {
+      lo += 1e9;
+      hi -= 1;
+    }
+    while (lo >= 1e9) {
+      lo -= 1e9;
+      hi += 1;
+    }
+    lw = 9;
+    if (hi < 1e7 || hi >= 1e8) return 0;
+    break;
+  }
+  // digits: hi (at least one digit here) then lo on lw digits
+  let hl = 0;
+  for (let x = hi; x > 0; x = (x / 10) | 0) hl++;
+  if (hl + lw !== n) return 0;
+  for (let i = hl - 1, x = hi; i >= 0; i--) {
+    const d = (x / 10) | 0;
+    shortDigits[i] = x - d * 10;
+    x = d;
+  }
+  for (let i = n - 1, x = lo; i >= hl; i--) {
+    const d = (x / 10) | 0;
+    shortDigits[i] = x - d * 10;
+    x = d;
+  }
+  let nd = n;
+  while (nd > 1 && shortDigits[nd - 1] === 0) nd--;
+  // fixed notation (what Number::toString uses from 1e-6 to 1e21): pt digits before the point
+  const pt = 17 - k;
+  let q = at;
+  if (v < 0) dst[q++] = 0x2d;
+  if (pt >= nd) {
+    for (let i = 0; i < nd; i++) dst[q++] = 0x30 + shortDigits[i];
+    for (let i = nd; i < pt; i++) dst[q++] = 0x30;
+  } else if (pt > 0) {
+    for (let i = 0; i < pt; i++) dst[q++] = 0x30 + shortDigits[i];
+    dst[q++] = 0x2e;
+    for (let i = pt; i < nd; i++) dst[q++] = 0x30 + shortDigits[i];
+  } else {
+    dst[q++] = 0x30;
+    dst[q++] = 0x2e;
+    for (let i = pt; i < 0; i++) dst[q++] = 0x30;
+    for (let i = 0; i < nd; i++) dst[q++] = 0x30 + shortDigits[i];
+  }
+  return q - at;
 }
 
 /** Decimal digits of a non-negative integer below 2^31 at q; returns the end. */

@@ -2,11 +2,14 @@
 // takes, the response bytes are exactly JSON.stringify(runCredit(JSON.parse(text))) + "\n"; every
 // request it does not take (bad, or outside its subset) returns null, so the CLI falls back.
 import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { fastCredit, parseRequestColumns } from "../../lib/credit/fast-request";
+import { fastCredit, parseRequestColumns, shortestDouble, writeResponse } from "../../lib/credit/fast-request";
 import { runCredit, type RunCreditOptions } from "../../lib/credit/index";
+import type { CreditDiagnostics } from "../../lib/credit/result";
 
 /** A number written with a chosen spelling (JSON.stringify cannot choose one). */
 class Raw {
@@ -169,6 +172,113 @@ describe("CLI fast path", () => {
     );
   });
 
+  it("gives the same anchor the same group wherever its bytes lie and however it is spelled", () => {
+    // string anchors are hashed four bytes at a time until a special byte: strings of ordinary
+    // bytes around spaces, quotes, backslashes, control and non-ASCII bytes, at every alignment
+    // (whitespace before the value), some sent with every character escaped as \uXXXX
+    const charArb = fc.constantFrom("a", "b", "P", ".", "/", "|", " ", "!", "#", "~", '"', "\\", "\u0001", "\u001f", "é", "日", "\u007f");
+    const anchorStr = fc.array(charArb, { maxLength: 13 }).map((cs) => cs.join(""));
+    const escapeAll = (s: string) => `"${[...s].map((ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`).join("")}"`;
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(anchorStr, { minLength: 1, maxLength: 4 }),
+        fc.array(fc.tuple(fc.nat(), fc.nat({ max: 3 }), fc.boolean(), fc.integer({ min: 0, max: 2 })), { minLength: 2, maxLength: 24 }),
+        fc.constantFrom("gigpo", "mars"),
+        (pool, picks, estimator) => {
+          const turns = picks.map(([k, pad, escaped, reward]) => {
+            const a = pool[k % pool.length];
+            return `{"reward":${reward},"anchor":${" ".repeat(pad)}${escaped ? escapeAll(a) : JSON.stringify(a)}}`;
+          });
+          const half = Math.ceil(turns.length / 2);
+          const trajs = [turns.slice(0, half), turns.slice(half)]
+            .filter((t) => t.length > 0)
+            .map((t, i) => `{"id":"t${i}","turns":[${t.join(",")}]}`)
+            .join(",");
+          const text = `{"estimator":"${estimator}","groups":[{"uid":"g","trajectories":[${trajs}]}]}`;
+          expect(fast(text)).toBe(ordinary(text));
+        },
+      ),
+      { numRuns: 400 },
+    );
+  });
+
+  it("writes a double's digits as String(x) does, or leaves it to String(x)", () => {
+    // random bit patterns from 1e-7 to 1e16 (both signs), short decimals, 15-17 digit values,
+    // discounted returns, and the neighbours of powers of ten
+    const out = new Uint8Array(32);
+    let handled = 0;
+    let total = 0;
+    const check = (x: number) => {
+      total++;
+      const n = shortestDouble(out, 0, x);
+      if (n === 0) return;
+      handled++;
+      expect(Buffer.from(out.subarray(0, n)).toString("latin1"), String(x)).toBe(String(x));
+    };
+    const bits = new Float64Array(1);
+    const words = new Uint32Array(bits.buffer);
+    fc.assert(
+      fc.property(fc.nat(), fc.nat({ max: 0xfffff }), fc.integer({ min: 999, max: 1077 }), fc.boolean(), fc.nat({ max: 16 }), (lo, mant, exp, neg, digits) => {
+        words[0] = lo;
+        words[1] = mant | (exp << 20) | (neg ? 0x80000000 : 0);
+        check(bits[0]);
+        check(Number(bits[0].toPrecision(1 + digits)));
+        check((lo % 1e9) / 10 ** digits);
+        check(0.95 ** (lo % 300) * (mant % 7));
+      }),
+      { numRuns: 20_000 },
+    );
+    for (let e = -7; e <= 16; e++) {
+      const p = 10 ** e;
+      for (const x of [p, p * (1 + 2 ** -52), p * (1 - 2 ** -53), 9.5 * p, (10 - 2 ** -49) * p, 2 ** (e * 3)]) {
+        check(x);
+        check(-x);
+      }
+    }
+    expect(handled / total).toBeGreaterThan(0.6); // most do not fall back (some lie outside 1e-6..1e15)
+  });
+
+  it("writes every double as JSON.stringify does, across the 4 MB chunks of the response", () => {
+    // the longest texts (25 bytes) and every length down to 1, repeated (the text memo) and new,
+    // enough of them that the response spans several chunks
+    const special = [
+      -0.0000012345678901234567,
+      -1.2345678901234567e-308,
+      1.2345678901234568e21,
+      -123456789012345680000,
+      5e-324,
+      -0,
+      0.1,
+      1e-7,
+      0.000001,
+      2 ** 31,
+      -(2 ** 31),
+      2 ** 53,
+    ];
+    const n = 600_000;
+    const adv = new Float64Array(n);
+    let s = 7;
+    for (let i = 0; i < n; i++) {
+      s = (Math.imul(s, 1103515245) + 12345) | 0;
+      adv[i] = i % 5 === 0 ? special[(s >>> 8) % special.length] : i % 3 === 0 ? (s % 1000) / 7 : s / 3 ** ((s >>> 4) % 40);
+    }
+    adv[n - 1] = Number.NaN; // JSON.stringify: null
+    const start = new Int32Array(n / 6 + 1).map((_, i) => i * 6);
+    const ids = Array.from({ length: n / 6 }, (_, i) => `t${i}`);
+    const diagnostics = { counts: { turns: n } } as unknown as CreditDiagnostics;
+    const chunks = writeResponse(ids, start, { advantages: adv, components: [["x", adv]] }, diagnostics);
+    expect(chunks.length).toBeGreaterThan(3);
+    const want = {
+      trajectories: ids.map((id, i) => ({
+        id,
+        advantages: Array.from(adv.subarray(i * 6, i * 6 + 6)),
+        components: { x: Array.from(adv.subarray(i * 6, i * 6 + 6)) },
+      })),
+      diagnostics,
+    };
+    expect(Buffer.concat(chunks).toString("latin1")).toBe(JSON.stringify(want) + "\n");
+  });
+
   it("returns null (the ordinary path reports or handles it) outside its subset and for bad requests", () => {
     const good = '{"estimator":"gigpo","groups":[{"uid":"g","trajectories":[{"id":"t","turns":[{"reward":1,"anchor":"a"}]}]}]}';
     expect(fast(good)).toBe(ordinary(good));
@@ -209,6 +319,35 @@ describe("CLI: fast and ordinary paths agree", () => {
   const cli = path.join(cwd, "scripts/credit-cli.mjs");
   const run = (input: string, env: Record<string, string> = {}, args: string[] = []) =>
     spawnSync(process.execPath, [cli, ...args], { cwd, input, env: { ...process.env, ...env } });
+  it("runs with a code cache it wrote for this bundle, and replaces one that is not for it", () => {
+    const cacheFile = path.join(cwd, "dist/credit-cli.cjs.v8cache");
+    const good = JSON.stringify({
+      estimator: "grpo",
+      groups: [
+        {
+          uid: "g",
+          trajectories: [
+            { id: "a", turns: [{ reward: 1 }] },
+            { id: "b", turns: [{ reward: 0 }] },
+          ],
+        },
+      ],
+    });
+    const want = ordinary(good);
+    expect(run(good).stdout.toString()).toBe(want); // builds the bundle if stale; writes the cache if missing
+    const stamp = () =>
+      createHash("sha1")
+        .update(readFileSync(path.join(cwd, "dist/credit-cli.cjs"), "utf8"))
+        .update(process.version)
+        .digest();
+    expect(readFileSync(cacheFile).subarray(0, 20).equals(stamp())).toBe(true);
+    // a cache of another bundle (wrong stamp) is not used, and the run rewrites it
+    writeFileSync(cacheFile, Buffer.alloc(4096, 7));
+    expect(run(good).stdout.toString()).toBe(want);
+    expect(readFileSync(cacheFile).subarray(0, 20).equals(stamp())).toBe(true);
+    expect(run(good).stdout.toString()).toBe(want); // and the rewritten one is accepted
+  });
+
   it("same bytes with TURNLENS_CREDIT_FAST=0, anchors of different types in different groups", () => {
     const req = {
       estimator: "gigpo",

@@ -101,7 +101,7 @@ describe("runCredit", () => {
 
 describe("CLI (compiled: what `npm run credit` runs)", () => {
   const cwd = path.resolve(__dirname, "../..");
-  // scripts/credit-cli.mjs rebuilds dist/credit-cli.mjs first when lib/credit is newer
+  // scripts/credit-cli.mjs rebuilds dist/credit-cli.cjs first when lib/credit is newer
   const node = process.execPath;
   const cli = path.join(cwd, "scripts/credit-cli.mjs");
   it("prints the response JSON for a good request", () => {
