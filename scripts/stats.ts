@@ -1,5 +1,8 @@
-// Two-sample tests for the experiment scripts: Welch's t-test (unequal variances) and an exact
-// permutation test of the difference in means. Small samples (5 seeds), so both are reported.
+// Two-sample tests for the experiment scripts: Welch's t-test (unequal variances) with the t
+// confidence interval of the difference in means, a paired t-test (runs that share a seed share
+// their task draws and initial weights), a percentile bootstrap interval and an exact permutation
+// test. Small samples (5 seeds), so several are reported side by side.
+import { createRng } from "../lib/envs/rng";
 
 export interface WelchResult {
   /** mean(a) - mean(b) */
@@ -9,6 +12,10 @@ export interface WelchResult {
   df: number;
   /** two-sided p-value */
   p: number;
+  /** standard error of diff */
+  se: number;
+  /** 95 % confidence interval of diff: diff ± t(0.975, df) · se */
+  ci95: [number, number];
 }
 
 const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
@@ -24,10 +31,76 @@ export function welchTTest(a: number[], b: number[]): WelchResult {
   const vb = variance(b) / b.length;
   const se2 = va + vb;
   // Both samples constant: no spread to test against; equal means are no evidence, unequal ones are total.
-  if (se2 === 0) return { diff, t: diff === 0 ? 0 : Math.sign(diff) * Infinity, df: a.length + b.length - 2, p: diff === 0 ? 1 : 0 };
-  const t = diff / Math.sqrt(se2);
+  if (se2 === 0) return { diff, t: diff === 0 ? 0 : Math.sign(diff) * Infinity, df: a.length + b.length - 2, p: diff === 0 ? 1 : 0, se: 0, ci95: [diff, diff] };
+  const se = Math.sqrt(se2);
+  const t = diff / se;
   const df = se2 ** 2 / (va ** 2 / (a.length - 1) + vb ** 2 / (b.length - 1));
-  return { diff, t, df, p: studentTwoSidedP(t, df) };
+  const h = studentQuantile(0.975, df) * se;
+  return { diff, t, df, p: studentTwoSidedP(t, df), se, ci95: [diff - h, diff + h] };
+}
+
+/** Paired t-test of mean(a[i] - b[i]) (same length: pair i is one seed run both ways). */
+export function pairedTTest(a: number[], b: number[]): WelchResult {
+  if (a.length !== b.length) throw new Error(`pairedTTest: samples differ in length (${a.length} vs ${b.length})`);
+  if (a.length < 2) throw new Error("pairedTTest: needs at least 2 pairs");
+  const d = a.map((x, i) => x - b[i]);
+  const diff = mean(d);
+  const df = d.length - 1;
+  const se = Math.sqrt(variance(d) / d.length);
+  if (se === 0) return { diff, t: diff === 0 ? 0 : Math.sign(diff) * Infinity, df, p: diff === 0 ? 1 : 0, se: 0, ci95: [diff, diff] };
+  const t = diff / se;
+  const h = studentQuantile(0.975, df) * se;
+  return { diff, t, df, p: studentTwoSidedP(t, df), se, ci95: [diff - h, diff + h] };
+}
+
+/**
+ * The q-quantile (0 < q < 1) of Student's t with df degrees of freedom, by bisection on the
+ * two-sided tail (monotone in t); 1e-10 accurate, plenty for a confidence interval.
+ */
+export function studentQuantile(q: number, df: number): number {
+  if (!(q > 0 && q < 1)) throw new Error(`studentQuantile: q must be in (0, 1), got ${q}`);
+  if (!(df > 0)) throw new Error(`studentQuantile: df must be positive, got ${df}`);
+  if (q === 0.5) return 0;
+  const tail = 2 * Math.min(q, 1 - q); // P(|T| >= t) at the wanted t
+  let lo = 0;
+  let hi = 1;
+  while (studentTwoSidedP(hi, df) > tail) hi *= 2;
+  for (let i = 0; i < 200 && hi - lo > 1e-10; i++) {
+    const mid = (lo + hi) / 2;
+    if (studentTwoSidedP(mid, df) > tail) lo = mid;
+    else hi = mid;
+  }
+  const t = (lo + hi) / 2;
+  return q > 0.5 ? t : -t;
+}
+
+/**
+ * The smallest true difference a two-sided Welch test at level alpha would detect with the given
+ * power, for samples with this standard error and df (the usual t approximation:
+ * (t(1 - alpha/2) + t(power)) · se). Says how large an effect the experiment could have seen.
+ */
+export function minimumDetectableDifference(se: number, df: number, alpha = 0.05, power = 0.8): number {
+  return (studentQuantile(1 - alpha / 2, df) + studentQuantile(power, df)) * se;
+}
+
+/**
+ * Percentile bootstrap interval of mean(a) - mean(b): each sample resampled with replacement on
+ * its own, `resamples` times, from a seeded stream (the same inputs give the same interval).
+ */
+export function bootstrapDiffCI(a: number[], b: number[], opts: { level?: number; resamples?: number; seed?: string } = {}): [number, number] {
+  const level = opts.level ?? 0.95;
+  const resamples = opts.resamples ?? 10_000;
+  if (a.length < 1 || b.length < 1) throw new Error("bootstrapDiffCI: each sample needs at least 1 value");
+  if (!(level > 0 && level < 1)) throw new Error(`bootstrapDiffCI: level must be in (0, 1), got ${level}`);
+  const rng = createRng(opts.seed ?? "bootstrap");
+  const resampledMean = (xs: number[]) => {
+    let s = 0;
+    for (let i = 0; i < xs.length; i++) s += xs[rng.int(xs.length)];
+    return s / xs.length;
+  };
+  const diffs = Float64Array.from({ length: resamples }, () => resampledMean(a) - resampledMean(b)).sort();
+  const at = (q: number) => diffs[Math.min(resamples - 1, Math.max(0, Math.floor(q * resamples)))];
+  return [at((1 - level) / 2), at(1 - (1 - level) / 2)];
 }
 
 /** P(|T| >= |t|) for Student's t with df degrees of freedom: I_{df/(df+t^2)}(df/2, 1/2). */
@@ -114,4 +187,21 @@ function lnGamma(z: number): number {
   for (let i = 1; i < g + 2; i++) x += coef[i] / (z + i);
   const t = z + g + 0.5;
   return 0.5 * Math.log(2 * Math.PI) + (z + 0.5) * Math.log(t) - t + Math.log(x);
+}
+
+/**
+ * One sentence on a comparison of arm A minus arm B from its tests' two-sided p-values: "A is ahead"
+ * only when every test rejects at `alpha`; when some do and some do not, it names both sides.
+ */
+export function verdict(diff: number, tests: Record<string, number>, names: { a: string; b: string }, alpha = 0.05): string {
+  const entries = Object.entries(tests);
+  if (entries.length === 0) throw new Error("verdict: no tests given");
+  const pct = `${alpha * 100} %`;
+  const lead = diff > 0 ? names.a : names.b;
+  const rejecting = entries.filter(([, p]) => p < alpha);
+  const list = (xs: [string, number][]) => xs.map(([n, p]) => `${n} p = ${p.toFixed(3)}`).join(", ");
+  if (rejecting.length === entries.length && diff !== 0) return `${lead} is ahead at the ${pct} level (every test: ${list(entries)})`;
+  if (rejecting.length === 0 || diff === 0) return `no significant difference at the ${pct} level (${list(entries)})`;
+  const others = entries.filter(([, p]) => p >= alpha);
+  return `mixed: ${list(rejecting)} below ${alpha}, ${list(others)} not; suggestive that ${lead} is ahead, not significant under every test`;
 }
