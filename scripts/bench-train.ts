@@ -22,7 +22,6 @@ import { createRng } from "../lib/envs/rng";
 import type { Env } from "../lib/envs/types";
 import { evalTasks } from "../lib/envs/heldout";
 import { heldOutFor } from "../workers/runners/train";
-import { getDb } from "../lib/db/client";
 import { InvalidJobTransitionError } from "../lib/jobs/errors";
 import { requestCancel } from "../lib/jobs/queue";
 
@@ -102,7 +101,8 @@ clearTimeout(killTimer);
 
 // ---- read the stored curve: the first evaluation at or above the target
 const evals = readSeries(runId, "eval/greedy_success", { maxPoints: 100_000 });
-const runStart = (await getDb().run.findUniqueOrThrow({ where: { id: runId } })).startedAt ?? new Date(t0);
+const startedAt = getRun(runId).startedAt;
+const runStart = startedAt ? new Date(startedAt) : new Date(t0);
 const hit = evals.values.findIndex((v) => v >= target);
 const best = evals.values.length ? Math.max(...evals.values) : NaN;
 const bestStep = evals.steps[evals.values.indexOf(best)];

@@ -26,7 +26,6 @@ import { randomBytes } from "node:crypto";
 import os from "node:os";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { getDb } from "../lib/db/client";
 import { LeaseLostError } from "../lib/db/raw";
 import { assertStoreServable, projectRoot } from "../lib/db/url";
 import { retryDelayMs, workerConfig, type WorkerConfig } from "../lib/jobs/config";
@@ -495,6 +494,5 @@ process.on("exit", () => {
 });
 
 await worker.run();
-await getDb().$disconnect();
 worker.say("stopped");
 process.exit(0);

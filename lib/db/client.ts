@@ -1,6 +1,8 @@
-// The one Prisma client of a process (web server or worker). Prisma 7 needs a driver adapter:
-// better-sqlite3 for the embedded file, pg for a postgresql:// URL. The two generated clients
-// (lib/generated/prisma, lib/generated/prisma-pg) come from the same data model.
+// Prisma Client over the store, for test fixtures and the Prisma-vs-raw benchmark
+// (scripts/bench-prisma-vs-raw.ts): the app's stores go through lib/db's raw layer (raw.ts), and
+// Prisma stays the source of the schema, the migrations and the row types. Prisma 7 needs a driver
+// adapter: better-sqlite3 for the embedded file, pg for a postgresql:// URL. The two generated
+// clients (lib/generated/prisma, lib/generated/prisma-pg) come from the same data model.
 import { PrismaBetterSqlite3 } from "@prisma/adapter-better-sqlite3";
 import { PrismaClient } from "../generated/prisma/client";
 import { createPostgresPrisma } from "./client-pg";

@@ -1,9 +1,14 @@
-// The job queue's raw statements (lib/jobs/queue.ts is the queue: it decides, this file stores).
-// Writes that must be atomic with others go through the raw connection in the caller's transaction;
-// the rest of the queue uses Prisma.
+// The job queue's statements (lib/jobs/queue.ts is the queue: it decides, this file stores). Every
+// transition is one conditional UPDATE whose WHERE is the state the queue decided from, so several
+// workers coordinate through the database alone; the queue mirrors a transition onto its Run with a
+// statement that applies only while the job is still in the state just written.
+// Rows come back as Prisma's generated Job type (the schema stays Prisma's), decoded here.
 import { randomUUID } from "node:crypto";
+import type { Job, Run } from "../generated/prisma/client";
 import { dialect } from "./dialect";
 import { dbDateTime, getRawDb, type RawDb } from "./raw";
+
+export type { Job };
 
 export interface QueuedJobRow {
   id: string;
@@ -37,38 +42,236 @@ export function markRunQueued(runId: string, at: string, db: RawDb = getRawDb())
   ).run(at, runId);
 }
 
-/**
- * Where the store can (PostgreSQL: FOR UPDATE SKIP LOCKED), marks the best ready job running under
- * a new lease in one statement, so racing workers take different jobs instead of retrying one:
- * [] when none is ready. Undefined where it cannot (SQLite, one writer at a time): the queue then
- * claims by compare-and-swap.
- */
-export function claimInOneStatement(c: {
+const JOB_COLS = `"id","runId","kind","payload","status","priority","attempts","maxAttempts","timeoutMs","availableAt","leaseOwner","leaseToken",
+  "leaseExpiresAt","heartbeatAt","cancelRequested","progress","progressMessage","error","result","createdAt","updatedAt","startedAt","finishedAt"`;
+
+type JobRow = Omit<Job, "payload" | "result" | "cancelRequested" | DateCol> & {
+  payload: string;
+  result: string | null;
+  cancelRequested: number | boolean;
+} & Record<DateCol, string | null>;
+type DateCol = "availableAt" | "leaseExpiresAt" | "heartbeatAt" | "createdAt" | "updatedAt" | "startedAt" | "finishedAt";
+
+const date = (v: string | null) => (v === null ? null : new Date(v));
+
+/** A stored row as Prisma's Job: dates, booleans and JSON decoded (both stores give text, 1/0). */
+function toJob(r: JobRow): Job {
+  return {
+    ...r,
+    payload: JSON.parse(r.payload),
+    result: r.result === null ? null : JSON.parse(r.result),
+    cancelRequested: Boolean(r.cancelRequested),
+    availableAt: new Date(r.availableAt!),
+    createdAt: new Date(r.createdAt!),
+    updatedAt: new Date(r.updatedAt!),
+    leaseExpiresAt: date(r.leaseExpiresAt),
+    heartbeatAt: date(r.heartbeatAt),
+    startedAt: date(r.startedAt),
+    finishedAt: date(r.finishedAt),
+  };
+}
+
+export function findJob(jobId: string, db: RawDb = getRawDb()): Job | null {
+  const r = db.prepare(`SELECT ${JOB_COLS} FROM "Job" WHERE "id" = ?`).get(jobId) as JobRow | undefined;
+  return r ? toJob(r) : null;
+}
+
+/** The job's run id (null: none), or undefined when there is no such job. */
+export function jobRunId(jobId: string, db: RawDb = getRawDb()): string | null | undefined {
+  const r = db.prepare(`SELECT "runId" FROM "Job" WHERE "id" = ?`).get(jobId) as { runId: string | null } | undefined;
+  return r ? r.runId : undefined;
+}
+
+export function cancelRequested(jobId: string, db: RawDb = getRawDb()): boolean {
+  return Boolean(db.prepare(`SELECT "cancelRequested" FROM "Job" WHERE "id" = ?`).pluck().get(jobId));
+}
+
+export interface ClaimFilter {
   workerId: string;
-  kinds: readonly string[] | null | undefined;
-  excludeKinds: readonly string[] | undefined;
-  jobId: string | null;
+  /** only these kinds (none or empty: any) */
+  kinds?: readonly string[] | null;
+  excludeKinds?: readonly string[];
+  jobId?: string | null;
   now: Date;
   leaseMs: number;
-}): { id: string; claimed: { leaseToken: string; leaseExpiresAt: Date } }[] | undefined {
-  const db = getRawDb();
-  if (!dialect(db).skipLocked) return undefined;
-  const leaseToken = randomUUID();
-  const leaseExpiresAt = new Date(c.now.getTime() + c.leaseMs);
+}
+
+/**
+ * Marks the best ready job (priority desc, then oldest) running under a new lease in one statement
+ * and returns it, or null when none is ready. Exactly one claimer gets a job: SQLite runs the
+ * statement under its one write lock; on PostgreSQL the candidate row is locked FOR UPDATE and rows
+ * other claimers hold are skipped (SKIP LOCKED), so racing workers take different jobs.
+ */
+export function claimNextJob(c: ClaimFilter, db: RawDb = getRawDb()): Job | null {
   const at = dbDateTime(c.now);
   const where: string[] = [`"status" = 'queued'`, `"availableAt" <= ?`];
   const args: unknown[] = [at];
   if (c.kinds?.length) where.push(`"kind" IN (${c.kinds.map(() => "?").join(",")})`), args.push(...c.kinds);
   if (c.excludeKinds?.length) where.push(`"kind" NOT IN (${c.excludeKinds.map(() => "?").join(",")})`), args.push(...c.excludeKinds);
   if (c.jobId) where.push(`"id" = ?`), args.push(c.jobId);
+  const lock = dialect(db).skipLocked ? "FOR UPDATE SKIP LOCKED" : "";
   const row = db
     .prepare(
       `UPDATE "Job" SET "status" = 'running', "leaseOwner" = ?, "leaseToken" = ?, "leaseExpiresAt" = ?, "heartbeatAt" = ?,
          "attempts" = "attempts" + 1, "startedAt" = ?, "finishedAt" = NULL, "updatedAt" = ?
-       WHERE "id" = (SELECT "id" FROM "Job" WHERE ${where.join(" AND ")}
-                     ORDER BY "priority" DESC, "createdAt" ASC, "id" ASC LIMIT 1 FOR UPDATE SKIP LOCKED)
-       RETURNING "id"`,
+       WHERE "status" = 'queued' AND "id" = (SELECT "id" FROM "Job" WHERE ${where.join(" AND ")}
+                     ORDER BY "priority" DESC, "createdAt" ASC, "id" ASC LIMIT 1 ${lock})
+       RETURNING ${JOB_COLS}`,
     )
-    .get(c.workerId, leaseToken, dbDateTime(leaseExpiresAt), at, at, at, ...args) as { id: string } | undefined;
-  return row ? [{ id: row.id, claimed: { leaseToken, leaseExpiresAt } }] : [];
+    .get(c.workerId, randomUUID(), dbDateTime(new Date(c.now.getTime() + c.leaseMs)), at, at, dbDateTime(), ...args) as JobRow | undefined;
+  return row ? toJob(row) : null;
+}
+
+/** The state a transition is conditioned on: it applies only while the job is still in it. */
+export interface JobState {
+  id: string;
+  status: string;
+  leaseToken: string | null;
+  cancelRequested?: boolean;
+  /** and its lease expired before this time */
+  leaseExpiredBefore?: Date;
+}
+
+type Settable<T> = { [K in keyof T]?: T[K] extends Date | null ? Date | null : T[K] extends Date ? Date : T[K] };
+
+/** Job columns a transition may set; `result` is JSON text (null: SQL NULL), `attemptsDelta` adds to attempts. */
+export type JobChange = Settable<
+  Pick<
+    Job,
+    | "status"
+    | "availableAt"
+    | "leaseExpiresAt"
+    | "heartbeatAt"
+    | "cancelRequested"
+    | "progress"
+    | "progressMessage"
+    | "error"
+    | "attempts"
+    | "startedAt"
+    | "finishedAt"
+  >
+> & { result?: string | null; attemptsDelta?: number };
+
+/** Run columns a job transition mirrors. */
+export type RunChange = Settable<Pick<Run, "status" | "progress" | "progressMessage" | "error" | "startedAt" | "finishedAt">>;
+
+/** SET list and its values; "updatedAt" is always now (Prisma's @updatedAt, kept for its readers). */
+function setList(change: Record<string, unknown>): { sql: string; args: unknown[] } {
+  const cols: string[] = [];
+  const args: unknown[] = [];
+  for (const [k, v] of Object.entries(change)) {
+    if (v === undefined || k === "attemptsDelta") continue;
+    cols.push(`"${k}" = ?`);
+    args.push(v instanceof Date ? dbDateTime(v) : typeof v === "boolean" ? Number(v) : v);
+  }
+  const delta = (change as JobChange).attemptsDelta;
+  if (delta) cols.push(`"attempts" = "attempts" + ?`), args.push(delta);
+  cols.push(`"updatedAt" = ?`);
+  args.push(dbDateTime());
+  return { sql: cols.join(", "), args };
+}
+
+/** `"leaseToken"` equal to a token, or NULL (one spelling for both stores). */
+const tokenIs = (token: string | null, col = `"leaseToken"`) => (token === null ? { sql: `${col} IS NULL`, args: [] } : { sql: `${col} = ?`, args: [token] });
+
+function stateWhere(s: JobState, prefix = ""): { sql: string; args: unknown[] } {
+  const tok = tokenIs(s.leaseToken, `${prefix}"leaseToken"`);
+  let sql = `${prefix}"id" = ? AND ${prefix}"status" = ? AND ${tok.sql}`;
+  const args: unknown[] = [s.id, s.status, ...tok.args];
+  if (s.cancelRequested !== undefined) (sql += ` AND ${prefix}"cancelRequested" = ?`), args.push(Number(s.cancelRequested));
+  if (s.leaseExpiredBefore) (sql += ` AND ${prefix}"leaseExpiresAt" < ?`), args.push(dbDateTime(s.leaseExpiredBefore));
+  return { sql, args };
+}
+
+/** Applies `change` to the job while it is in `state`; whether it did (compare-and-swap). */
+export function updateJobIf(state: JobState, change: JobChange, db: RawDb = getRawDb()): boolean {
+  const set = setList(change);
+  const where = stateWhere(state);
+  return db.prepare(`UPDATE "Job" SET ${set.sql} WHERE ${where.sql}`).run(...set.args, ...where.args).changes === 1;
+}
+
+/** Applies `change` to the run while its job is in `jobState` (so a late mirror never undoes a newer transition). */
+export function mirrorToRun(runId: string, jobState: JobState, change: RunChange, db: RawDb = getRawDb()): void {
+  const set = setList(change);
+  const where = stateWhere(jobState, `j.`);
+  db.prepare(`UPDATE "Run" SET ${set.sql} WHERE "id" = ? AND EXISTS (SELECT 1 FROM "Job" j WHERE j."runId" = ? AND ${where.sql})`).run(
+    ...set.args,
+    runId,
+    runId,
+    ...where.args,
+  );
+}
+
+export interface ExpiredJob {
+  id: string;
+  runId: string | null;
+  leaseToken: string | null;
+  leaseOwner: string | null;
+  attempts: number;
+  maxAttempts: number;
+  cancelRequested: boolean;
+}
+
+/** Running jobs whose lease expired before `now`, longest expired first. */
+export function expiredJobs(now: Date, limit: number, db: RawDb = getRawDb()): ExpiredJob[] {
+  const rows = db
+    .prepare(
+      `SELECT "id", "runId", "leaseToken", "leaseOwner", "attempts", "maxAttempts", "cancelRequested" FROM "Job"
+       WHERE "status" = 'running' AND "leaseExpiresAt" < ? ORDER BY "leaseExpiresAt" ASC LIMIT ?`,
+    )
+    .all(dbDateTime(now), limit) as (Omit<ExpiredJob, "cancelRequested"> & { cancelRequested: number })[];
+  return rows.map((r) => ({ ...r, cancelRequested: Boolean(r.cancelRequested) }));
+}
+
+export interface JobFilter {
+  /** one of these jobs */
+  idIn?: readonly string[];
+  kind?: string;
+  runId?: string;
+  /** exactly this status */
+  status?: string;
+  /** any of these statuses */
+  statusIn?: readonly string[];
+  /** any status but this one */
+  statusNot?: string;
+}
+
+function filterWhere(f: JobFilter): { sql: string; args: unknown[] } {
+  const where: string[] = [];
+  const args: unknown[] = [];
+  if (f.idIn) where.push(`"id" IN (${f.idIn.map(() => "?").join(",") || "NULL"})`), args.push(...f.idIn);
+  if (f.kind) where.push(`"kind" = ?`), args.push(f.kind);
+  if (f.runId) where.push(`"runId" = ?`), args.push(f.runId);
+  if (f.status) where.push(`"status" = ?`), args.push(f.status);
+  if (f.statusIn) where.push(`"status" IN (${f.statusIn.map(() => "?").join(",")})`), args.push(...f.statusIn);
+  if (f.statusNot) where.push(`"status" <> ?`), args.push(f.statusNot);
+  return { sql: where.length ? `WHERE ${where.join(" AND ")}` : "", args };
+}
+
+export function countJobs(f: JobFilter, db: RawDb = getRawDb()): number {
+  const w = filterWhere(f);
+  return Number(
+    db
+      .prepare(`SELECT COUNT(*) FROM "Job" ${w.sql}`)
+      .pluck()
+      .get(...w.args),
+  );
+}
+
+/** The orders jobs are listed in: the queue's claim order, or most recent first. */
+export const JOB_ORDERS = {
+  // higher priority first, then the one that may run soonest (back-off), then the oldest
+  claim: `"priority" DESC, "availableAt" ASC, "createdAt" ASC, "id" ASC`,
+  recent: `"createdAt" DESC, "id" DESC`,
+} as const;
+
+export function pageJobs(f: JobFilter, order: keyof typeof JOB_ORDERS, skip: number, take: number, db: RawDb = getRawDb()): Job[] {
+  const w = filterWhere(f);
+  const rows = db.prepare(`SELECT ${JOB_COLS} FROM "Job" ${w.sql} ORDER BY ${JOB_ORDERS[order]} LIMIT ? OFFSET ?`).all(...w.args, take, skip) as JobRow[];
+  return rows.map(toJob);
+}
+
+/** Deletes every job (their log rows cascade): a test's or a benchmark's fresh queue. */
+export function deleteAllJobs(db: RawDb = getRawDb()): void {
+  db.prepare(`DELETE FROM "Job"`).run();
 }

@@ -125,10 +125,8 @@ export class LeaseLostError extends Error {
   }
 }
 
-/** What a write transaction touches: one run's rows (row-level lock on PostgreSQL) or, without it, anything. */
-export interface WriteScope {
-  runId: string;
-}
+/** What a write transaction touches: one run's rows or one job's (row-level lock on PostgreSQL) or, without a scope, anything. */
+export type WriteScope = { runId: string } | { jobId: string };
 
 /** PostgreSQL's deadlock_detected: one of two transactions that locked rows in opposite orders is rolled back. */
 const DEADLOCK = "40P01";
@@ -141,8 +139,8 @@ const DEADLOCK_RETRIES = 3;
  *
  * Locking. SQLite has one writer: the transaction is IMMEDIATE (takes the write lock up front, no
  * SQLITE_BUSY on upgrade). On PostgreSQL, a write without a scope takes one exclusive advisory lock
- * (the same one-writer rule, for read-then-write paths that span runs); a write scoped to a run takes
- * that lock shared and then its Run row (FOR NO KEY UPDATE: inserts referencing the run are not blocked), so writers of different runs (trainers, the
+ * (the same one-writer rule, for read-then-write paths that span runs); a write scoped to a run (or a
+ * job: its log lines) takes that lock shared and then its Run (Job) row (FOR NO KEY UPDATE: inserts referencing the run are not blocked), so writers of different runs (trainers, the
  * ingest processes) proceed together while one run's read-then-write paths (its next trajectory
  * sequence, its idempotency records, its metric rollups) stay serialised. A deadlock between row
  * locks taken in other orders (a fenced job row, then a run) is retried from the start.
@@ -156,7 +154,10 @@ export function writeTransaction<T>(fence: Fence | null, fn: (db: RawDb) => T, d
         .run(dbDateTime(), fence.jobId, fence.leaseToken);
       if (r.changes !== 1) throw new LeaseLostError(fence.jobId);
     }
-    if (pg && scope) cachedStatement(db, `SELECT 1 FROM "Run" WHERE "id" = ? FOR NO KEY UPDATE`).get(scope.runId);
+    if (pg && scope) {
+      if ("runId" in scope) cachedStatement(db, `SELECT 1 FROM "Run" WHERE "id" = ? FOR NO KEY UPDATE`).get(scope.runId);
+      else cachedStatement(db, `SELECT 1 FROM "Job" WHERE "id" = ? FOR NO KEY UPDATE`).get(scope.jobId);
+    }
     return fn(db);
   });
   if (!pg) return tx.immediate();

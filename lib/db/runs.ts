@@ -4,7 +4,6 @@ import { enqueueInTransaction } from "../jobs/queue";
 import type { EnqueueInput } from "../jobs/schemas";
 import { ConflictError, NotFoundError } from "../schemas/errors";
 import { parseConfigFilter, type ImportRun, type RunFilters, type RunListQuery, type RunOut } from "../schemas/runs";
-import { getDb } from "./client";
 import { deleteRunMetrics } from "./metrics";
 import { getRawDb, dbDateTime, writeTransaction, type RawDb } from "./raw";
 import { dialect, likePattern } from "./dialect";
@@ -292,14 +291,19 @@ export function assertRunExists(id: string, db: RawDb = getRawDb()): void {
   if (!db.prepare(`SELECT 1 FROM "Run" WHERE "id" = ?`).get(id)) throw new NotFoundError("run", id);
 }
 
-/** Deletes a finished run and everything it owns. A queued or running run must be canceled first. */
-export async function deleteRun(id: string): Promise<void> {
-  const db = getDb();
-  const run = await db.run.findUnique({ where: { id }, select: { status: true } });
-  if (!run) throw new NotFoundError("run", id);
-  if (run.status === "queued" || run.status === "running") throw new ConflictError(`run ${id} is ${run.status}: cancel it before deleting`);
-  deleteRunMetrics(id);
-  await db.run.delete({ where: { id } });
+/** Deletes a finished run and everything it owns (foreign keys cascade). A queued or running run must be canceled first. */
+export async function deleteRun(id: string, db: RawDb = getRawDb()): Promise<void> {
+  writeTransaction(
+    null,
+    (db) => {
+      const status = db.prepare(`SELECT "status" FROM "Run" WHERE "id" = ?`).pluck().get(id) as string | undefined;
+      if (status === undefined) throw new NotFoundError("run", id);
+      if (status === "queued" || status === "running") throw new ConflictError(`run ${id} is ${status}: cancel it before deleting`);
+      deleteRunMetrics(id, db);
+      db.prepare(`DELETE FROM "Run" WHERE "id" = ?`).run(id);
+    },
+    db,
+  );
 }
 
 export function listProjects(db: RawDb = getRawDb()): { id: string; name: string; description: string; runs: number }[] {

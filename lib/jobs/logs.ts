@@ -1,7 +1,8 @@
 // Job logs in the JobLog table, so any API server can tail any worker's job.
 // seq is 1, 2, 3, ... per job. Negative seqs are reserved for runner bookkeeping rows (the selftest
 // runner's step markers) and are never returned by tailLog.
-import { getDb, type Db } from "../db/client";
+import { insertJobLogLines, jobLogLinesAfter } from "../db/job-logs";
+import type { RawDb } from "../db/raw";
 import { JobNotFoundError } from "./errors";
 
 export type LogLevel = "info" | "warn" | "error";
@@ -21,58 +22,29 @@ export interface JobLogLine {
 }
 
 const MAX_LINE_CHARS = 8_000;
-// Rows per INSERT: 5 parameters a row stays well under SQLite's bound-parameter limit, so each
-// chunk is a single atomic statement (a retry after a seq collision never duplicates lines).
-const CHUNK = 150;
-
-function prismaCode(e: unknown): string | undefined {
-  return typeof e === "object" && e !== null ? ((e as { code?: string }).code ?? undefined) : undefined;
-}
 
 /**
- * Appends lines to a job's log in as few INSERTs as possible (one per 150 lines); returns the last
- * seq written (0 if none). Concurrent appenders to one job are serialised by the (jobId, seq) key:
- * the loser of a collision re-reads the tail and tries again.
+ * Appends lines to a job's log in one write transaction; returns the last seq written (0 if none).
+ * Concurrent appenders to one job (any process) are serialised by the store's write lock, so a
+ * call's lines get consecutive seqs. JobNotFoundError when the job does not exist.
  */
-export async function appendLog(jobId: string, lines: ReadonlyArray<string | LogLineInput>, opts: { db?: Db } = {}): Promise<number> {
-  const db = opts.db ?? getDb();
+export async function appendLog(jobId: string, lines: ReadonlyArray<string | LogLineInput>, opts: { db?: RawDb } = {}): Promise<number> {
+  if (lines.length === 0) return 0;
   const now = Date.now() / 1000;
   const rows = lines.map((l) => {
     const o = typeof l === "string" ? { line: l } : l;
     const line = o.line.length > MAX_LINE_CHARS ? o.line.slice(0, MAX_LINE_CHARS - 1) + "…" : o.line;
     return { line, level: o.level ?? "info", time: o.time ?? now };
   });
-  let last = 0;
-  for (let start = 0; start < rows.length; start += CHUNK) {
-    const chunk = rows.slice(start, start + CHUNK);
-    for (let attempt = 0; ; attempt++) {
-      const agg = await db.jobLog.aggregate({ where: { jobId, seq: { gt: 0 } }, _max: { seq: true } });
-      const base = agg._max.seq ?? 0;
-      try {
-        await db.jobLog.createMany({ data: chunk.map((r, i) => ({ jobId, seq: base + 1 + i, ...r })) });
-        last = base + chunk.length;
-        break;
-      } catch (e) {
-        const code = prismaCode(e);
-        if (code === "P2003") throw new JobNotFoundError(jobId);
-        if (code !== "P2002" || attempt >= 20) throw e;
-        await new Promise((r) => setTimeout(r, Math.random() * 20));
-      }
-    }
-  }
+  const last = insertJobLogLines(jobId, rows, opts.db);
+  if (last === null) throw new JobNotFoundError(jobId);
   return last;
 }
 
 /** Lines after `afterSeq` (exclusive), oldest first; pass the returned lastSeq back to poll for more. */
-export async function tailLog(jobId: string, afterSeq = 0, limit = 500, opts: { db?: Db } = {}): Promise<{ lines: JobLogLine[]; lastSeq: number }> {
-  const db = opts.db ?? getDb();
+export async function tailLog(jobId: string, afterSeq = 0, limit = 500, opts: { db?: RawDb } = {}): Promise<{ lines: JobLogLine[]; lastSeq: number }> {
   const take = Math.max(1, Math.min(5_000, Math.floor(limit)));
-  const lines = await db.jobLog.findMany({
-    where: { jobId, seq: { gt: Math.max(0, Math.floor(afterSeq)) } },
-    orderBy: { seq: "asc" },
-    take,
-    select: { seq: true, time: true, level: true, line: true },
-  });
+  const lines = jobLogLinesAfter(jobId, Math.floor(afterSeq), take, opts.db);
   return { lines, lastSeq: lines.length ? lines[lines.length - 1].seq : Math.max(0, afterSeq) };
 }
 
@@ -88,7 +60,7 @@ export class JobLogBuffer {
 
   constructor(
     readonly jobId: string,
-    private readonly opts: { db?: Db; flushMs?: number; maxBatch?: number; echo?: (level: LogLevel, line: string) => void } = {},
+    private readonly opts: { db?: RawDb; flushMs?: number; maxBatch?: number; echo?: (level: LogLevel, line: string) => void } = {},
   ) {}
 
   log(text: string, level: LogLevel = "info"): void {

@@ -1,6 +1,6 @@
 // Run actions the UI and API offer: cancel, retry (through the run's job), finish an imported run.
 import type { z } from "zod";
-import { getDb } from "../db/client";
+import { finishRunningImportedRun } from "../db/run-actions";
 import { getRun } from "../db/runs";
 import { ConflictError } from "../schemas/errors";
 import { requestCancel, retry } from "../jobs";
@@ -23,19 +23,13 @@ export async function retryRun(runId: string): Promise<RunOut> {
 
 /** External trainers mark their imported run finished. */
 export async function finishImportedRun(runId: string, body: z.infer<typeof finishRunSchema>): Promise<RunOut> {
-  const db = getDb();
-  // the source's end: this call's, else the one the import gave at creation, else now
-  const given = body.finishedAt ?? (await db.run.findUnique({ where: { id: runId }, select: { finishedAt: true } }))?.finishedAt ?? null;
-  const r = await db.run.updateMany({
-    where: { id: runId, kind: "imported", status: "running" },
-    data: {
-      status: body.status,
-      error: body.error ?? null,
-      finishedAt: given ? new Date(given) : new Date(),
-      progress: body.status === "succeeded" ? 1 : undefined,
-    },
+  const finished = finishRunningImportedRun(runId, {
+    status: body.status,
+    error: body.error ?? null,
+    finishedAt: body.finishedAt ? new Date(body.finishedAt) : null,
+    now: new Date(),
   });
-  if (r.count === 0) {
+  if (!finished) {
     const run = getRun(runId); // throws NotFoundError
     throw new ConflictError(`run ${run.id} is a ${run.kind} run with status ${run.status}: only running imported runs can be finished`);
   }

@@ -1,7 +1,7 @@
 // A fresh, migrated database per test file, on the store the run is for: a SQLite file by default,
 // a PostgreSQL database when TURNLENS_TEST_STORE=postgresql (scripts/test.sh runs the database and
 // queue suites a second time that way, on a temporary cluster whose URL is in TURNLENS_TEST_PG).
-// DATABASE_URL is read lazily by getDb/getRawDb, so call this before the first query (and before
+// DATABASE_URL is read lazily by getRawDb, so call this before the first query (and before
 // importing modules that query at load time).
 import { createHash } from "node:crypto";
 import { execFileSync } from "node:child_process";
@@ -68,7 +68,7 @@ function createPgDatabase(name: string): { url: string; drop: () => void } {
 
 /**
  * Creates and migrates a fresh database and points this process at it (DATABASE_URL is read
- * lazily by getDb/getRawDb, so call this before any query). `dir` is a scratch directory either way.
+ * lazily by getRawDb, so call this before any query). `dir` is a scratch directory either way.
  */
 export function useTempDatabase(name: string): { url: string; dir: string; cleanup: () => Promise<void> } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `turnlens-${name}-`));
@@ -85,9 +85,7 @@ export function useTempDatabase(name: string): { url: string; dir: string; clean
     url,
     dir,
     cleanup: async () => {
-      const { getDb } = await import("../../lib/db/client");
       const { getRawDb } = await import("../../lib/db/raw");
-      await getDb().$disconnect();
       getRawDb().close();
       drop();
       fs.rmSync(dir, { recursive: true, force: true });

@@ -1,7 +1,8 @@
 // Shared fixtures of the worker tests: worker processes, runs, polling. (Temp databases: temp-db.ts.)
 import { spawn, type ChildProcess } from "node:child_process";
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from "vitest";
-import { getDb } from "../../lib/db/client";
+import { deleteAllJobs } from "../../lib/db/jobs";
+import { createRun } from "../../lib/db/runs";
 import { jobMarkRows } from "../../lib/db/inspect";
 import { ROOT } from "./temp-db";
 
@@ -11,10 +12,7 @@ export { useTempDatabase, ROOT } from "./temp-db";
 
 /** A project and a run, for jobs that mirror their state onto a Run. */
 export async function makeRun(name = "run"): Promise<string> {
-  const db = getDb();
-  const project = await db.project.upsert({ where: { name: "jobs-test" }, create: { name: "jobs-test" }, update: {} });
-  const run = await db.run.create({ data: { projectId: project.id, name, kind: "train", jobKind: "selftest", config: {} } });
-  return run.id;
+  return createRun({ project: "jobs-test", name, kind: "train", jobKind: "selftest", config: {}, status: "queued" }).runId;
 }
 
 /** Whether a process with this pid exists (signal 0 checks without sending anything). */
@@ -120,7 +118,7 @@ export function useWorkerSuite(name: string): () => ReturnType<typeof useTempDat
     await env.cleanup();
   });
   beforeEach(async () => {
-    await getDb().job.deleteMany({});
+    deleteAllJobs();
   });
   afterEach(async () => {
     await killAllWorkers();

@@ -10,7 +10,7 @@ const env = useTempDatabase("cancel-kinds");
 const { launchRun } = await import("../../lib/runs/launch");
 const { launchRunSchema } = await import("../../lib/schemas/runs");
 const { getRun } = await import("../../lib/db/runs");
-const { getRawDb } = await import("../../lib/db/raw");
+const { listSteps, runTrajectoryTotals } = await import("../../lib/db/rollouts");
 const { getJob, requestCancel, tailLog } = await import("../../lib/jobs");
 
 afterEach(killAllWorkers);
@@ -19,10 +19,7 @@ afterAll(() => env.cleanup());
 const PROD = { TURNLENS_JOB_LEASE_MS: "10000", TURNLENS_WORKER_HEARTBEAT_MS: "1000", TURNLENS_WORKER_CANCEL_GRACE_MS: "2000" };
 
 /** Rows a run has stored: rollout steps (batches) and trajectories. */
-const stored = (runId: string) =>
-  getRawDb()
-    .prepare(`SELECT (SELECT COUNT(*) FROM "RolloutStep" WHERE "runId" = ?) AS steps, (SELECT COUNT(*) FROM "Trajectory" WHERE "runId" = ?) AS trajectories`)
-    .get(runId, runId) as { steps: number; trajectories: number };
+const stored = (runId: string) => ({ steps: listSteps(runId, 1, 1).total, trajectories: runTrajectoryTotals(runId).trajectories });
 
 /** Every process below pid (job processes, engines). */
 function descendants(pid: number): number[] {

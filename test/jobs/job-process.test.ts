@@ -5,7 +5,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { getDb } from "../../lib/db/client";
+import { countJobs } from "../../lib/db/jobs";
 import { enqueue, getJob, requestCancel, tailLog } from "../../lib/jobs";
 import { launchRun } from "../../lib/runs/launch";
 import { launchRunSchema } from "../../lib/schemas/runs";
@@ -60,7 +60,7 @@ describe("a runner that never yields", () => {
     const busy = await enqueue({ kind: "selftest", payload: { steps: 100, stepMs: 500, busy: true }, timeoutMs: 2_000 });
     const polite = await enqueue({ kind: "selftest", payload: { steps: 100, stepMs: 100 }, timeoutMs: 1_500 });
     const quick = await enqueue({ kind: "selftest", payload: { steps: 2, stepMs: 10 }, timeoutMs: 10_000 });
-    await waitFor("all ended", async () => (await getDb().job.count({ where: { status: { in: ["failed", "succeeded"] } } })) === 3, 20_000);
+    await waitFor("all ended", async () => countJobs({ statusIn: ["failed", "succeeded"] }) === 3, 20_000);
     for (const [j, limit] of [
       [busy, "2"],
       [polite, "1.5"],
@@ -84,7 +84,7 @@ describe("a job process that dies", () => {
     const exit3 = await enqueue({ kind: "selftest", payload: { steps: 5, stepMs: 10, dieAtStep: 2, dieWith: { code: 3 } } });
     const segv = await enqueue({ kind: "selftest", payload: { steps: 5, stepMs: 10, dieAtStep: 1, dieWith: { signal: "SIGSEGV" } } });
     const ok = await enqueue({ kind: "selftest", payload: { steps: 3, stepMs: 10 } });
-    await waitFor("all ended", async () => (await getDb().job.count({ where: { status: { in: ["failed", "succeeded"] } } })) === 3, 20_000);
+    await waitFor("all ended", async () => countJobs({ statusIn: ["failed", "succeeded"] }) === 3, 20_000);
     expect(await getJob(exit3.id)).toMatchObject({ status: "failed", attempts: 1, error: "job process exited with code 3 before its runner returned" });
     expect(await getJob(segv.id)).toMatchObject({ status: "failed", attempts: 1, error: "job process was killed by SIGSEGV before its runner returned" });
     expect(marksOf(exit3.id).map((m) => m.step)).toEqual([0, 1]);

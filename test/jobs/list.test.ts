@@ -4,7 +4,7 @@ import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import { useTempDatabase } from "../helpers/workers";
 
 const env = useTempDatabase("jobs-list");
-const { getDb } = await import("../../lib/db/client");
+const { deleteAllJobs } = await import("../../lib/db/jobs");
 const { claim, enqueue, finish, getJob, listJobs, JOB_KINDS, launchableKinds } = await import("../../lib/jobs");
 const { jobListQuerySchema, jobListSchema } = await import("../../lib/schemas/jobs");
 const { launchRunSchema } = await import("../../lib/schemas/runs");
@@ -13,8 +13,8 @@ const { launchRun } = await import("../../lib/runs/launch");
 const { jobView } = await import("../../lib/runs/jobs-view");
 
 afterAll(() => env.cleanup());
-beforeEach(async () => {
-  await getDb().job.deleteMany({});
+beforeEach(() => {
+  deleteAllJobs();
 });
 
 const at = (ms: number) => new Date(Date.UTC(2026, 0, 1) + ms);

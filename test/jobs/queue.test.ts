@@ -1,10 +1,14 @@
 // Unit tests of lib/jobs against a real temporary database (SQLite, or PostgreSQL in the test
 // command's second pass): claim / heartbeat / finish fencing, cancel, retry, reaping with a moved
 // clock, Run mirroring, logs. No worker processes here.
+import { execFile } from "node:child_process";
+import path from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ZodError } from "zod";
-import { createPrisma, getDb } from "../../lib/db/client";
-import { LeaseLostError, writeTransaction } from "../../lib/db/raw";
+import { deleteAllJobs, pageJobs } from "../../lib/db/jobs";
+import { writeMark } from "../../lib/db/job-marks";
+import { LeaseLostError, openRawDb, writeTransaction } from "../../lib/db/raw";
+import { getRun } from "../../lib/db/runs";
 import {
   appendLog,
   claim,
@@ -27,7 +31,7 @@ import {
 } from "../../lib/jobs";
 import { statusOf } from "../../lib/api/errors";
 import { PgSyncDb } from "../../lib/db/pg-sync";
-import { makeRun, useTempDatabase } from "../helpers/workers";
+import { makeRun, ROOT, useTempDatabase } from "../helpers/workers";
 import { TEST_STORE } from "../helpers/temp-db";
 
 let env: ReturnType<typeof useTempDatabase>;
@@ -37,12 +41,12 @@ beforeAll(() => {
 afterAll(async () => {
   await env.cleanup();
 });
-beforeEach(async () => {
-  await getDb().job.deleteMany({}); // JobLog rows cascade
+beforeEach(() => {
+  deleteAllJobs(); // JobLog rows cascade
 });
 
 const at = (t0: Date, ms: number) => new Date(t0.getTime() + ms);
-const runOf = (id: string) => getDb().run.findUniqueOrThrow({ where: { id } });
+const runOf = async (id: string) => getRun(id);
 
 describe("enqueue", () => {
   it("validates input and the run", async () => {
@@ -55,7 +59,11 @@ describe("enqueue", () => {
 
   it("marks the linked run queued", async () => {
     const runId = await makeRun();
-    await getDb().run.update({ where: { id: runId }, data: { status: "failed", error: "old", progress: 0.5 } });
+    await enqueue({ kind: "selftest", payload: {}, runId });
+    const j = (await claim("w"))!;
+    await progress(j.id, j.leaseToken, 0.5);
+    await finish(j.id, j.leaseToken, { status: "failed", error: "old" });
+    expect(await runOf(runId)).toMatchObject({ status: "failed", error: "old", progress: 0.5 });
     await enqueue({ kind: "selftest", payload: {}, runId });
     expect(await runOf(runId)).toMatchObject({ status: "queued", error: null, progress: 0 });
   });
@@ -108,27 +116,35 @@ describe("claim", () => {
     }
   });
 
-  it("never gives one job to two claimers racing on separate connections", async () => {
-    const N = 40;
+  it("never gives one job to two claimers racing in separate processes", async () => {
+    const N = 150;
     for (let i = 0; i < N; i++) await enqueue({ kind: "a", payload: i });
-    const clients = [createPrisma(env.url), createPrisma(env.url), createPrisma(env.url)];
+    // three processes claim until the queue is empty, all starting at the same moment
+    const start = Date.now() + 4000;
+    const claimer = `const q = await import(${JSON.stringify(path.join(ROOT, "lib/jobs/queue.ts"))});
+      while (Date.now() < ${start}) await new Promise((r) => setTimeout(r, 5));
+      const mine = []; for (let j; (j = await q.claim("w" + process.pid, null)); ) mine.push(j.id);
+      console.log(JSON.stringify({ worker: "w" + process.pid, mine }));`;
     const won = await Promise.all(
-      clients.map(async (db, w) => {
-        const mine: string[] = [];
-        for (;;) {
-          const j = await claim(`w${w}`, null, { db });
-          if (!j) return mine;
-          mine.push(j.id);
-        }
-      }),
+      [0, 1, 2].map(
+        () =>
+          new Promise<{ worker: string; mine: string[] }>((resolve, reject) =>
+            execFile(process.execPath, ["--import", "tsx", "--input-type=module", "-e", claimer], { cwd: ROOT, env: process.env }, (err, stdout) =>
+              err ? reject(err) : resolve(JSON.parse(stdout.trim().split("\n").at(-1)!)),
+            ),
+          ),
+      ),
     );
-    await Promise.all(clients.map((c) => c.$disconnect()));
-    const all = won.flat();
+    const all = won.flatMap((w) => w.mine);
     expect(all).toHaveLength(N);
     expect(new Set(all).size).toBe(N);
-    const rows = await getDb().job.findMany();
-    expect(rows.every((r) => r.status === "running" && r.attempts === 1)).toBe(true);
-  });
+    // each row is running once, under the lease of the process that got it
+    const owner = new Map(won.flatMap((w) => w.mine.map((id) => [id, w.worker] as const)));
+    const rows = pageJobs({}, "recent", 0, 1000);
+    expect(rows).toHaveLength(N);
+    for (const r of rows) expect(r).toMatchObject({ status: "running", attempts: 1, leaseOwner: owner.get(r.id) });
+    console.log(`claims per process: ${won.map((w) => w.mine.length).join(", ")}`);
+  }, 60_000);
 });
 
 describe("fencing", () => {
@@ -154,8 +170,8 @@ describe("fencing", () => {
     expect(await getJob(job.id)).toMatchObject({ status: "succeeded", progress: 1, result: { ok: true }, error: null });
     const run = await runOf(runId);
     expect(run).toMatchObject({ status: "succeeded", progress: 1, error: null });
-    expect(run.startedAt).toBeInstanceOf(Date);
-    expect(run.finishedAt).toBeInstanceOf(Date);
+    expect(run.startedAt).toEqual(expect.any(String));
+    expect(Date.parse(run.finishedAt!)).toBeGreaterThanOrEqual(Date.parse(run.startedAt!));
 
     // finished: the same token no longer fences anything
     expect(await finish(j.id, j.leaseToken, { status: "failed", error: "late" })).toBe(false);
@@ -327,13 +343,13 @@ describe("logs", () => {
 
   it("loses nothing when several connections append to one job at once", async () => {
     const job = await enqueue({ kind: "a", payload: {} });
-    const clients = [createPrisma(env.url), createPrisma(env.url), createPrisma(env.url)];
+    const clients = [openRawDb(env.url), openRawDb(env.url), openRawDb(env.url)];
     await Promise.all(
       clients.map(async (db, c) => {
         for (let i = 0; i < 10; i++) await appendLog(job.id, [`c${c} a${i}`, `c${c} b${i}`], { db });
       }),
     );
-    await Promise.all(clients.map((c) => c.$disconnect()));
+    for (const c of clients) c.close();
     const { lines } = await tailLog(job.id, 0, 5000);
     expect(lines.map((l) => l.seq)).toEqual(Array.from({ length: 60 }, (_, i) => i + 1));
     expect(new Set(lines.map((l) => l.line)).size).toBe(60);
@@ -367,5 +383,5 @@ describe("config and errors", () => {
 
 /** A selftest-style marker row (negative seq): tailLog must never return it, appendLog must skip it. */
 function getDbRawMarker(jobId: string) {
-  writeTransaction(null, (db) => db.prepare(`INSERT INTO "JobLog" ("jobId", "seq", "time", "level", "line") VALUES (?, -1, 0, 'mark', '{}')`).run(jobId));
+  writeTransaction(null, (db) => writeMark(jobId, -1, "mark", "{}", db));
 }

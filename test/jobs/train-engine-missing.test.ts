@@ -11,7 +11,8 @@ import { killAllWorkers, spawnWorker, useTempDatabase, waitFor } from "../helper
 const db = useTempDatabase("train-engine-missing");
 const { launchRun } = await import("../../lib/runs/launch");
 const { launchRunSchema } = await import("../../lib/schemas/runs");
-const { getRawDb } = await import("../../lib/db/raw");
+const { getJob, tailLog } = await import("../../lib/jobs");
+const { listSteps } = await import("../../lib/db/rollouts");
 const { getRun } = await import("../../lib/db/runs");
 const { listSeries } = await import("../../lib/db/metrics");
 const { assertEngineInstalled, engineRequirements, EngineNotInstalledError } = await import("../../workers/runners/train");
@@ -49,14 +50,13 @@ describe("a train job on a worker without the engine's Python packages", () => {
     expect(run.error).toContain("pip install -r workers/engine/requirements.txt");
     expect(run.error).not.toMatch(/\n\s+at /);
     // not retried (a retry on this machine would fail the same way), nothing started or stored
-    const job = getRawDb().prepare(`SELECT "attempts", "status" FROM "Job" WHERE "id" = ?`).get(jobId) as { attempts: number; status: string };
-    expect(job).toEqual({ attempts: 1, status: "failed" });
-    const log = (getRawDb().prepare(`SELECT "line" FROM "JobLog" WHERE "jobId" = ? AND "seq" >= 0 ORDER BY "seq"`).pluck().all(jobId) as string[]).join("\n");
+    expect(await getJob(jobId!)).toMatchObject({ attempts: 1, status: "failed" });
+    const log = (await tailLog(jobId!, 0, 5000)).lines.map((l) => l.line).join("\n");
     expect(log).toContain("EngineNotInstalledError: train jobs need the PyTorch engine's Python packages");
     expect(log).not.toMatch(/\n\s+at |Traceback|\[engine\]|restarting/);
     expect(w.output()).not.toMatch(/\n\s+at .*train\.ts/);
     expect(listSeries(runId)).toEqual([]);
-    expect(getRawDb().prepare(`SELECT COUNT(*) FROM "RolloutStep" WHERE "runId" = ?`).pluck().get(runId)).toBe(0);
+    expect(listSteps(runId, 1, 1).total).toBe(0);
   }, 60_000);
 
   it("says so when the interpreter itself is missing, and passes where the packages are installed", async () => {

@@ -1,6 +1,7 @@
 // Integration: cancel latency, SIGTERM shutdown and runner failures, with real worker processes.
 import { describe, expect, it } from "vitest";
-import { getDb } from "../../lib/db/client";
+import { countJobs } from "../../lib/db/jobs";
+import { getRun } from "../../lib/db/runs";
 import { enqueue, getJob, requestCancel, tailLog } from "../../lib/jobs";
 import { makeRun, marksOf, sleep, spawnWorker, stopGracefully, useWorkerSuite, waitFor } from "../helpers/workers";
 
@@ -33,7 +34,7 @@ describe("cancel", () => {
 
     expect(await getJob(stubborn.id)).toMatchObject({ status: "canceled", error: expect.stringContaining("did not stop in time") });
     expect(await getJob(polite.id)).toMatchObject({ status: "canceled", error: null });
-    await waitFor("the run to be marked canceled", async () => (await getDb().run.findUniqueOrThrow({ where: { id: runId } })).status === "canceled");
+    await waitFor("the run to be marked canceled", async () => getRun(runId).status === "canceled");
     // The abandoned runner keeps going, but its fenced writes are refused from the cancel on.
     const after = marksOf(stubborn.id).length;
     await sleep(400);
@@ -57,8 +58,7 @@ describe("shutdown", () => {
     expect(exitMs).toBeLessThan(4_000); // grace 1 s + the writes
     expect(w.output()).toContain("SIGTERM: no new claims");
 
-    const db = getDb();
-    expect(await db.job.count({ where: { status: "running" } })).toBe(0);
+    expect(countJobs({ status: "running" })).toBe(0);
     for (const id of [a.id, b.id]) {
       expect(await getJob(id)).toMatchObject({ status: "queued", attempts: 0, leaseExpiresAt: null });
       expect((await tailLog(id, 0, 1000)).lines.map((l) => l.line)).toContain("worker shutting down: job re-queued (attempt not counted)");
@@ -67,7 +67,7 @@ describe("shutdown", () => {
     expect(doneBefore.a).toBeLessThan(25);
 
     const w2 = spawnWorker({}, ["--concurrency", "2"]);
-    await waitFor("both jobs done", async () => (await db.job.count({ where: { status: "succeeded" } })) === 2, 20_000);
+    await waitFor("both jobs done", async () => countJobs({ status: "succeeded" }) === 2, 20_000);
     for (const [id, before] of [
       [a.id, doneBefore.a],
       [b.id, doneBefore.b],
@@ -99,11 +99,7 @@ describe("failures", () => {
     const ok = await enqueue({ kind: "selftest", payload: { steps: 2, stepMs: 1 } });
     const all = [unknown, broken, flaky, hopeless, badPayload, noCrash, ok].map((j) => j.id);
     const w = spawnWorker({}, ["--concurrency", "4"]);
-    const db = getDb();
-    await waitFor(
-      "all jobs finished",
-      async () => (await db.job.count({ where: { id: { in: all }, status: { in: ["succeeded", "failed"] } } })) === all.length,
-    );
+    await waitFor("all jobs finished", () => countJobs({ idIn: all, statusIn: ["succeeded", "failed"] }) === all.length);
 
     expect(await getJob(unknown.id)).toMatchObject({
       status: "failed",
@@ -112,7 +108,7 @@ describe("failures", () => {
     });
     expect(await getJob(broken.id)).toMatchObject({ status: "failed", attempts: 1, error: "selftest: failure at step 1 (attempt 1)" });
     await waitFor("the run to be marked failed", async () => {
-      const r = await db.run.findUniqueOrThrow({ where: { id: runId } });
+      const r = getRun(runId);
       return r.status === "failed" && r.error === "selftest: failure at step 1 (attempt 1)";
     });
     expect(await getJob(flaky.id)).toMatchObject({ status: "succeeded", attempts: 2, result: { steps: 3, resumed: 1, attempt: 2 } });

@@ -1,7 +1,8 @@
 // Integration: real worker processes (node --import tsx workers/worker.ts) sharing one SQLite file.
 // Exactly-once under contention, recovery from a SIGKILLed worker, and giving up after maxAttempts.
 import { describe, expect, it } from "vitest";
-import { getDb } from "../../lib/db/client";
+import { countJobs } from "../../lib/db/jobs";
+import { getRun } from "../../lib/db/runs";
 import { LeaseLostError, writeTransaction } from "../../lib/db/raw";
 import { enqueue, getJob, tailLog } from "../../lib/jobs";
 import { makeRun, marksOf, spawnWorker, stopGracefully, useWorkerSuite, waitFor, type WorkerProcess } from "../helpers/workers";
@@ -18,18 +19,12 @@ describe("worker fleet", () => {
     await Promise.all(workers.map((w) => w.ready)); // all three polling before the first job appears
     const ids: string[] = [];
     for (let i = 0; i < N; i++) ids.push((await enqueue({ kind: "selftest", payload: { steps: STEPS, stepMs: 15 } })).id);
-    const db = getDb();
     // each job starts a job process (Node, tsx and zod: about 0.7 s of CPU): 50 of them on a busy
     // 2-core machine take 40-90 s
-    await waitFor(
-      "all 50 jobs to finish",
-      async () => (await db.job.count({ where: { status: { in: ["succeeded", "failed", "canceled"] } } })) === N,
-      150_000,
-      100,
-    );
+    await waitFor("all 50 jobs to finish", () => countJobs({ statusIn: ["succeeded", "failed", "canceled"] }) === N, 150_000, 100);
     await stopGracefully(workers);
 
-    const jobs = await db.job.findMany({ where: { id: { in: ids } } });
+    const jobs = await Promise.all(ids.map((id) => getJob(id)));
     const pids = new Set<number>();
     for (const job of jobs) {
       expect(job, job.error ?? "").toMatchObject({ status: "succeeded", attempts: 1, result: { steps: STEPS, resumed: 0, attempt: 1 } });
@@ -92,7 +87,7 @@ describe("worker fleet", () => {
     // the dead worker's token fences nothing any more
     expect(() => writeTransaction({ jobId: job.id, leaseToken: tokenA }, () => 1)).toThrow(LeaseLostError);
     const run = await waitFor("the run to be marked succeeded", async () => {
-      const r = await getDb().run.findUniqueOrThrow({ where: { id: runId } });
+      const r = getRun(runId);
       return r.status === "succeeded" ? r : null;
     });
     expect(run.progress).toBe(1);
@@ -128,7 +123,7 @@ describe("worker fleet", () => {
     expect(final).toMatchObject({ status: "failed", attempts: 2, error: "worker lost: lease expired after 2 attempts" });
     // the Run is mirrored by the statement right after the job's (no cross-statement transaction)
     const run = await waitFor("the run to be marked failed", async () => {
-      const r = await getDb().run.findUniqueOrThrow({ where: { id: runId } });
+      const r = getRun(runId);
       return r.status === "failed" ? r : null;
     });
     expect(run.error).toBe("worker lost: lease expired after 2 attempts");

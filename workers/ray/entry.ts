@@ -12,7 +12,6 @@
 // RAY_JOB_STOP_WAIT_TIME_S): the signal aborts ctx.signal. A runner stopped that way has no result:
 // this process then exits 143 without a result line, so the worker never mistakes it for success.
 import os from "node:os";
-import { getDb } from "../../lib/db/client";
 import { LeaseLostError } from "../../lib/db/raw";
 import { isRetryable } from "../../lib/jobs/errors";
 import { getJob, progress } from "../../lib/jobs/queue";
@@ -83,7 +82,4 @@ async function main(): Promise<number> {
 }
 
 const code = await main();
-await getDb()
-  .$disconnect()
-  .catch(() => undefined);
 process.exit(code);
