@@ -1,11 +1,11 @@
 // The benchmarks' and scale generators' way into the store (scripts/gen-scale-data.ts,
 // scripts/bench-storage.ts, scripts/seed-bench-ui.ts, scripts/bench-realistic.ts): rows loaded in
 // bulk around writeRolloutStep, and the figures they print (bytes of the database and of its
-// tables). Where the stores differ, the spelling comes from lib/db/dialect-bulk.ts.
-import { bulkDialect, type BulkSink } from "./dialect-bulk";
+// tables). Where the stores differ, the spelling comes from lib/db/dialect.ts.
+import { bulkDialect, type BulkSink } from "./dialect";
 import { getRawDb, type RawDb } from "./raw";
 
-export { sqliteBytesInUse, type BulkSink, type BulkTable, type Cell, type PragmaReader } from "./dialect-bulk";
+export { sqliteBytesInUse, type BulkSink, type BulkTable, type Cell, type PragmaReader } from "./dialect";
 
 /** A loader of rows into the store at `url` (a connection of its own; close it). */
 export function openBulkSink(url: string): Promise<BulkSink> {

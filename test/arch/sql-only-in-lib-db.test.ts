@@ -1,6 +1,6 @@
 // SQL lives in lib/db (ARCHITECTURE.md: lib/db is the store layer): every statement the app, its
 // workers, scripts and tests run is a function there, and where the stores spell a statement
-// differently both spellings sit side by side (lib/db/dialect.ts, lib/db/dialect-bulk.ts). This
+// differently both spellings sit side by side (lib/db/dialect.ts). This
 // scans the repository's TypeScript and JavaScript outside lib/db, prisma/migrations and
 // lib/generated for SQL statements and fails on each one, naming file and line, unless EXCEPTIONS
 // allows it with a reason. An exception that no longer matches anything fails too, so the list
