@@ -1,6 +1,9 @@
-// npm run bench:load -- --store sqlite|postgresql [--duration 10] [--connections 1,8,64] [--ingest-queue N]
+// npm run bench:load -- --store sqlite|postgresql|both [--duration 10] [--connections 1,8,64] [--ingest-queue N] [--mixed-ingest 8]
 // Load figures of the production server (docs/scale.md): ingest and read endpoints
-// driven by autocannon at 1, 8 and 64 concurrent connections, on a fresh database of the store.
+// driven by autocannon at 1, 8 and 64 concurrent connections, on a fresh database of each store
+// (--store both: SQLite, then PostgreSQL, the same build, in one run). The last row, "reads during
+// ingest", drives every read endpoint at random on 64 connections while --mixed-ingest connections
+// post steps beside them: what a dashboard's readers see while trainers write.
 //
 // Seeds, through the HTTP API as a trainer would: 300 imported runs with varied configs (the run
 // list's filter), one run of 10 metric keys x 100,000 steps (10^6 points: the chart), one run of
@@ -11,8 +14,24 @@
 import autocannon from "autocannon";
 import { call, loadAverage, openStore, parseArgs, parseStore, startServer, stepBody, TURNS_PER_STEP } from "./bench-store";
 
-const opts = parseArgs(process.argv.slice(2), { store: "sqlite", duration: "10", connections: "1,8,64", "ingest-queue": "" });
-const kind = parseStore(opts.store);
+const opts = parseArgs(process.argv.slice(2), {
+  store: "sqlite",
+  duration: "10",
+  connections: "1,8,64",
+  "ingest-queue": "",
+  "mixed-ingest": "8",
+  "server-processes": "",
+  rows: "all",
+});
+if (!["all", "mixed"].includes(opts.rows)) throw new Error(`--rows must be all or mixed (got ${opts.rows})`);
+// --server-processes: the server's TURNLENS_SERVER_PROCESSES (its default when not given)
+const serverProcesses = opts["server-processes"];
+if (serverProcesses && !(Number.isInteger(Number(serverProcesses)) && Number(serverProcesses) >= 1))
+  throw new Error(`--server-processes must be a positive integer (got ${serverProcesses})`);
+const kinds = opts.store === "both" ? (["sqlite", "postgresql"] as const) : [parseStore(opts.store)];
+const mixedIngest = Number(opts["mixed-ingest"]);
+if (!(Number.isInteger(mixedIngest) && mixedIngest >= 0)) throw new Error(`--mixed-ingest must be a whole number of connections (got ${opts["mixed-ingest"]})`);
+const MIXED_READERS = 64;
 const duration = Number(opts.duration);
 const conns = opts.connections.split(",").map(Number);
 if (!(duration > 0)) throw new Error(`--duration must be a positive number of seconds (got ${opts.duration})`);
@@ -24,198 +43,230 @@ const INGEST_RUNS = 64;
 
 const loadStart = loadAverage();
 const startedAt = new Date().toISOString();
-const store = await openStore(kind);
-console.error(`bench:load: ${kind} at ${store.url}`);
-// --ingest-queue: the server's TURNLENS_INGEST_QUEUE (default 16 in flight, then 429 + Retry-After)
-const queue = opts["ingest-queue"];
-if (queue && !(Number.isInteger(Number(queue)) && Number(queue) >= 1)) throw new Error(`--ingest-queue must be a positive integer (got ${queue})`);
-const server = await startServer(store.url, "/tmp/turnlens-bench-load-server.log", queue ? { TURNLENS_INGEST_QUEUE: queue } : {});
-const api = server.api;
+const summaries: string[] = [];
+for (const kind of kinds) summaries.push(await benchStore(kind));
+console.log(`\nbench:load, ${startedAt}, ${duration} s a cell, stores ${kinds.join(" then ")}, load average at start ${loadStart}, at end ${loadAverage()}`);
+for (const s of summaries) console.log(s);
 
-interface Imported {
-  id: string;
-  writeKey: string;
-}
-const importRun = (name: string, config: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
-  call<Imported>(`${api}/runs/import`, { body: { project: "bench-load", name, config, envId: "sokoban", estimator: "gigpo", ...extra } });
-const writeHeaders = (r: Imported) => ({ "content-type": "application/json", "x-turnlens-write-key": r.writeKey });
+async function benchStore(kind: (typeof kinds)[number]): Promise<string> {
+  const store = await openStore(kind);
+  console.error(`bench:load: ${kind} at ${store.url}`);
+  // --ingest-queue: the server's TURNLENS_INGEST_QUEUE (default 16 in flight, then 429 + Retry-After)
+  const queue = opts["ingest-queue"];
+  if (queue && !(Number.isInteger(Number(queue)) && Number(queue) >= 1)) throw new Error(`--ingest-queue must be a positive integer (got ${queue})`);
+  const server = await startServer(store.url, "/tmp/turnlens-bench-load-server.log", {
+    ...(queue ? { TURNLENS_INGEST_QUEUE: queue } : {}),
+    ...(serverProcesses ? { TURNLENS_SERVER_PROCESSES: serverProcesses } : {}),
+  });
+  const api = server.api;
 
-// ---- seed what the read endpoints need
-const t0 = performance.now();
-const LRS = [1e-6, 3e-6, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3];
-for (let i = 0; i < 300; i += 10)
-  await Promise.all(
-    Array.from({ length: 10 }, (_, j) =>
-      importRun(`sweep-${i + j}`, { lr: LRS[(i + j) % LRS.length], envConfig: { size: [4, 6, 8][(i + j) % 3] }, model: { layers: 2 + ((i + j) % 4) } }),
-    ),
-  );
-const chart = await importRun("chart", { lr: 1e-5 });
-for (let s0 = 0; s0 < 100_000; s0 += 10_000) {
-  const steps = Array.from({ length: 10_000 }, (_, i) => s0 + i);
-  const values = Object.fromEntries(KEYS.map((k, ki) => [k, steps.map((s) => Math.sin(s / 5000 + ki) + ((s * 7919) % 1000) / 5000)]));
-  await call(`${api}/runs/${chart.id}/metrics`, { body: { batchId: `seed-${s0}`, steps, values }, headers: writeHeaders(chart) });
-}
-const rollouts = await importRun("rollouts", { lr: 1e-5 });
-for (let step = 0; step < 100; step++)
-  await call(`${api}/runs/${rollouts.id}/steps`, { body: stepBody(step, `seed-${step}`), headers: writeHeaders(rollouts) });
-const trajIds = new Set<string>();
-for (let after = -1; trajIds.size < 2000; after += 5000) {
-  const page = await call<{ turns: { trajectoryId: string }[] }>(`${api}/runs/${rollouts.id}/turns?limit=1000&after=${after}`);
-  for (const t of page.turns) trajIds.add(t.trajectoryId);
-}
-const trajectories = [...trajIds];
-const ingest = await Promise.all(Array.from({ length: INGEST_RUNS }, (_, i) => importRun(`ingest-${i}`, { lr: 1e-4 })));
-console.error(`bench:load: seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  interface Imported {
+    id: string;
+    writeKey: string;
+  }
+  const importRun = (name: string, config: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+    call<Imported>(`${api}/runs/import`, { body: { project: "bench-load", name, config, envId: "sokoban", estimator: "gigpo", ...extra } });
+  const writeHeaders = (r: Imported) => ({ "content-type": "application/json", "x-turnlens-write-key": r.writeKey });
 
-// ---- the rows
-// The filter matches 5 sweep runs in 21 (lr <= 1e-4 and size 6): 71 of the 366 runs.
-const FILTER = encodeURIComponent("lr<=1e-4;envConfig.size=6");
-const rand = (n: number) => Math.floor(Math.random() * n);
-let counter = 0;
-// Step body with the step number and batch id spliced in: stringifying 1,024 turns per request
-// would load this process (it shares the 2 cores with the server).
-const stepTemplate = JSON.stringify(stepBody(123456789, "BATCHID"));
-const [stepHead, stepTail] = stepTemplate.split("123456789");
-const [stepMid, stepEnd] = stepTail.split("BATCHID");
-const metricValues = JSON.stringify(Object.fromEntries(KEYS.map((k, ki) => [k, Array.from({ length: METRIC_STEPS_PER_REQUEST }, (_, i) => ki + i / 100)])));
+  // ---- seed what the read endpoints need
+  const t0 = performance.now();
+  const LRS = [1e-6, 3e-6, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3];
+  for (let i = 0; i < 300; i += 10)
+    await Promise.all(
+      Array.from({ length: 10 }, (_, j) =>
+        importRun(`sweep-${i + j}`, { lr: LRS[(i + j) % LRS.length], envConfig: { size: [4, 6, 8][(i + j) % 3] }, model: { layers: 2 + ((i + j) % 4) } }),
+      ),
+    );
+  const chart = await importRun("chart", { lr: 1e-5 });
+  for (let s0 = 0; s0 < 100_000; s0 += 10_000) {
+    const steps = Array.from({ length: 10_000 }, (_, i) => s0 + i);
+    const values = Object.fromEntries(KEYS.map((k, ki) => [k, steps.map((s) => Math.sin(s / 5000 + ki) + ((s * 7919) % 1000) / 5000)]));
+    await call(`${api}/runs/${chart.id}/metrics`, { body: { batchId: `seed-${s0}`, steps, values }, headers: writeHeaders(chart) });
+  }
+  const rollouts = await importRun("rollouts", { lr: 1e-5 });
+  for (let step = 0; step < 100; step++)
+    await call(`${api}/runs/${rollouts.id}/steps`, { body: stepBody(step, `seed-${step}`), headers: writeHeaders(rollouts) });
+  const trajIds = new Set<string>();
+  for (let after = -1; trajIds.size < 2000; after += 5000) {
+    const page = await call<{ turns: { trajectoryId: string }[] }>(`${api}/runs/${rollouts.id}/turns?limit=1000&after=${after}`);
+    for (const t of page.turns) trajIds.add(t.trajectoryId);
+  }
+  const trajectories = [...trajIds];
+  const ingest = await Promise.all(Array.from({ length: INGEST_RUNS }, (_, i) => importRun(`ingest-${i}`, { lr: 1e-4 })));
+  console.error(`bench:load: seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 
-interface Row {
-  name: string;
-  kind: "ingest" | "read";
-  unit?: { name: string; per: number };
-  setup: (req: autocannon.Request) => autocannon.Request;
-}
-const runId = () => `${Date.now().toString(36)}-${counter}`;
-const rows: Row[] = [
-  {
-    name: "POST /runs/{id}/metrics (1,000 points)",
-    kind: "ingest",
-    unit: { name: "points/s", per: KEYS.length * METRIC_STEPS_PER_REQUEST },
-    setup: (req) => {
-      const n = counter++;
-      const run = ingest[n % INGEST_RUNS];
-      const base = Math.floor(n / INGEST_RUNS) * METRIC_STEPS_PER_REQUEST;
-      const steps = Array.from({ length: METRIC_STEPS_PER_REQUEST }, (_, i) => base + i);
-      return {
-        ...req,
-        method: "POST",
-        path: `/api/v1/runs/${run.id}/metrics`,
-        headers: writeHeaders(run),
-        body: `{"batchId":"m-${runId()}","steps":[${steps.join(",")}],"values":${metricValues}}`,
-      };
+  // ---- the rows
+  // The filter matches 5 sweep runs in 21 (lr <= 1e-4 and size 6): 71 of the 366 runs.
+  const FILTER = encodeURIComponent("lr<=1e-4;envConfig.size=6");
+  const rand = (n: number) => Math.floor(Math.random() * n);
+  let counter = 0;
+  // Step body with the step number and batch id spliced in: stringifying 1,024 turns per request
+  // would load this process (it shares the 2 cores with the server).
+  const stepTemplate = JSON.stringify(stepBody(123456789, "BATCHID"));
+  const [stepHead, stepTail] = stepTemplate.split("123456789");
+  const [stepMid, stepEnd] = stepTail.split("BATCHID");
+  const metricValues = JSON.stringify(Object.fromEntries(KEYS.map((k, ki) => [k, Array.from({ length: METRIC_STEPS_PER_REQUEST }, (_, i) => ki + i / 100)])));
+
+  interface Row {
+    name: string;
+    kind: "ingest" | "read";
+    unit?: { name: string; per: number };
+    setup: (req: autocannon.Request) => autocannon.Request;
+  }
+  const runId = () => `${Date.now().toString(36)}-${counter}`;
+  const rows: Row[] = [
+    {
+      name: "POST /runs/{id}/metrics (1,000 points)",
+      kind: "ingest",
+      unit: { name: "points/s", per: KEYS.length * METRIC_STEPS_PER_REQUEST },
+      setup: (req) => {
+        const n = counter++;
+        const run = ingest[n % INGEST_RUNS];
+        const base = Math.floor(n / INGEST_RUNS) * METRIC_STEPS_PER_REQUEST;
+        const steps = Array.from({ length: METRIC_STEPS_PER_REQUEST }, (_, i) => base + i);
+        return {
+          ...req,
+          method: "POST",
+          path: `/api/v1/runs/${run.id}/metrics`,
+          headers: writeHeaders(run),
+          body: `{"batchId":"m-${runId()}","steps":[${steps.join(",")}],"values":${metricValues}}`,
+        };
+      },
     },
-  },
-  {
-    name: `POST /runs/{id}/steps (${TURNS_PER_STEP.toLocaleString()} turns)`,
-    kind: "ingest",
-    unit: { name: "turns/s", per: TURNS_PER_STEP },
-    setup: (req) => {
-      const n = counter++;
-      const run = ingest[n % INGEST_RUNS];
-      return {
-        ...req,
-        method: "POST",
-        path: `/api/v1/runs/${run.id}/steps`,
-        headers: writeHeaders(run),
-        body: `${stepHead}${Math.floor(n / INGEST_RUNS)}${stepMid}s-${runId()}${stepEnd}`,
-      };
+    {
+      name: `POST /runs/{id}/steps (${TURNS_PER_STEP.toLocaleString()} turns)`,
+      kind: "ingest",
+      unit: { name: "turns/s", per: TURNS_PER_STEP },
+      setup: (req) => {
+        const n = counter++;
+        const run = ingest[n % INGEST_RUNS];
+        return {
+          ...req,
+          method: "POST",
+          path: `/api/v1/runs/${run.id}/steps`,
+          headers: writeHeaders(run),
+          body: `${stepHead}${Math.floor(n / INGEST_RUNS)}${stepMid}s-${runId()}${stepEnd}`,
+        };
+      },
     },
-  },
-  {
-    name: "GET metric series (chart: 10^5 steps of a key, maxPoints 1500)",
-    kind: "read",
-    setup: (req) => ({
-      ...req,
-      method: "GET",
-      path: `/api/v1/runs/${chart.id}/metrics/series?key=${encodeURIComponent(KEYS[rand(KEYS.length)])}&maxPoints=1500`,
-    }),
-  },
-  {
-    name: "GET /runs/{id}/turns (100 turns at a random offset of 102,400)",
-    kind: "read",
-    setup: (req) => ({ ...req, method: "GET", path: `/api/v1/runs/${rollouts.id}/turns?limit=100&after=${rand(100 * TURNS_PER_STEP - 100)}` }),
-  },
-  {
-    name: "GET /trajectories/{id} (8 turns)",
-    kind: "read",
-    setup: (req) => ({ ...req, method: "GET", path: `/api/v1/trajectories/${trajectories[rand(trajectories.length)]}` }),
-  },
-  {
-    name: "GET /runs?config=lr<=1e-4;envConfig.size=6 (71 of 366 runs)",
-    kind: "read",
-    setup: (req) => ({ ...req, method: "GET", path: `/api/v1/runs?config=${FILTER}&pageSize=50` }),
-  },
-];
+    {
+      name: "GET metric series (chart: 10^5 steps of a key, maxPoints 1500)",
+      kind: "read",
+      setup: (req) => ({
+        ...req,
+        method: "GET",
+        path: `/api/v1/runs/${chart.id}/metrics/series?key=${encodeURIComponent(KEYS[rand(KEYS.length)])}&maxPoints=1500`,
+      }),
+    },
+    {
+      name: "GET /runs/{id}/turns (100 turns at a random offset of 102,400)",
+      kind: "read",
+      setup: (req) => ({ ...req, method: "GET", path: `/api/v1/runs/${rollouts.id}/turns?limit=100&after=${rand(100 * TURNS_PER_STEP - 100)}` }),
+    },
+    {
+      name: "GET /trajectories/{id} (8 turns)",
+      kind: "read",
+      setup: (req) => ({ ...req, method: "GET", path: `/api/v1/trajectories/${trajectories[rand(trajectories.length)]}` }),
+    },
+    {
+      name: "GET /runs?config=lr<=1e-4;envConfig.size=6 (71 of 366 runs)",
+      kind: "read",
+      setup: (req) => ({ ...req, method: "GET", path: `/api/v1/runs?config=${FILTER}&pageSize=50` }),
+    },
+  ];
 
-interface Measured {
-  row: Row;
-  connections: number;
-  ok: number;
-  seconds: number;
-  p50: number;
-  p99: number;
-  codes: string;
-  errors: number;
-  load: string;
-}
-const results: Measured[] = [];
-const url = api.replace(/\/api\/v1$/, "");
-try {
-  for (const row of rows) {
-    // Next loads a route's code on its first request, the ingest thread starts on the first write.
-    await autocannon({ url, connections: 1, amount: 3, requests: [{ setupRequest: row.setup }] });
-    for (const c of conns) {
-      const r = await autocannon({ url, connections: c, duration, timeout: 60, requests: [{ setupRequest: row.setup }] });
-      const bad = Object.entries(r.statusCodeStats ?? {})
-        .filter(([code]) => !code.startsWith("2"))
-        .map(([code, s]) => `${code} x${s.count}`)
-        .join(", ");
-      const m: Measured = {
-        row,
-        connections: c,
-        ok: r["2xx"],
-        seconds: r.duration,
-        p50: r.latency.p50,
-        p99: r.latency.p99,
-        codes: bad,
-        errors: r.errors + r.timeouts,
-        load: loadAverage(),
-      };
-      results.push(m);
-      console.error(`  ${row.name} c=${c}: ${(m.ok / m.seconds).toFixed(1)} req/s p50 ${m.p50} ms p99 ${m.p99} ms ${bad} errors ${m.errors} (load ${m.load})`);
+  interface Measured {
+    row: Row;
+    connections: number;
+    ok: number;
+    seconds: number;
+    p50: number;
+    p99: number;
+    codes: string;
+    errors: number;
+    load: string;
+  }
+  const results: Measured[] = [];
+  const measured = (row: Row, connections: number, r: autocannon.Result): Measured => {
+    const codes = Object.entries(r.statusCodeStats ?? {})
+      .filter(([code]) => !code.startsWith("2"))
+      .map(([code, s]) => `${code} x${s.count}`)
+      .join(", ");
+    const m: Measured = {
+      row,
+      connections,
+      ok: r["2xx"],
+      seconds: r.duration,
+      p50: r.latency.p50,
+      p99: r.latency.p99,
+      codes,
+      errors: r.errors + r.timeouts,
+      load: loadAverage(),
+    };
+    console.error(
+      `  ${kind}: ${row.name} c=${connections}: ${(m.ok / m.seconds).toFixed(1)} req/s p50 ${m.p50} ms p99 ${m.p99} ms ${codes} errors ${m.errors} (load ${m.load})`,
+    );
+    return m;
+  };
+  const url = api.replace(/\/api\/v1$/, "");
+  try {
+    for (const row of rows) {
+      // Next loads a route's code on its first request, the ingest workers start on the first write.
+      await autocannon({ url, connections: 1, amount: 3, requests: [{ setupRequest: row.setup }] });
+      if (opts.rows === "all")
+        for (const c of conns)
+          results.push(measured(row, c, await autocannon({ url, connections: c, duration, timeout: 60, requests: [{ setupRequest: row.setup }] })));
     }
-  }
 
-  // Nothing was deduplicated: every 2xx ingest request added its points and its step. A cell's
-  // end abandons the requests in flight (at most its connections), which the server may still store.
-  const series = await Promise.all(ingest.map((r) => call<{ keys: { count: number }[] }>(`${api}/runs/${r.id}/metrics`)));
-  const points = series.reduce((s, x) => s + x.keys.reduce((a, k) => a + k.count, 0), 0);
-  const steps = await Promise.all(ingest.map((r) => call<{ total: number }>(`${api}/runs/${r.id}/steps?pageSize=1`)));
-  const stored = steps.reduce((s, x) => s + x.total, 0);
-  const okOf = (k: string) => results.filter((m) => m.row.name.startsWith(k)).reduce((s, m) => s + m.ok, 0) + 3; // + the warm-up
-  const slack = conns.reduce((a, b) => a + b, 0);
-  const pointReqs = points / (KEYS.length * METRIC_STEPS_PER_REQUEST);
-  const verdict = (stored: number, ok: number) => (stored >= ok && stored <= ok + slack ? "ok" : "MISMATCH");
-  const check =
-    `metric requests stored ${pointReqs.toLocaleString()} for ${okOf("POST /runs/{id}/metrics").toLocaleString()} 2xx answers (${verdict(pointReqs, okOf("POST /runs/{id}/metrics"))}), ` +
-    `steps stored ${stored.toLocaleString()} for ${okOf("POST /runs/{id}/steps").toLocaleString()} 2xx answers (${verdict(stored, okOf("POST /runs/{id}/steps"))}); ` +
-    `up to ${slack} more may be stored from requests in flight when a cell ended`;
+    // Reads during ingest: every read row's request at random on MIXED_READERS connections while
+    // mixedIngest connections post steps, both for the same duration.
+    const reads = rows.filter((r) => r.kind === "read");
+    const stepsRow = rows.find((r) => r.name.startsWith("POST /runs/{id}/steps"))!;
+    const mixedRead: Row = { name: "reads during ingest (each read above at random)", kind: "read", setup: (req) => reads[rand(reads.length)].setup(req) };
+    const mixedWrite: Row = { ...stepsRow, name: `${stepsRow.name} during those reads` };
+    const cells = await Promise.all([
+      autocannon({ url, connections: MIXED_READERS, duration, timeout: 60, requests: [{ setupRequest: mixedRead.setup }] }),
+      mixedIngest > 0 ? autocannon({ url, connections: mixedIngest, duration, timeout: 60, requests: [{ setupRequest: mixedWrite.setup }] }) : null,
+    ]);
+    for (const [row, c, r] of [
+      [mixedRead, MIXED_READERS, cells[0]],
+      [mixedWrite, mixedIngest, cells[1]],
+    ] as const) {
+      if (r) results.push(measured(row, c, r));
+    }
 
-  console.log(
-    `\nbench:load on ${kind}, ${startedAt}, ${duration} s a cell, TURNLENS_INGEST_QUEUE ${queue || "default (16)"}, load average at start ${loadStart}, at end ${loadAverage()}\n`,
-  );
-  console.log("| endpoint | conns | req/s | turns/s or points/s | p50 ms | p99 ms | non-2xx / errors | load avg (1/5/15 min) |");
-  console.log("| --- | --- | --- | --- | --- | --- | --- | --- |");
-  for (const m of results) {
-    const rps = m.ok / m.seconds;
-    const unit = m.row.unit ? `${Math.round(rps * m.row.unit.per).toLocaleString()} ${m.row.unit.name}` : "-";
-    const errs = m.codes || m.errors ? [m.codes, m.errors ? `${m.errors} socket errors/timeouts` : ""].filter(Boolean).join(", ") : "0";
-    const ms = (x: number) => (x === 0 ? "<1" : String(x)); // autocannon records whole milliseconds
-    console.log(`| ${m.row.name} | ${m.connections} | ${rps.toFixed(1)} | ${unit} | ${ms(m.p50)} | ${ms(m.p99)} | ${errs} | ${m.load} |`);
+    // Nothing was deduplicated: every 2xx ingest request added its points and its step. A cell's
+    // end abandons the requests in flight (at most its connections), which the server may still store.
+    const series = await Promise.all(ingest.map((r) => call<{ keys: { count: number }[] }>(`${api}/runs/${r.id}/metrics`)));
+    const points = series.reduce((s, x) => s + x.keys.reduce((a, k) => a + k.count, 0), 0);
+    const steps = await Promise.all(ingest.map((r) => call<{ total: number }>(`${api}/runs/${r.id}/steps?pageSize=1`)));
+    const stored = steps.reduce((s, x) => s + x.total, 0);
+    const okOf = (k: string) => results.filter((m) => m.row.name.startsWith(k)).reduce((s, m) => s + m.ok, 0) + 3; // + the warm-up
+    const slack = conns.reduce((a, b) => a + b, 0) + mixedIngest;
+    const pointReqs = points / (KEYS.length * METRIC_STEPS_PER_REQUEST);
+    const verdict = (stored: number, ok: number) => (stored >= ok && stored <= ok + slack ? "ok" : "MISMATCH");
+    const check =
+      `metric requests stored ${pointReqs.toLocaleString()} for ${okOf("POST /runs/{id}/metrics").toLocaleString()} 2xx answers (${verdict(pointReqs, okOf("POST /runs/{id}/metrics"))}), ` +
+      `steps stored ${stored.toLocaleString()} for ${okOf("POST /runs/{id}/steps").toLocaleString()} 2xx answers (${verdict(stored, okOf("POST /runs/{id}/steps"))}); ` +
+      `up to ${slack} more may be stored from requests in flight when a cell ended`;
+
+    const out = [
+      `\n### ${kind}: TURNLENS_SERVER_PROCESSES ${serverProcesses || "default (1)"}, TURNLENS_INGEST_QUEUE ${queue || "default (16)"}${kind === "postgresql" ? `, TURNLENS_INGEST_PROCESSES ${process.env.TURNLENS_INGEST_PROCESSES ?? "default (2)"}` : ""}\n`,
+      "| endpoint | conns | req/s | turns/s or points/s | p50 ms | p99 ms | non-2xx / errors | load avg (1/5/15 min) |",
+      "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ];
+    for (const m of results) {
+      const rps = m.ok / m.seconds;
+      const unit = m.row.unit ? `${Math.round(rps * m.row.unit.per).toLocaleString()} ${m.row.unit.name}` : "-";
+      const errs = m.codes || m.errors ? [m.codes, m.errors ? `${m.errors} socket errors/timeouts` : ""].filter(Boolean).join(", ") : "0";
+      const ms = (x: number) => (x === 0 ? "<1" : String(x)); // autocannon records whole milliseconds
+      out.push(`| ${m.row.name} | ${m.connections} | ${rps.toFixed(1)} | ${unit} | ${ms(m.p50)} | ${ms(m.p99)} | ${errs} | ${m.load} |`);
+    }
+    out.push(`\ncheck (nothing deduplicated): ${check}`);
+    out.push("req/s, turns/s and points/s count 2xx answers only; p50/p99 are over every answer.");
+    return out.join("\n");
+  } finally {
+    await server.stop();
+    await store.stop();
   }
-  console.log(`\ncheck (nothing deduplicated): ${check}`);
-  console.log("req/s, turns/s and points/s count 2xx answers only; p50/p99 are over every answer.");
-} finally {
-  await server.stop();
-  await store.stop();
 }

@@ -1,10 +1,43 @@
 // The dashboard's HTTP server: Next.js's own request handler behind a thin front that answers what
 // Next would turn into a plain-text 500 (methods it does not support, such as TRACE, and paths
 // whose percent-encoding is malformed, such as /runs/%ff) with a JSON 405 or 400 first.
-//   node scripts/web-server.mjs   (env: TURNLENS_HOST, PORT, TURNLENS_STOP_GRACE_MS; run from the project root after `next build`)
+//   node scripts/web-server.mjs   (env: TURNLENS_HOST, PORT, TURNLENS_STOP_GRACE_MS, TURNLENS_SERVER_PROCESSES;
+//   run from the project root after `next build`)
+import cluster from "node:cluster";
 import next from "next";
 import { register } from "tsx/esm/api";
 import { gracefulServer } from "./graceful-stop.mjs";
+
+// TURNLENS_SERVER_PROCESSES (default 1): that many server processes share the port (node:cluster
+// hands each new connection to one of them). lib/db's calls are synchronous, so one process serves
+// one query at a time; on PostgreSQL it then waits on the socket while the database works, and on
+// either store a heavy read (a chart's buckets) holds every other reader of that process. More
+// processes serve reads side by side: each has its own connection, its own ingest workers and its
+// own ingest queue (TURNLENS_INGEST_QUEUE is per process). A stop signal to the primary stops every
+// process gracefully.
+const processes = Math.max(1, Math.floor(Number(process.env.TURNLENS_SERVER_PROCESSES ?? 1)) || 1);
+if (processes > 1 && cluster.isPrimary) {
+  let stopping = false;
+  let started = 0;
+  const fork = () => cluster.fork().on("listening", () => ++started === processes && console.log(`web-server: ${processes} processes serving`));
+  for (let i = 0; i < processes; i++) fork();
+  cluster.on("exit", (w, code, signal) => {
+    if (stopping) {
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
+    } else {
+      // a process that died is replaced; one that could not start at all stops the server
+      console.error(`web-server: process ${w.process.pid} exited (${signal ?? `code ${code}`})`);
+      if (started < processes) process.exit(1);
+      fork();
+    }
+  });
+  for (const sig of ["SIGTERM", "SIGINT"])
+    process.on(sig, () => {
+      stopping = true;
+      for (const w of Object.values(cluster.workers ?? {})) w?.process.kill("SIGTERM");
+    });
+  await new Promise(() => {}); // the primary serves nothing itself
+}
 
 // The API's methods per path come from the route declarations (lib/api/routes.ts): a method a path
 // does not declare is a 405 that lists the ones it does (RFC 9110's Allow header).
