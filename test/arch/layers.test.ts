@@ -1,25 +1,11 @@
 // The layering check (scripts/check-layers.mjs) on small made-up trees: it must catch a
 // forbidden import whatever form the import takes, and pass the directions ARCHITECTURE.md allows.
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { useScratchTrees } from "../helpers/scratch-tree";
+import { describe, expect, it } from "vitest";
 // @ts-expect-error: a plain .mjs script without type declarations
 import { checkLayers, pythonImportCycles, pythonImports } from "../../scripts/check-layers.mjs";
 
-const dirs: string[] = [];
-function tree(files: Record<string, string>): string {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), "tl-layers-"));
-  dirs.push(root);
-  for (const [rel, text] of Object.entries(files)) {
-    fs.mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
-    fs.writeFileSync(path.join(root, rel), text);
-  }
-  return root;
-}
-afterEach(() => {
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
+const tree = useScratchTrees("tl-layers-");
 
 describe("checkLayers", () => {
   it("rejects a component that imports lib/db, through the alias, a relative path or a type import", () => {

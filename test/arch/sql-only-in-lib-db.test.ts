@@ -6,9 +6,9 @@
 // allows it with a reason. An exception that no longer matches anything fails too, so the list
 // only shrinks.
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { useScratchTrees } from "../helpers/scratch-tree";
+import { describe, expect, it } from "vitest";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
@@ -133,19 +133,7 @@ function checkSqlPlacement(root: string, exceptions: Exception[] = EXCEPTIONS): 
   return { findings, stale: exceptions.filter((x) => !used.has(x)) };
 }
 
-const dirs: string[] = [];
-function tree(files: Record<string, string>): string {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), "tl-sql-"));
-  dirs.push(root);
-  for (const [rel, text] of Object.entries(files)) {
-    fs.mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
-    fs.writeFileSync(path.join(root, rel), text);
-  }
-  return root;
-}
-afterEach(() => {
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
+const tree = useScratchTrees("tl-sql-");
 
 describe("SQL only in lib/db", () => {
   it("this repository has no SQL statement outside lib/db but the listed exceptions, and every exception is still needed", () => {
