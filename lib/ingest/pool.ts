@@ -55,15 +55,15 @@ function newLane(slot: number, pg: boolean): Lane {
   if (pg) {
     // advanced serialization carries the body's Uint8Array as bytes (no JSON of it)
     const child = fork(boot, [], { execArgv: [], serialization: "advanced", env: { ...process.env, TURNLENS_INGEST_CHILD: "1" }, stdio: "inherit" });
-    child.on("message", answer);
-    child.on("error", fail);
-    child.on("exit", (code, signal) => fail(new Error(`ingest process exited (${signal ?? `code ${code}`})`)));
     // an idle process never keeps its parent alive; one with requests in flight does
     child.unref();
     child.channel?.unref();
-    child.on("message", () => {
+    child.on("message", (r: IngestReply) => {
+      answer(r);
       if (pending.size === 0) child.channel?.unref();
     });
+    child.on("error", fail);
+    child.on("exit", (code, signal) => fail(new Error(`ingest process exited (${signal ?? `code ${code}`})`)));
     lane = {
       send: (req) => {
         child.channel?.ref();
