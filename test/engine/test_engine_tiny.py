@@ -146,19 +146,24 @@ def test_shared_prompt_forward_equals_one_forward_per_sample(engine):
     gen = engine.call("generate", prompts=["S F", GRIDS[0], GRIDS[1], "H"], n=3, max_new_tokens=5, seed=2)
     prompts = [r["prompt_ids"] for r in gen["responses"]]
     responses = [r["response_ids"] for r in gen["responses"]]
-    masks = [[1] * len(x) if i % 4 else [0] + [1] * (len(x) - 1) for i, x in enumerate(responses)]
-    prep = prepare(b, prompts, responses, [None] * len(prompts), masks)
-    idx = torch.tensor([0, 1, 4, 6, 7, 9, 11])
-    r, c = prep.keep[idx].nonzero(as_tuple=True)
-    grads = []
-    for fn in (b.response_logits, lambda *a, **k: Backend.response_logits(b, *a, **k)):
-        b.model.zero_grad()
-        out = fn(prep, idx, r, c)
-        out.logsumexp(-1).sum().backward()
-        grads.append((out.detach(), [p.grad.clone() for p in b.model.parameters()]))
-    assert torch.allclose(grads[0][0], grads[1][0], atol=1e-5)
-    for g0, g1 in zip(grads[0][1], grads[1][1]):
-        assert torch.allclose(g0, g1, atol=1e-5)
+    ragged = [[1] * len(x) if i % 4 else [0] + [1] * (len(x) - 1) for i, x in enumerate(responses)]
+    # only each response's first token scored (one-move actions, the forced letters dropped):
+    # the fast path skips the forward of the later tokens
+    first_only = [[1] + [0] * (len(x) - 1) for x in responses]
+    assert max(len(x) for x in responses) > 1
+    for masks in (ragged, first_only):
+        prep = prepare(b, prompts, responses, [None] * len(prompts), masks)
+        idx = torch.tensor([0, 1, 4, 6, 7, 9, 11])
+        r, c = prep.keep[idx].nonzero(as_tuple=True)
+        grads = []
+        for fn in (b.response_logits, lambda *a, **k: Backend.response_logits(b, *a, **k)):
+            b.model.zero_grad()
+            out = fn(prep, idx, r, c)
+            out.logsumexp(-1).sum().backward()
+            grads.append((out.detach(), [p.grad.clone() for p in b.model.parameters()]))
+        assert torch.allclose(grads[0][0], grads[1][0], atol=1e-5)
+        for g0, g1 in zip(grads[0][1], grads[1][1]):
+            assert torch.allclose(g0, g1, atol=1e-5)
 
 
 def test_sampling_options(engine):

@@ -170,7 +170,9 @@ class TinyBackend(Backend):
             first = model(p_ids, key_mask=p_mask, cache=cache)[:, -1]  # (u, V) predicts response token 0
         sel = first[inv[r]]  # (N, V)
         Lr = int(batch.resp_len[idx].max())
-        if Lr > 1:  # tokens 1.. of the responses, on top of their prompt's keys/values
+        # tokens 1.. of the responses, on top of their prompt's keys/values; skipped when none of
+        # them is scored (one-move actions: the letters after the first are forced and dropped)
+        if Lr > 1 and bool((c > 0).any()):
             r_in = batch.resp[idx, : Lr - 1]  # (b, Lr - 1)
             r_mask = (torch.arange(Lr - 1, device=r_in.device) < batch.resp_len[idx].unsqueeze(1) - 1).long()
             key_mask = torch.cat([p_mask[inv], r_mask], dim=1)  # (b, Tp + Lr - 1)
