@@ -162,6 +162,7 @@ export const updateResultSchema = z.object({
     "losses/kl": numOrNull,
     "losses/entropy": numOrNull,
     "losses/clip_frac": numOrNull,
+    "losses/dual_clip_frac": numOrNull,
     "losses/approx_kl": numOrNull,
     "losses/grad_norm": numOrNull,
     "perf/num_tokens": int,
@@ -366,6 +367,13 @@ export const updateParamsSchema = z.strictObject({
   clip_ratio: z.number().min(0).default(0.2).describe("epsilon; `clip_ratio_low` / `clip_ratio_high` set the two sides separately (clip-higher)"),
   clip_ratio_low: z.number().min(0).max(1).optional().describe("default: `clip_ratio`"),
   clip_ratio_high: z.number().min(0).optional().describe("default: `clip_ratio`"),
+  clip_ratio_c: z
+    .number()
+    .gt(1)
+    .default(3)
+    .describe(
+      "dual-clip bound c: where A < 0 the loss is at most -c A, however far the ratio grew (verl's `clip_ratio_c`, default 3). Without it an explored action the policy gave ~0 probability gets a ratio of e^20 and one sample steers the whole step",
+    ),
   kl_coef: z.number().min(0).optional().describe("beta (default: init's `kl_coef`); > 0 needs the reference kept at init"),
   kl_estimator: klEstimatorSchema
     .default("k3")

@@ -19,7 +19,7 @@ export const LAUNCH_LAYOUTS: Record<string, SectionLayout[]> = {
     {
       title: "Optimisation",
       basic: ["lr", "epochs"],
-      advanced: ["minibatchSize", "clipRatio", "lrDecayAfter", "klCoef", "klEstimator", "entropyCoef", "lossAggregation", "dropZeroAdvantage"],
+      advanced: ["minibatchSize", "clipRatio", "clipRatioC", "lrDecayAfter", "klCoef", "klEstimator", "entropyCoef", "lossAggregation", "dropZeroAdvantage"],
     },
     { title: "Rollout", basic: ["groupSize", "groupsPerStep", "context"], advanced: ["temperature", "explorationEpsilon", "maxNewTokens"] },
     { title: "Evaluation", basic: ["evalInterval", "evalEpisodes"], advanced: ["targetSuccess"] },

@@ -56,7 +56,12 @@ export const trainConfigSchema = z
     model: z
       .discriminatedUnion("kind", [tinyModelSchema, hfModelSchema])
       .default({ kind: "tiny", layers: 2, heads: 4, dModel: 64, contextLength: 64, tokenizer: "char" }),
-    lr: z.number().positive().max(1).default(1e-3).describe("AdamW learning rate (the demo: held-out success 0.69 at step 30 with 1e-3, 0.49 with 3e-4)."),
+    lr: z
+      .number()
+      .positive()
+      .max(1)
+      .default(1e-3)
+      .describe("AdamW learning rate (the demo, before the entropy bonus: held-out success 0.69 at step 30 with 1e-3, 0.49 with 3e-4)."),
     lrDecayAfter: z.number().min(0).max(1).default(0.8).describe("Halve the learning rate once greedy eval success reaches this (0 disables)."),
     temperature: z.number().positive().max(5).default(1).describe("Sampling temperature of the rollouts."),
     explorationEpsilon: z
@@ -71,9 +76,20 @@ export const trainConfigSchema = z
     epochs: z.number().int().min(1).max(16).default(2).describe("PPO epochs over each batch."),
     minibatchSize: z.number().int().min(1).max(65_536).default(512).describe("Samples per optimiser step."),
     clipRatio: z.number().min(0).max(1).default(0.2).describe("PPO clip range."),
+    clipRatioC: z
+      .number()
+      .gt(1)
+      .default(3)
+      .describe("Dual clip: where the advantage is negative, the loss of a token is at most c times it, however large its ratio (verl's clip_ratio_c)."),
     klCoef: z.number().min(0).default(0).describe("KL penalty to the frozen initial policy (0 disables)."),
     klEstimator: klEstimatorSchema.default("k3"),
-    entropyCoef: z.number().min(0).default(0).describe("Entropy bonus coefficient."),
+    entropyCoef: z
+      .number()
+      .min(0)
+      .default(0.01)
+      .describe(
+        "Entropy bonus coefficient: keeps the policy from collapsing onto one action before it has found the detours (the demo: 0.905 held-out success at step 100 with 0.01, a plateau near 0.84 with 0).",
+      ),
     lossAggregation: z.enum(["token-mean", "seq-mean-token-mean"]).default("token-mean"),
     dropZeroAdvantage: z.boolean().default(true).describe("Skip samples whose advantage is exactly 0 (they carry no gradient signal)."),
     evalInterval: z.number().int().min(1).default(10).describe("Greedy evaluation on held-out tasks every this many steps."),

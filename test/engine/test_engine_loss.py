@@ -58,6 +58,34 @@ def test_clip_higher_and_negative_advantages():
     assert out["clip_frac"].item() == 0.0
 
 
+def test_dual_clip_caps_the_loss_of_negative_advantages():
+    # A = -1, r = e^3 = 20.09: plain PPO-clip gives -A r = 20.09; the dual clip caps it at -c A = 3
+    cfg = L.PPOConfig()
+    assert cfg.clip_ratio_c == 3.0  # verl's default
+    logp = t(3.0).requires_grad_()
+    out = L.ppo_loss(logp, t(0.0), t(-1.0), t(1.0), cfg)
+    assert out["pg_loss"].item() == pytest.approx(3.0, abs=1e-6)
+    assert out["dual_clip_frac"].item() == 1.0
+    out["loss"].backward()
+    assert logp.grad.item() == 0.0  # capped: this token no longer pushes the step
+    # below the cap (r = 2 < c), and for positive advantages, the dual clip changes nothing
+    out = L.ppo_loss(t(math.log(2.0)), t(0.0), t(-1.0), t(1.0), cfg)
+    assert out["pg_loss"].item() == pytest.approx(2.0, abs=1e-6) and out["dual_clip_frac"].item() == 0.0
+    out = L.ppo_loss(t(3.0), t(0.0), t(1.0), t(1.0), cfg)
+    assert out["pg_loss"].item() == pytest.approx(-1.2, abs=1e-6) and out["dual_clip_frac"].item() == 0.0
+    # a larger c caps later
+    out = L.ppo_loss(t(3.0), t(0.0), t(-1.0), t(1.0), L.PPOConfig(clip_ratio_c=10.0))
+    assert out["pg_loss"].item() == pytest.approx(10.0, abs=1e-6)
+
+
+def test_log_ratio_is_clamped_before_exp():
+    # an explored action the old policy gave probability e^-90: the ratio must stay finite
+    out = L.ppo_loss(t(0.0), t(-90.0), t(1.0), t(1.0), L.PPOConfig())
+    assert out["pg_loss"].item() == pytest.approx(-1.2, abs=1e-6)
+    assert math.isfinite(out["approx_kl"].item())
+    assert out["approx_kl"].item() == pytest.approx(math.exp(20.0) - 1.0 - 20.0, rel=1e-5)
+
+
 def test_kl_estimators_hand_computed():
     logp, ref = t(-1.0, -0.5), t(-1.5, -0.25)
     # k1 = logp - ref = [0.5, -0.25]

@@ -11,6 +11,8 @@ References:
 * KL estimators k1/k2/k3: J. Schulman, "Approximating KL Divergence" (2020 blog post).
 * The KL penalty in the loss (not in the reward): GRPO, Shao et al. 2024 (DeepSeekMath).
 * Asymmetric clip range (clip-higher): DAPO, Yu et al. 2025.
+* Dual clip for negative advantages: Ye et al. 2019, "Mastering Complex Control in MOBA Games with
+  Deep Reinforcement Learning" (arXiv:1912.09729), Eq. 5; verl's ``clip_ratio_c``.
 * Aggregation modes: named as in verl.
 """
 
@@ -108,6 +110,8 @@ class PPOConfig:
     """epsilon below 1: the ratio is clipped at 1 - clip_ratio_low."""
     clip_ratio_high: float = UpdateParams.clip_ratio
     """epsilon above 1: the ratio is clipped at 1 + clip_ratio_high (clip-higher if larger)."""
+    clip_ratio_c: float = UpdateParams.clip_ratio_c
+    """c > 1 of dual-clip PPO: where A < 0 the per-token loss is at most -c A."""
     kl_coef: float = InitParams.kl_coef
     """beta: weight of the KL(pi || pi_ref) penalty added to the loss."""
     kl_estimator: str = UpdateParams.kl_estimator
@@ -136,7 +140,7 @@ class PPOConfig:
 # The loss of one micro-batch
 # ---------------------------------------------------------------------------------------------
 
-STATS = ("loss", "pg_loss", "kl", "entropy", "clip_frac", "approx_kl")
+STATS = ("loss", "pg_loss", "kl", "entropy", "clip_frac", "dual_clip_frac", "approx_kl")
 
 
 def ppo_loss(
@@ -151,14 +155,19 @@ def ppo_loss(
     """PPO-clip loss over N tokens; all inputs (N,) except cfg.
 
     Returns 0-d tensors named as STATS: loss (differentiable), pg_loss, kl, entropy, clip_frac,
-    approx_kl, each aggregated with ``weights`` (so a sum over micro-batches is the minibatch
+    dual_clip_frac, approx_kl, each aggregated with ``weights`` (so a sum over micro-batches is the minibatch
     value). ``kl`` is 0 when ref_logp is None; ``entropy`` 0 when entropy is None.
     """
-    log_ratio = logp - old_logp  # log r_t = log pi(a_t|s_t) - log pi_old(a_t|s_t)
+    # log r_t = log pi(a_t|s_t) - log pi_old(a_t|s_t), clamped to +-20 before exp as verl does: an
+    # explored action pi_old gave ~0 probability would otherwise overflow r_t
+    log_ratio = torch.clamp(logp - old_logp, -20.0, 20.0)
     ratio = torch.exp(log_ratio)  # r_t
     pg1 = -advantages * ratio  # -r_t A_t
     pg2 = -advantages * torch.clamp(ratio, 1.0 - cfg.clip_ratio_low, 1.0 + cfg.clip_ratio_high)  # -clip(r_t) A_t
-    pg = torch.maximum(pg1, pg2)  # -L^CLIP_t = -min(r_t A_t, clip(r_t, 1-eps, 1+eps) A_t)   (Eq. 7)
+    clipped = torch.maximum(pg1, pg2)  # -L^CLIP_t = -min(r_t A_t, clip(r_t, 1-eps, 1+eps) A_t)   (Eq. 7)
+    # Dual clip (Ye et al. 2020, Eq. 5): for A_t < 0 the clip above leaves r_t unbounded from above,
+    # so the loss is capped at -c A_t:  -L_t = min(-c A_t, -L^CLIP_t)  where A_t < 0
+    pg = torch.where(advantages < 0, torch.minimum(-cfg.clip_ratio_c * advantages, clipped), clipped)
     pg_loss = (weights * pg).sum()
     loss = pg_loss
 
@@ -174,6 +183,7 @@ def ppo_loss(
 
     with torch.no_grad():
         clip_frac = (weights * (pg2 > pg1).float()).sum()  # share of tokens where the clip is active
+        dual_clip_frac = (weights * (pg < clipped).float()).sum()  # share where the dual clip is
         approx_kl = (weights * ((ratio - 1.0) - log_ratio)).sum()  # k3 estimate of KL(pi_old || pi)
     return {
         "loss": loss,
@@ -181,6 +191,7 @@ def ppo_loss(
         "kl": kl.detach(),
         "entropy": ent.detach(),
         "clip_frac": clip_frac,
+        "dual_clip_frac": dual_clip_frac,
         "approx_kl": approx_kl,
     }
 

@@ -267,6 +267,8 @@ class UpdateParams:
     """default: `clip_ratio` [number ≥ 0 ≤ 1]"""
     clip_ratio_high: float | None = None
     """default: `clip_ratio` [number ≥ 0]"""
+    clip_ratio_c: float = 3.0
+    """dual-clip bound c: where A < 0 the loss is at most -c A, however far the ratio grew (verl's `clip_ratio_c`, default 3). Without it an explored action the policy gave ~0 probability gets a ratio of e^20 and one sample steers the whole step [number > 1]"""
     kl_coef: float | None = None
     """beta (default: init's `kl_coef`); > 0 needs the reference kept at init [number ≥ 0]"""
     kl_estimator: UpdateKlEstimator = "k3"
@@ -300,6 +302,7 @@ class UpdateParams:
                 "clip_ratio": float,
                 "clip_ratio_low": float,
                 "clip_ratio_high": float,
+                "clip_ratio_c": float,
                 "kl_coef": float,
                 "entropy_coef": float,
                 "max_grad_norm": float,
@@ -455,6 +458,7 @@ UpdateMetrics = TypedDict(
         "losses/kl": float | None,
         "losses/entropy": float | None,
         "losses/clip_frac": float | None,
+        "losses/dual_clip_frac": float | None,
         "losses/approx_kl": float | None,
         "losses/grad_norm": float | None,
         "perf/num_tokens": int,

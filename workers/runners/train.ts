@@ -184,6 +184,7 @@ async function trainAttempt(ctx: JobContext, runId: string, cfg: TrainConfig) {
         const upd = await engine.update({
           samples,
           clip_ratio: cfg.clipRatio,
+          clip_ratio_c: cfg.clipRatioC,
           kl_coef: cfg.klCoef,
           kl_estimator: cfg.klEstimator,
           entropy_coef: cfg.entropyCoef,

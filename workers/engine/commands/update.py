@@ -27,6 +27,7 @@ def read_config(q: UpdateParams, state: EngineState) -> PPOConfig:
     return PPOConfig(
         clip_ratio_low=given(q.clip_ratio_low, q.clip_ratio),
         clip_ratio_high=given(q.clip_ratio_high, q.clip_ratio),
+        clip_ratio_c=q.clip_ratio_c,
         kl_coef=given(q.kl_coef, state.cfg.kl_coef),
         kl_estimator=q.kl_estimator,
         entropy_coef=q.entropy_coef,
@@ -110,6 +111,7 @@ def run(state: EngineState, q: UpdateParams) -> UpdateResult:
             "losses/kl": mean.get("kl") if cfg.kl_coef > 0 else None,
             "losses/entropy": mean.get("entropy"),
             "losses/clip_frac": mean.get("clip_frac"),
+            "losses/dual_clip_frac": mean.get("dual_clip_frac"),
             "losses/approx_kl": mean.get("approx_kl"),
             "losses/grad_norm": mean.get("grad_norm"),
             "perf/num_tokens": int(batch.keep.sum()),
