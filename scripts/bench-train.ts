@@ -2,7 +2,7 @@
 // Trains the launch form's default config (a tiny transformer on random 6x6 FrozenLake maps,
 // GiGPO) until greedy success on 200 held-out maps (distinct maps training never draws, see
 // lib/envs/heldout.ts) reaches 0.9, and prints the wall time to get there beside the random
-// policy's and a scripted heuristic's success on the same maps, and the held-out maps training
+// policy's, two scripted heuristics' and breadth-first search's success on the same maps, and the held-out maps training
 // drew (eval/train_overlap, must be 0), the time to beat the scripted rule, the throughput (rollout
 // turns/s, update samples/s and optimizer steps/s) and the load average. Target: under 10 minutes.
 //   flags: --target 0.9  --max-minutes 15  --config extra.json (overrides merged into the defaults)
@@ -50,18 +50,59 @@ const successRate = (policy: (e: Env, i: number) => string) =>
   seeds.filter((s, i) => playEpisode(env, s, (e) => policy(e, i), { recordView: false }).success).length / seeds.length;
 const rngs = seeds.map((s) => createRng(`bench-random-${s}`));
 const random = successRate((e, i) => randomAction(e, rngs[i]));
+/** The FrozenLake map an env shows and the player's cell. */
+const gridOf = (e: Env) => {
+  const v = e.view();
+  if (v.kind !== "grid") throw new Error("frozenlake view is not a grid");
+  const r = v.cells.findIndex((row) => row.includes("P"));
+  return { cells: v.cells, r, c: v.cells[r].indexOf("P") };
+};
+const MOVES = [
+  ["right", 0, 1],
+  ["down", 1, 0],
+  ["left", 0, -1],
+  ["up", -1, 0],
+] as const;
+const safe = (cells: string[][], r: number, c: number) => cells[r]?.[c] !== undefined && cells[r][c] !== "H";
+const frozenLake = cfg.envId === "frozenlake";
 /** "Right if safe, else down": the obvious rule to beat (0.75 on 4x4 maps, 0.485 on these 6x6 ones). */
-const heuristic =
-  cfg.envId === "frozenlake"
-    ? successRate((e) => {
-        const v = e.view();
-        if (v.kind !== "grid") throw new Error("frozenlake view is not a grid");
-        const r = v.cells.findIndex((row) => row.includes("P"));
-        const c = v.cells[r].indexOf("P");
-        const right = v.cells[r][c + 1];
-        return right !== undefined && right !== "H" ? "right" : "down";
-      })
-    : null;
+const heuristic = frozenLake
+  ? successRate((e) => {
+      const { cells, r, c } = gridOf(e);
+      return safe(cells, r, c + 1) ? "right" : "down";
+    })
+  : null;
+/** A smarter rule: the first safe move of right, down, left, up, never straight back where it came from. */
+const lastMove = new Map<number, string>();
+const smarter = frozenLake
+  ? successRate((e, i) => {
+      const { cells, r, c } = gridOf(e);
+      const back: Record<string, string> = { right: "left", left: "right", down: "up", up: "down" };
+      const prev = lastMove.get(i);
+      const pick = MOVES.find(([m, dr, dc]) => safe(cells, r + dr, c + dc) && m !== (prev ? back[prev] : undefined)) ?? MOVES[1];
+      lastMove.set(i, pick[0]);
+      return pick[0];
+    })
+  : null;
+/** Breadth-first search on the map the policy sees: the first move of a shortest path (the ceiling, 1.0 on solvable maps). */
+const bfs = frozenLake
+  ? successRate((e) => {
+      const { cells, r, c } = gridOf(e);
+      const key = (y: number, x: number) => `${y},${x}`;
+      const first = new Map<string, string>([[key(r, c), ""]]);
+      const queue: [number, number][] = [[r, c]];
+      while (queue.length) {
+        const [y, x] = queue.shift()!;
+        if (cells[y][x] === "G") return first.get(key(y, x))!;
+        for (const [m, dy, dx] of MOVES)
+          if (safe(cells, y + dy, x + dx) && !first.has(key(y + dy, x + dx))) {
+            first.set(key(y + dy, x + dx), first.get(key(y, x)) || m);
+            queue.push([y + dy, x + dx]);
+          }
+      }
+      return "down";
+    })
+  : null;
 
 // ---- train: the same launch path as the UI, one worker running this job
 const loadAtStart = os.loadavg();
@@ -112,6 +153,8 @@ console.log(`\n| policy | greedy success on ${seeds.length} held-out maps | time
 console.log(`| --- | --- | --- |`);
 console.log(`| random admissible action | ${random.toFixed(3)} | - |`);
 if (heuristic !== null) console.log(`| scripted "right if safe, else down" | ${heuristic.toFixed(3)} | - |`);
+if (smarter !== null) console.log(`| scripted "first safe move of right, down, left, up, never straight back" | ${smarter.toFixed(3)} | - |`);
+if (bfs !== null) console.log(`| breadth-first search on the map (shortest path) | ${bfs.toFixed(3)} | - |`);
 console.log(
   hit >= 0
     ? `| trained (${cfg.estimator}), first eval >= ${target} at step ${evals.steps[hit]} | ${evals.values[hit].toFixed(3)} | ${(evals.wallTimes[hit] - runStart.getTime() / 1000).toFixed(0)} s |`

@@ -238,7 +238,7 @@ processes under \`nice -n ${NICE}\`. Runs are stored in the database it ran agai
 The demo config (the train config's defaults, [training.md](../training.md#the-default-config-the-demo)):
 ${cfg.envId} ${JSON.stringify(cfg.envConfig) === "{}" ? "with its default config (random 6x6 maps, the player's four neighbours as a last line of the observation)" : JSON.stringify(cfg.envConfig)},
 a tiny transformer trained from scratch (${cfg.model.kind === "tiny" ? `${cfg.model.layers} layers, d_model ${cfg.model.dModel}, ${cfg.model.tokenizer} tokens` : cfg.model.kind}),
-${cfg.groupsPerStep} tasks x G = ${cfg.groupSize} rollouts per step, PPO-clip ${cfg.clipRatio}, ${cfg.epochs} epochs, lr ${cfg.lr} (halved once held-out success
+${cfg.groupsPerStep} tasks x G = ${cfg.groupSize} rollouts per step, PPO-clip ${cfg.clipRatio} with dual clip ${cfg.clipRatioC}, entropy bonus ${cfg.entropyCoef}, ${cfg.epochs} epochs, lr ${cfg.lr} (halved once held-out success
 reaches ${cfg.lrDecayAfter}), ${Math.round(cfg.explorationEpsilon * 100)} % epsilon exploration, turns with a zero advantage dropped, 1 torch thread per run.
 The two arms differ only in \`estimator\` (lib/credit defaults: GRPO normalises the episode return within each
 group of G; GiGPO adds step-level groups keyed by the anchor state, here the grid the policy saw, gamma 0.95,
