@@ -183,21 +183,31 @@ export function generateFrozenLakeMap(size: number, holeProbability: number, see
 
 /** BFS from the start to the goal over non-hole cells; null when unreachable. */
 export function shortestPathLength(map: string[]): number | null {
+  return shortestPath(map, 0, 0)?.length ?? null;
+}
+
+/**
+ * BFS from cell (row, col) to the goal over non-hole cells: a shortest path's length and its first
+ * move (null when already at the goal); null when the goal is unreachable.
+ */
+export function shortestPath(map: string[], row: number, col: number): { length: number; firstMove: Move | null } | null {
   const n = map.length;
-  const dist = new Map<number, number>([[0, 0]]);
-  const queue = [0];
+  const start = row * n + col;
+  const seen = new Map<number, { dist: number; first: Move | null }>([[start, { dist: 0, first: null }]]);
+  const queue = [start];
   for (let qi = 0; qi < queue.length; qi++) {
     const cur = queue[qi];
     const r = Math.floor(cur / n);
     const c = cur % n;
-    if (map[r][c] === "G") return dist.get(cur)!;
-    for (const [dr, dc] of Object.values(DELTA)) {
+    const at = seen.get(cur)!;
+    if (map[r][c] === "G") return { length: at.dist, firstMove: at.first };
+    for (const [move, [dr, dc]] of Object.entries(DELTA) as [Move, [number, number]][]) {
       const nr = r + dr;
       const nc = c + dc;
       if (nr < 0 || nc < 0 || nr >= n || nc >= n || map[nr][nc] === "H") continue;
       const k = nr * n + nc;
-      if (!dist.has(k)) {
-        dist.set(k, dist.get(cur)! + 1);
+      if (!seen.has(k)) {
+        seen.set(k, { dist: at.dist + 1, first: at.first ?? move });
         queue.push(k);
       }
     }

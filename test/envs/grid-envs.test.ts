@@ -1,7 +1,7 @@
 // Sokoban and FrozenLake: every generated instance is solvable (an independent BFS finds a
 // plan) and replaying the plan in the environment succeeds with the documented rewards.
 import { describe, expect, it } from "vitest";
-import { FrozenLakeEnv, frozenLakeConfigSchema } from "../../lib/envs/frozenlake";
+import { FrozenLakeEnv, frozenLakeConfigSchema, shortestPath } from "../../lib/envs/frozenlake";
 import { SOKOBAN_REWARD, SokobanEnv, sokobanConfigSchema } from "../../lib/envs/sokoban";
 import { solveFrozenLakeBfs, solveSokobanBfs } from "./solvers";
 
@@ -99,6 +99,26 @@ describe("frozenlake", () => {
       let last = null;
       for (const move of plan!) last = env.step(move);
       expect(last).toMatchObject({ reward: 1, done: true, info: { success: true } });
+    }
+  });
+
+  it("shortestPath: its length equals an independent BFS, and following its first move reaches the goal in that many moves", () => {
+    const env = new FrozenLakeEnv(frozenLakeConfigSchema.parse({ size: 6, maxTurns: 100 }));
+    for (let seed = 0; seed < 200; seed++) {
+      env.reset(seed);
+      const map = env.state.map;
+      const plan = solveFrozenLakeBfs(map)!;
+      expect(shortestPath(map, 0, 0)?.length, `seed ${seed}`).toBe(plan.length);
+      let [r, c, moves, last] = [0, 0, 0, null as ReturnType<FrozenLakeEnv["step"]> | null];
+      for (let next = shortestPath(map, r, c); next?.firstMove; next = shortestPath(map, r, c)) {
+        expect(next.length).toBe(plan.length - moves);
+        last = env.step(next.firstMove);
+        moves++;
+        [r, c] = [env.state.row, env.state.col];
+      }
+      expect(moves).toBe(plan.length);
+      expect(last).toMatchObject({ reward: 1, done: true });
+      expect(shortestPath(map, r, c)).toEqual({ length: 0, firstMove: null });
     }
   });
 
