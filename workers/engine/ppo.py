@@ -155,8 +155,8 @@ def ppo_loss(
     """PPO-clip loss over N tokens; all inputs (N,) except cfg.
 
     Returns 0-d tensors named as STATS: loss (differentiable), pg_loss, kl, entropy, clip_frac,
-    dual_clip_frac, approx_kl, each aggregated with ``weights`` (so a sum over micro-batches is the minibatch
-    value). ``kl`` is 0 when ref_logp is None; ``entropy`` 0 when entropy is None.
+    dual_clip_frac, approx_kl, each aggregated with ``weights`` (so a sum over micro-batches is the
+    minibatch value). ``kl`` is 0 when ref_logp is None; ``entropy`` 0 when entropy is None.
     """
     # log r_t = log pi(a_t|s_t) - log pi_old(a_t|s_t), clamped to +-20 before exp as verl does: an
     # explored action pi_old gave ~0 probability would otherwise overflow r_t
@@ -165,7 +165,7 @@ def ppo_loss(
     pg1 = -advantages * ratio  # -r_t A_t
     pg2 = -advantages * torch.clamp(ratio, 1.0 - cfg.clip_ratio_low, 1.0 + cfg.clip_ratio_high)  # -clip(r_t) A_t
     clipped = torch.maximum(pg1, pg2)  # -L^CLIP_t = -min(r_t A_t, clip(r_t, 1-eps, 1+eps) A_t)   (Eq. 7)
-    # Dual clip (Ye et al. 2020, Eq. 5): for A_t < 0 the clip above leaves r_t unbounded from above,
+    # Dual clip (Ye et al. 2019, Eq. 5): for A_t < 0 the clip above leaves r_t unbounded from above,
     # so the loss is capped at -c A_t:  -L_t = min(-c A_t, -L^CLIP_t)  where A_t < 0
     pg = torch.where(advantages < 0, torch.minimum(-cfg.clip_ratio_c * advantages, clipped), clipped)
     pg_loss = (weights * pg).sum()
