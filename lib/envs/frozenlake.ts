@@ -33,12 +33,29 @@ export const frozenLakeConfigSchema = z.strictObject({
     .describe(
       "Add a last line to the observation: the cells left, down, right and up of the player (# beyond the edge). A tiny model trained from scratch learns several times faster with it than from the bare grid, where it must first learn where the player's neighbours are.",
     ),
+  farNeighbours: z
+    .boolean()
+    .default(true)
+    .describe(
+      "Add a line of the eight cells two moves from the player: left-left, down-left, down-down, down-right, right-right, up-right, up-up, up-left (# beyond the edge). With it a tiny model sees a dead end one move before it walks in; without it, the demo's policy plateaued at 0.74-0.84 held-out success, and 23 of the 32 maps it failed began with a step into such a dead end.",
+    ),
 });
 export type FrozenLakeConfig = z.infer<typeof frozenLakeConfigSchema>;
 
 export const FROZENLAKE_ACTIONS = ["left", "down", "right", "up"] as const;
 type Move = (typeof FROZENLAKE_ACTIONS)[number];
 const DELTA: Record<Move, [number, number]> = { left: [0, -1], down: [1, 0], right: [0, 1], up: [-1, 0] };
+/** The cells two moves from the player, clockwise from left-left (the `farNeighbours` line). */
+const TWO_AWAY: [number, number][] = [
+  [0, -2],
+  [1, -1],
+  [2, 0],
+  [1, 1],
+  [0, 2],
+  [-1, 1],
+  [-2, 0],
+  [-1, -1],
+];
 // Slipping turns the move 90 degrees either way (Gymnasium: (a-1)%4, a, (a+1)%4).
 const SIDEWAYS: Record<Move, [Move, Move]> = { left: ["up", "down"], down: ["left", "right"], right: ["down", "up"], up: ["right", "left"] };
 const ALIASES: Record<string, string> = {
@@ -119,7 +136,10 @@ export class FrozenLakeEnv extends BaseEnv {
     return [
       "You are walking on a frozen lake. Reach the goal G without stepping into a hole H.",
       "Symbols: P you, F frozen (safe), H hole, G goal. Row 1 is the top.",
-      this.config.neighbours ? "The last line shows the cells left, down, right and up of you, in that order (# is beyond the edge)." : "",
+      this.config.neighbours ? "The next line shows the cells left, down, right and up of you, in that order (# is beyond the edge)." : "",
+      this.config.farNeighbours
+        ? "The last line shows the cells two moves away: left-left, down-left, down-down, down-right, right-right, up-right, up-up, up-left."
+        : "",
       this.config.slippery ? "The ice is slippery: you may slide to the side instead of moving where you chose." : "",
       "Each turn, answer with one move: left, down, right or up, e.g. <action>right</action>.",
       "Reward: 1 when you reach the goal, 0 otherwise.",
@@ -146,14 +166,15 @@ export class FrozenLakeEnv extends BaseEnv {
   }
 
   private render(): string {
-    const grid = this.rows().join("\n");
-    if (!this.config.neighbours) return grid;
+    const lines = this.rows();
     const n = this.config.size;
-    const cell = (m: Move) => {
-      const [r, c] = [this.row + DELTA[m][0], this.col + DELTA[m][1]];
+    const cell = (dr: number, dc: number) => {
+      const [r, c] = [this.row + dr, this.col + dc];
       return r < 0 || c < 0 || r >= n || c >= n ? "#" : this.map[r][c];
     };
-    return `${grid}\n${FROZENLAKE_ACTIONS.map(cell).join("")}`;
+    if (this.config.neighbours) lines.push(FROZENLAKE_ACTIONS.map((m) => cell(...DELTA[m])).join(""));
+    if (this.config.farNeighbours) lines.push(TWO_AWAY.map(([dr, dc]) => cell(dr, dc)).join(""));
+    return lines.join("\n");
   }
 }
 
@@ -219,7 +240,7 @@ export const frozenLakeSpec: EnvSpec<FrozenLakeConfig> = {
   id: "frozenlake",
   title: "FrozenLake",
   description:
-    "Cross a random solvable frozen lake to the goal without falling into a hole (RAGEN / Gymnasium), optionally slippery. Reward 1 at the goal. Observation: the character grid, then (`neighbours`, on by default) a line of the four cells around the player.",
+    "Cross a random solvable frozen lake to the goal without falling into a hole (RAGEN / Gymnasium), optionally slippery. Reward 1 at the goal. Observation: the character grid, then (`neighbours`, on by default) a line of the four cells around the player and (`farNeighbours`, on by default) a line of the eight cells two moves away.",
   configSchema: frozenLakeConfigSchema,
   create: (config) => new FrozenLakeEnv(config),
 };

@@ -10,7 +10,7 @@ export const tinyModelSchema = z
     layers: z.number().int().min(1).max(24).default(2).describe("Transformer blocks."),
     heads: z.number().int().min(1).max(32).default(4).describe("Attention heads per block."),
     dModel: z.number().int().min(8).max(2048).default(64).describe("Width of the residual stream."),
-    contextLength: z.number().int().min(16).max(8192).default(64).describe("Longest prompt + response in tokens."),
+    contextLength: z.number().int().min(16).max(8192).default(80).describe("Longest prompt + response in tokens."),
     tokenizer: z.enum(["char", "word"]).default("char").describe("char: one token per character (grids); word: words of the environments' text."),
   })
   .strict();
@@ -55,7 +55,7 @@ export const trainConfigSchema = z
     restrictToAdmissible: z.boolean().default(true).describe("Sample only admissible actions (where the environment has a finite set)."),
     model: z
       .discriminatedUnion("kind", [tinyModelSchema, hfModelSchema])
-      .default({ kind: "tiny", layers: 2, heads: 4, dModel: 64, contextLength: 64, tokenizer: "char" }),
+      .default({ kind: "tiny", layers: 2, heads: 4, dModel: 64, contextLength: 80, tokenizer: "char" }),
     lr: z
       .number()
       .positive()

@@ -30,7 +30,7 @@ describe("schema fields of the training config", () => {
 
   it("the defaults parse with the server's schema unchanged", () => {
     const d = defaultsOf(fields);
-    expect(d.model).toEqual({ kind: "tiny", layers: 2, heads: 4, dModel: 64, contextLength: 64, tokenizer: "char" });
+    expect(d.model).toEqual({ kind: "tiny", layers: 2, heads: 4, dModel: 64, contextLength: 80, tokenizer: "char" });
     expect(d.context).toEqual({ strategy: "window", turns: 0 });
     expect(trainConfigSchema.parse(d)).toMatchObject(d);
   });

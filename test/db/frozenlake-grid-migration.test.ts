@@ -1,32 +1,41 @@
-// FrozenLake's observation gained the player's neighbours (on by default); the migration writes
-// `neighbours: false` into the config of every FrozenLake run and job made before, so a resumed
-// run or an evaluation of its checkpoints plays the bare grid its model learned on. Runs that say
-// already, other environments and imported runs (their trainers' own configs) are left as they are.
+// FrozenLake's observation gained the player's neighbours, then the cells two moves away (both on
+// by default); each migration writes its field as false into the config of every FrozenLake run
+// and job made before it, so a resumed run or an evaluation of its checkpoints shows the model the
+// observation it learned on. Runs that say already, other environments and imported runs (their
+// trainers' own configs) are left as they are.
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { postgresUnavailable } from "../helpers/postgres";
 import { migrationSql, migrationsBefore, usePostgresClient } from "../helpers/migrations";
 
-const MIGRATION = "20261126024500_frozenlake_existing_runs_keep_bare_grid";
-const T = "2026-11-26T00:00:00.000Z";
-const RUNS: [id: string, jobKind: string | null, config: object][] = [
-  ["train", "train", { envId: "frozenlake", envConfig: { size: 6, maxTurns: 20 }, lr: 0.0003 }],
-  ["baseline", "baseline", { envId: "frozenlake", envConfig: { size: 4 } }],
-  ["said", "train", { envId: "frozenlake", envConfig: { size: 6, neighbours: true } }],
-  ["sokoban", "train", { envId: "sokoban", envConfig: { size: 6 } }],
-  ["imported", null, { envId: "frozenlake", envConfig: { size: 6 } }],
+const MIGRATIONS: [migration: string, field: string][] = [
+  ["20261126024500_frozenlake_existing_runs_keep_bare_grid", "neighbours"],
+  ["20261126120000_frozenlake_existing_runs_keep_one_ring", "farNeighbours"],
 ];
-const WANT: Record<string, object> = {
-  train: { envId: "frozenlake", envConfig: { size: 6, maxTurns: 20, neighbours: false }, lr: 0.0003 },
-  baseline: { envId: "frozenlake", envConfig: { size: 4, neighbours: false } },
-  said: RUNS[2][2],
-  sokoban: RUNS[3][2],
-  imported: RUNS[4][2],
-};
+const T = "2026-11-26T00:00:00.000Z";
 
-async function seed(exec: (sql: string, params: unknown[]) => Promise<unknown>, ph: (i: number) => string) {
+/** The runs stored before the migration, and what their configs must be after it. */
+function cases(field: string) {
+  const runs: [id: string, jobKind: string | null, config: object][] = [
+    ["train", "train", { envId: "frozenlake", envConfig: { size: 6, maxTurns: 20 }, lr: 0.0003 }],
+    ["baseline", "baseline", { envId: "frozenlake", envConfig: { size: 4 } }],
+    ["said", "train", { envId: "frozenlake", envConfig: { size: 6, [field]: true } }],
+    ["sokoban", "train", { envId: "sokoban", envConfig: { size: 6 } }],
+    ["imported", null, { envId: "frozenlake", envConfig: { size: 6 } }],
+  ];
+  const want: Record<string, object> = {
+    train: { envId: "frozenlake", envConfig: { size: 6, maxTurns: 20, [field]: false }, lr: 0.0003 },
+    baseline: { envId: "frozenlake", envConfig: { size: 4, [field]: false } },
+    said: runs[2][2],
+    sokoban: runs[3][2],
+    imported: runs[4][2],
+  };
+  return { runs, want };
+}
+
+async function seed(runs: ReturnType<typeof cases>["runs"], exec: (sql: string, params: unknown[]) => Promise<unknown>, ph: (i: number) => string) {
   await exec(`INSERT INTO "Project" ("id","name","updatedAt") VALUES ('p','p','${T}')`, []);
-  for (const [id, jobKind, config] of RUNS) {
+  for (const [id, jobKind, config] of runs) {
     await exec(`INSERT INTO "Run" ("id","projectId","name","kind","jobKind","config","updatedAt") VALUES (${[1, 2, 3, 4, 5, 6, 7].map(ph).join(",")})`, [
       id,
       "p",
@@ -47,28 +56,31 @@ async function seed(exec: (sql: string, params: unknown[]) => Promise<unknown>, 
   }
 }
 
-function check(runs: [string, string | object][], jobs: [string, string | object][]) {
+function check(want: Record<string, object>, runs: [string, string | object][], jobs: [string, string | object][]) {
   const parse = (v: string | object) => (typeof v === "string" ? JSON.parse(v) : v);
-  expect(Object.fromEntries(runs.map(([id, c]) => [id, parse(c)]))).toEqual(WANT);
+  expect(Object.fromEntries(runs.map(([id, c]) => [id, parse(c)]))).toEqual(want);
   expect(Object.fromEntries(jobs.map(([id, c]) => [id, parse(c)]))).toEqual(
     Object.fromEntries(
-      Object.entries(WANT)
+      Object.entries(want)
         .filter(([k]) => k !== "imported")
         .map(([k, v]) => [`job-${k}`, v]),
     ),
   );
 }
 
-describe(`migration ${MIGRATION}`, () => {
-  it("on SQLite keeps the bare grid for FrozenLake runs and jobs made before, and leaves the rest", async () => {
+describe.each(MIGRATIONS)("migration %s", (migration, field) => {
+  const { runs, want } = cases(field);
+  it(`on SQLite writes ${field}: false into FrozenLake runs and jobs made before, and leaves the rest`, async () => {
     const db = new Database(":memory:");
-    for (const sql of migrationsBefore("sqlite", MIGRATION)) db.exec(sql);
+    for (const sql of migrationsBefore("sqlite", migration)) db.exec(sql);
     await seed(
+      runs,
       async (sql, params) => db.prepare(sql).run(params),
       () => "?",
     );
-    db.exec(migrationSql("sqlite", MIGRATION));
+    db.exec(migrationSql("sqlite", migration));
     check(
+      want,
       db.prepare(`SELECT "id", "config" FROM "Run"`).raw().all() as [string, string][],
       db.prepare(`SELECT "id", "payload" FROM "Job"`).raw().all() as [string, string][],
     );
@@ -77,16 +89,18 @@ describe(`migration ${MIGRATION}`, () => {
 
   const skip = postgresUnavailable();
   describe.skipIf(skip)("on PostgreSQL", () => {
-    const pgClient = usePostgresClient("frozenlake_grid_migration");
-    it("keeps the bare grid for FrozenLake runs and jobs made before, and leaves the rest", async () => {
+    const pgClient = usePostgresClient(`frozenlake_${field.toLowerCase()}_migration`);
+    it(`writes ${field}: false into FrozenLake runs and jobs made before, and leaves the rest`, async () => {
       const client = pgClient();
-      for (const sql of migrationsBefore("postgresql", MIGRATION)) await client.query(sql);
+      for (const sql of migrationsBefore("postgresql", migration)) await client.query(sql);
       await seed(
+        runs,
         (sql, params) => client.query(sql, params),
         (i) => `$${i}`,
       );
-      await client.query(migrationSql("postgresql", MIGRATION));
+      await client.query(migrationSql("postgresql", migration));
       check(
+        want,
         (await client.query({ text: `SELECT "id", "config" FROM "Run"`, rowMode: "array" })).rows as [string, object][],
         (await client.query({ text: `SELECT "id", "payload" FROM "Job"`, rowMode: "array" })).rows as [string, object][],
       );

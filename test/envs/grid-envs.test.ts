@@ -134,18 +134,36 @@ describe("frozenlake", () => {
     }
   });
 
-  it("shows a compact ASCII grid: size rows of size single characters (default 6x6), then the player's four neighbours", () => {
+  it("shows a compact ASCII grid: size rows of size single characters (default 6x6), then the player's four neighbours and the eight cells two moves away", () => {
     const env = new FrozenLakeEnv(frozenLakeConfigSchema.parse({}));
     const obs = env.reset(7);
     const rows = obs.split("\n");
-    expect(rows).toHaveLength(7);
+    expect(rows).toHaveLength(8);
     for (const r of rows.slice(0, 6)) expect(r).toMatch(/^[PFHG]{6}$/);
     expect(obs[0]).toBe("P");
     expect(rows[5].endsWith("G")).toBe(true);
     // left, down, right, up of the start (top-left corner): the edge, row 2's first cell, row 1's second cell, the edge
     expect(rows[6]).toBe(`#${rows[1][0]}${rows[0][1]}#`);
-    const bare = new FrozenLakeEnv(frozenLakeConfigSchema.parse({ neighbours: false })).reset(7);
-    expect(bare).toBe(rows.slice(0, 6).join("\n"));
+    // two moves away, clockwise from left-left: edge, edge, (3,1), (2,2), (1,3), edge, edge, edge
+    expect(rows[7]).toBe(`##${rows[2][0]}${rows[1][1]}${rows[0][2]}###`);
+    // after a move the lines follow the player: from (1,1) (if that cell is safe), up-left is (0,0)
+    const map = env.state.map;
+    const bare = (config: object) => new FrozenLakeEnv(frozenLakeConfigSchema.parse(config)).reset(7);
+    expect(bare({ neighbours: false, farNeighbours: false })).toBe(rows.slice(0, 6).join("\n"));
+    expect(bare({ farNeighbours: false })).toBe(rows.slice(0, 7).join("\n"));
+    expect(bare({ neighbours: false })).toBe([...rows.slice(0, 6), rows[7]].join("\n"));
+    for (let seed = 0; seed < 50; seed++) {
+      env.reset(seed);
+      const m = env.state.map;
+      if (m[0][1] === "H" || m[1][1] === "H") continue;
+      env.step("right");
+      const after = env.step("down").observation.split("\n");
+      // at (1,1): left-left is the edge, down-left (2,0), down-down (3,1), down-right (2,2), right-right (1,3),
+      // up-right (0,2), up-up the edge, up-left (0,0)
+      expect(after[7]).toBe(`#${m[2][0]}${m[3][1]}${m[2][2]}${m[1][3]}${m[0][2]}#F`);
+      return;
+    }
+    throw new Error(`no map with (0,1) and (1,1) safe: ${map.join("/")}`);
   });
 
   it("falling into a hole ends the episode without reward", () => {

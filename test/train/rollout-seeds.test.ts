@@ -28,7 +28,7 @@ describe("sampled rollouts of an untrained policy", () => {
     engine = new EngineClient({ timeoutMs: 120_000 });
     await engine.init({
       model: "tiny",
-      tiny: { n_layer: 2, n_head: 4, d_model: 64, context_length: 64 },
+      tiny: { n_layer: 2, n_head: 4, d_model: 64, context_length: cfg.model.kind === "tiny" ? cfg.model.contextLength : 80 },
       tokenizer: { kind: "char", corpus: ["FHGP\nAction: left down right up"] },
       seed: 0,
       threads: 1,
