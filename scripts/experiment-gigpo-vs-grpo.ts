@@ -236,7 +236,7 @@ processes under \`nice -n ${NICE}\`. Runs are stored in the database it ran agai
 
 ## Set-up
 The demo config (the train config's defaults, [training.md](../training.md#the-default-config-the-demo)):
-${cfg.envId} ${JSON.stringify(cfg.envConfig) === "{}" ? "with its default config (random 6x6 maps, the player's four neighbours as a last line of the observation)" : JSON.stringify(cfg.envConfig)},
+${cfg.envId} ${JSON.stringify(cfg.envConfig) === "{}" ? "with its default config (random 6x6 maps, the player's four neighbours and the eight cells two moves away as the last two lines of the observation)" : JSON.stringify(cfg.envConfig)},
 a tiny transformer trained from scratch (${cfg.model.kind === "tiny" ? `${cfg.model.layers} layers, d_model ${cfg.model.dModel}, ${cfg.model.tokenizer} tokens` : cfg.model.kind}),
 ${cfg.groupsPerStep} tasks x G = ${cfg.groupSize} rollouts per step, PPO-clip ${cfg.clipRatio} with dual clip ${cfg.clipRatioC}, entropy bonus ${cfg.entropyCoef}, ${cfg.epochs} epochs, lr ${cfg.lr} (halved once held-out success
 reaches ${cfg.lrDecayAfter}), ${Math.round(cfg.explorationEpsilon * 100)} % epsilon exploration, turns with a zero advantage dropped, 1 torch thread per run.
