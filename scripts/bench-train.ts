@@ -94,18 +94,17 @@ const smarter = frozenLake
  * scale a trained policy that never turns back sits on: it shows how far ahead it has learned to read.
  */
 const LOOKAHEAD = [1, 2, 3, 4, 6] as const;
+/** Cell (r, c) is safe and reaches the goal by right and down moves, or is still safe after `left` of them. */
+const open = (g: string[][], r: number, c: number, left: number): boolean =>
+  safe(g, r, c) && (g[r][c] === "G" || left === 0 || open(g, r, c + 1, left - 1) || open(g, r + 1, c, left - 1));
 const lookahead = frozenLake
-  ? LOOKAHEAD.map((k) => {
-      const open = (g: string[][], r: number, c: number, left: number): boolean =>
-        safe(g, r, c) && (g[r][c] === "G" || left === 0 || open(g, r, c + 1, left - 1) || open(g, r + 1, c, left - 1));
-      return {
-        k,
-        success: successRate((e) => {
-          const { cells, r, c } = gridOf(e);
-          return open(cells, r, c + 1, k) ? "right" : open(cells, r + 1, c, k) ? "down" : safe(cells, r, c + 1) ? "right" : "down";
-        }),
-      };
-    })
+  ? LOOKAHEAD.map((k) => ({
+      k,
+      success: successRate((e) => {
+        const { cells, r, c } = gridOf(e);
+        return open(cells, r, c + 1, k) ? "right" : open(cells, r + 1, c, k) ? "down" : safe(cells, r, c + 1) ? "right" : "down";
+      }),
+    }))
   : null;
 /** Breadth-first search on the map the policy sees: the first move of a shortest path (the ceiling, 1.0 on solvable maps). */
 const bfs = frozenLake
