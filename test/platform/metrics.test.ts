@@ -83,6 +83,8 @@ describe("writeMetrics + readSeries", () => {
     const overwrite = [11, 4_097, 65_536, 69_990].map((s) => ({ key: "loss", step: s, value: 100 + s, wallTime: 1 }));
     for (const p of overwrite) truth.set(p.step, p.value);
     expect(writeMetrics(runId, overwrite)).toEqual({ inserted: 0, replaced: 4 });
+    // each point's wall time, looked up by step (lib/db/dialect.ts metricRowsAt on each store)
+    const wallTimeOf = (s: number) => (overwrite.some((p) => p.step === s) ? 1 : 1000 + s);
 
     for (const maxPoints of [20, 100, 1500, 5000, 100_000]) {
       const got = readSeries(runId, "loss", { maxPoints });
@@ -90,6 +92,7 @@ describe("writeMetrics + readSeries", () => {
       expect(got.stride).toBe(want.stride);
       expect(got.steps).toEqual(want.steps);
       expect(got.values).toEqual(want.values);
+      expect(got.wallTimes).toEqual(want.steps.map(wallTimeOf));
       expect(got.steps.length).toBeLessThanOrEqual(maxPoints);
     }
     const info = listSeries(runId).find((k) => k.key === "loss")!;
