@@ -7,6 +7,8 @@ import cluster from "node:cluster";
 import next from "next";
 import { register } from "tsx/esm/api";
 import { gracefulServer } from "./graceful-stop.mjs";
+import { inTurn } from "./request-turns.mjs";
+import { apiDispatcher } from "./api-dispatch.mjs";
 
 // TURNLENS_SERVER_PROCESSES (default 1): that many server processes share the port (node:cluster
 // hands each new connection to one of them). lib/db's calls are synchronous, so one process serves
@@ -75,28 +77,37 @@ const METHODS = new Set(["GET", "HEAD", "POST", "DELETE", "OPTIONS", "PUT", "PAT
 const app = next({ dev: false, hostname, port });
 const handle = app.getRequestHandler();
 await app.prepare();
+const dispatchApi = apiDispatcher();
+const uncompiled = ROUTES.filter((r) => !dispatchApi.compiled(r.path)).map((r) => r.path);
+if (uncompiled.length) console.error(`web-server: no compiled route file for ${[...new Set(uncompiled)].join(", ")}; Next serves these`);
 
 function refuse(res, status, error, path, headers = {}) {
   res.writeHead(status, { "content-type": "application/json", ...headers });
   res.end(JSON.stringify({ error, issues: [{ path, message: error }] }));
 }
 
+// Requests start one per event-loop turn, in arrival order (scripts/request-turns.mjs says why).
 // Query strings of long percent-encoded parameters (a credit `params` JSON) exceed Node's 16 KB default.
-const { server, stop } = gracefulServer({ maxHeaderSize: 64 * 1024 }, (req, res) => {
-  if (!METHODS.has(req.method)) return refuse(res, 405, `method ${req.method} is not supported`, "method", { allow: "GET, HEAD, POST, DELETE, OPTIONS" });
-  const pathname = (req.url ?? "/").split("?")[0];
-  try {
-    decodeURIComponent(pathname);
-  } catch {
-    return refuse(res, 400, "malformed path: a segment is not valid percent-encoding", "params");
-  }
-  if (pathname.startsWith(API + "/")) {
-    const methods = methodsOf(pathname);
-    if (methods && !methods.has(req.method))
-      return refuse(res, 405, `${req.method} is not allowed on ${pathname}`, "method", { allow: [...methods].join(", ") });
-  }
-  handle(req, res);
-});
+const { server, stop } = gracefulServer(
+  { maxHeaderSize: 64 * 1024 },
+  inTurn((req, res) => {
+    if (!METHODS.has(req.method)) return refuse(res, 405, `method ${req.method} is not supported`, "method", { allow: "GET, HEAD, POST, DELETE, OPTIONS" });
+    const pathname = (req.url ?? "/").split("?")[0];
+    try {
+      decodeURIComponent(pathname);
+    } catch {
+      return refuse(res, 400, "malformed path: a segment is not valid percent-encoding", "params");
+    }
+    if (pathname.startsWith(API + "/")) {
+      const methods = methodsOf(pathname);
+      if (methods && !methods.has(req.method))
+        return refuse(res, 405, `${req.method} is not allowed on ${pathname}`, "method", { allow: [...methods].join(", ") });
+      // the API's handlers without Next's pipeline (scripts/api-dispatch.mjs); a trailing slash stays Next's redirect
+      if (!pathname.endsWith("/") && dispatchApi(req, res, pathname)) return;
+    }
+    handle(req, res);
+  }),
+);
 // Next's defaults for `next start`: keep-alive longer than common load balancers' idle timeout.
 server.keepAliveTimeout = 65_000;
 server.listen(port, hostname, () => console.log(`TurnLens web server on http://${hostname}:${port}`));
