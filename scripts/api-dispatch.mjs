@@ -79,9 +79,8 @@ export function apiDispatcher(distDir = ".next") {
 async function serve(handler, req, res, rawParams) {
   const headers = new Headers();
   for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i], req.rawHeaders[i + 1]);
-  const host = req.headers.host ?? "localhost";
   const hasBody = req.method !== "GET" && req.method !== "HEAD";
-  const request = new NextRequest(`http://${host}${req.url}`, {
+  const request = new NextRequest(requestUrl(req), {
     method: req.method,
     headers,
     ...(hasBody ? { body: nodeBody(req), duplex: "half" } : {}),
@@ -121,6 +120,18 @@ async function serve(handler, req, res, rawParams) {
     if (res.destroyed) return;
   }
   res.end();
+}
+
+/**
+ * The request's URL on its Host. A Host that makes no URL (`a b`) gets a placeholder origin: the
+ * header itself reaches the handler unchanged, whose Host check refuses it (403) as any foreign one.
+ */
+function requestUrl(req) {
+  try {
+    return new URL(`http://${req.headers.host ?? "localhost"}${req.url}`);
+  } catch {
+    return new URL(`http://host.invalid${req.url}`);
+  }
 }
 
 /**

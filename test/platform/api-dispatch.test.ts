@@ -15,7 +15,7 @@ import { apiDispatcher } from "../../scripts/api-dispatch.mjs";
 // early (as lib/api/route.ts does past its limit), a streamed answer and a cookie.
 const ROUTES: Record<string, string> = {
   "runs/[id]/route.js": `exports.routeModule = { userland: {
-    GET: async (req, ctx) => Response.json({ route: "run", params: await ctx.params, query: req.nextUrl.searchParams.get("q") }),
+    GET: async (req, ctx) => Response.json({ route: "run", params: await ctx.params, query: req.nextUrl.searchParams.get("q"), host: req.headers.get("host") }),
   } };`,
   "runs/filters/route.js": `exports.routeModule = { userland: { GET: async () => Response.json({ route: "filters" }) } };`,
   "upload/route.js": `exports.routeModule = { userland: {
@@ -91,7 +91,7 @@ describe("API dispatch", () => {
   it("matches literal segments before parameters and decodes parameters as Next does", async () => {
     expect(JSON.parse((await request("GET", "/api/v1/runs/filters")).body)).toEqual({ route: "filters" });
     const r = await request("GET", "/api/v1/runs/a%20b?q=x");
-    expect(JSON.parse(r.body)).toEqual({ route: "run", params: { id: "a b" }, query: "x" });
+    expect(JSON.parse(r.body)).toEqual({ route: "run", params: { id: "a b" }, query: "x", host: `127.0.0.1:${port}` });
     expect(r.headers["content-length"]).toBe(String(Buffer.byteLength(r.body)));
   });
 
@@ -100,6 +100,19 @@ describe("API dispatch", () => {
     expect(dispatch.compiled("/runs/{id}")).toBe(true);
     expect(dispatch.compiled("/runs/filters")).toBe(true);
     expect(dispatch.compiled("/runs/{id}/metrics")).toBe(false);
+  });
+
+  it("hands a Host that makes no URL to the handler as it came (whose Host check refuses it)", async () => {
+    const r = await new Promise<string>((resolve, reject) => {
+      http
+        .get({ host: "127.0.0.1", port, path: "/api/v1/runs/x", headers: { host: "a b" } }, (res) => {
+          let text = "";
+          res.on("data", (c) => (text += c));
+          res.on("end", () => resolve(text));
+        })
+        .on("error", reject);
+    });
+    expect(JSON.parse(r)).toMatchObject({ route: "run", host: "a b" });
   });
 
   it("leaves paths and methods without a compiled handler to Next", async () => {
