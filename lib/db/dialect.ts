@@ -2,7 +2,7 @@
 // of lib/db that differs between the stores takes its fragment from `dialect(db)`; nothing else
 // asks which store it is on. The fragments are SQL text with `?` placeholders (never values).
 import type { ConfigClause } from "../schemas/runs";
-import { insertRows, isPostgresDb, openRawDb, type RawDb } from "./raw";
+import { cachedStatement, insertRows, isPostgresDb, openRawDb, type RawDb } from "./raw";
 import { isPostgres } from "./url";
 
 export interface Dialect {
@@ -37,6 +37,16 @@ export interface Dialect {
    * `sql` takes `args(seriesId, steps)` for at most `perQuery` steps.
    */
   readonly metricRowsAt: { perQuery: number; sql: string; args(seriesId: number, steps: number[]): unknown[] };
+  /**
+   * Inserts rows given column by column (`head`: `INSERT INTO "T" ("a","b")`; `types`: each column's
+   * PostgreSQL type). SQLite: multi-row VALUES (insertRows). PostgreSQL: one statement whatever the
+   * row count, each column one array parameter; 200-row VALUES statements cost a round trip and a
+   * parse of 800 parameters each (1,000 metric points: 5.7 ms of a 9.8 ms write).
+   */
+  insertColumns(db: RawDb, head: string, types: string[], columns: (number | string | null)[][], tail?: string): void;
+  /** `column IN` a list of texts bound as one parameter (`textList` makes it): one statement shape for any list. */
+  inTextList(column: string): string;
+  textList(values: string[]): string;
   /** The trajectory search's word index ("TrajectoryText"; lib/db/trajectory-search.ts). */
   readonly wordIndex: {
     /** INSERT head; a row's VALUES entry is `tuple` with (key, observation words, action words), words space-separated */
@@ -79,6 +89,14 @@ export const SQLITE: Dialect = {
   bucketExtremes: (agg, s) =>
     `SELECT "${s.stepCol}", ${agg}("${s.valueCol}") FROM "${s.table}" WHERE "seriesId" = ? ${s.levelCond} AND "${s.groupCol}" >= ? GROUP BY "${s.groupCol}" / CAST(? AS INTEGER)`,
   bucketArgs: (seriesId, from, ratio) => [seriesId, from, ratio],
+  insertColumns(db, head, _types, columns, tail = "") {
+    const n = columns[0]?.length ?? 0;
+    const rows: unknown[] = new Array(n * columns.length);
+    for (let c = 0; c < columns.length; c++) for (let i = 0; i < n; i++) rows[i * columns.length + c] = columns[c][i];
+    insertRows(db, head, columns.length, rows, tail);
+  },
+  inTextList: (column) => `${column} IN (SELECT "value" FROM json_each(?))`,
+  textList: (values) => JSON.stringify(values),
   // An IN list of one size, so one statement shape (the last chunk repeats its last step); the
   // step range bounds the primary-key search. A json_each join instead read the key's every row.
   metricRowsAt: {
@@ -149,6 +167,12 @@ export const POSTGRESQL: Dialect = {
             ORDER BY ${group}, "${s.valueCol}" ${agg === "MIN" ? "ASC" : "DESC"}, "${s.groupCol}"`;
   },
   bucketArgs: (seriesId, from) => [seriesId, from],
+  insertColumns(db, head, types, columns, tail = "") {
+    if (!columns[0]?.length) return;
+    cachedStatement(db, `${head} SELECT * FROM unnest(${types.map((t) => `CAST(? AS ${t}[])`).join(", ")}) ${tail}`).run(...columns.map(arrayLiteral));
+  },
+  inTextList: (column) => `${column} = ANY(CAST(? AS text[]))`,
+  textList: (values) => arrayLiteral(values),
   // The steps as one array joined to the primary key: a nested loop of key lookups (2.4 ms for a
   // 782-point chart). An IN list bounded by the step range was planned as a scan of that range
   // (4.9 ms for each 256 steps: a 10^5-step chart's read took 17.5 ms), and without the range, before
@@ -176,6 +200,14 @@ export const POSTGRESQL: Dialect = {
     return names.reduce((s, n) => s + Number(db.prepare(`SELECT pg_total_relation_size(quote_ident(?)::regclass)`).pluck().get(n)), 0);
   },
 };
+
+/**
+ * A PostgreSQL array literal: numbers as JavaScript writes them (NaN and ±Infinity included, as
+ * float8 reads them), null as NULL, texts double-quoted with their backslashes and quotes escaped.
+ */
+function arrayLiteral(values: (number | string | null)[]): string {
+  return `{${values.map((v) => (v === null ? "NULL" : typeof v === "number" ? String(v) : `"${v.replace(/[\\"]/g, (c) => `\\${c}`)}"`)).join(",")}}`;
+}
 
 /** The dialect of a connection's store. */
 export const dialect = (db: RawDb): Dialect => (isPostgresDb(db) ? POSTGRESQL : SQLITE);

@@ -9,7 +9,7 @@
 // buckets at widths 16, 256, 4096 and 65536; a read aggregates the coarsest rollup not wider than
 // the stride (at most 16 rollup rows per output bucket).
 import type { LogMetrics, MetricKeyInfo, NonFiniteText, Series } from "../schemas/metrics";
-import { cachedStatement, getRawDb, insertRows, writeTransaction, type Fence, type RawDb } from "./raw";
+import { cachedStatement, getRawDb, writeTransaction, type Fence, type RawDb } from "./raw";
 import { dialect } from "./dialect";
 
 export const ROLLUP_LEVELS = [16, 256, 4096, 65536] as const;
@@ -237,11 +237,20 @@ interface SeriesPoints extends KeyPoints {
  * points to (that first point among them: nothing was stored before it, so it is inserted).
  */
 function seriesOf(db: RawDb, runId: string, keys: KeyPoints[]): SeriesPoints[] {
-  const find = cachedStatement(db, `SELECT "id", "lastStep" FROM "MetricSeries" WHERE "runId" = ? AND "key" = ?`);
+  // every key's row in one statement: on PostgreSQL each statement is a round trip
+  const d = dialect(db);
+  const written = keys.filter((k) => k.steps.length).map((k) => k.key);
+  const stored = new Map<string, { id: number; lastStep: number }>();
+  if (written.length)
+    for (const r of cachedStatement(db, `SELECT "key", "id", "lastStep" FROM "MetricSeries" WHERE "runId" = ? AND ${d.inTextList(`"key"`)}`).all(
+      runId,
+      d.textList(written),
+    ) as { key: string; id: number; lastStep: number }[])
+      stored.set(r.key, r);
   const out: SeriesPoints[] = [];
   for (const k of keys) {
     if (!k.steps.length) continue;
-    const row = find.get(runId, k.key) as { id: number; lastStep: number } | undefined;
+    const row = stored.get(k.key);
     if (row) {
       out.push({ ...k, id: row.id, lastStored: row.lastStep });
       continue;
@@ -276,14 +285,17 @@ function onlyNewPoints(db: RawDb, series: SeriesPoints[]): boolean {
 
 /** Inserts points that onlyNewPoints cleared and merges their buckets into the rollups, all keys at once. */
 function appendPoints(db: RawDb, runId: string, series: SeriesPoints[]): { inserted: number; replaced: number } {
-  const rows: unknown[] = [];
+  const ids: number[] = [];
+  const allSteps: number[] = [];
+  const allValues: number[] = [];
+  const allWallTimes: number[] = [];
   const rollups = new RollupRows();
   const aggs = new Map<SeriesPoints, Agg>();
   let inserted = 0;
   for (const k of series) {
     const { id, steps, values, wallTimes } = k;
     const n = steps.length;
-    for (let i = 0; i < n; i++) rows.push(id, steps[i], values[i], wallTimes[i]);
+    for (let i = 0; i < n; i++) ids.push(id), allSteps.push(steps[i]), allValues.push(values[i]), allWallTimes.push(wallTimes[i]);
     inserted += n;
     // steps increase: each level's buckets come one after another
     for (const level of ROLLUP_LEVELS) {
@@ -305,7 +317,12 @@ function appendPoints(db: RawDb, runId: string, series: SeriesPoints[]): { inser
     aggs.set(k, a!);
   }
   // a plain INSERT: a clash (impossible after onlyNewPoints) fails the transaction instead of passing silently
-  insertRows(db, `INSERT INTO "Metric" ("seriesId","step","value","wallTime")`, 4, rows);
+  dialect(db).insertColumns(
+    db,
+    `INSERT INTO "Metric" ("seriesId","step","value","wallTime")`,
+    ["integer", "integer", "float8", "float8"],
+    [ids, allSteps, allValues, allWallTimes],
+  );
   rollups.merge(db);
   mergeSeries(db, runId, aggs);
   return { inserted, replaced: 0 };
@@ -351,18 +368,19 @@ function writePointByPoint(db: RawDb, runId: string, series: SeriesPoints[]): { 
   return { inserted, replaced: total - inserted };
 }
 
-/** Bucket aggregates of one write, merged into MetricRollup in multi-row upserts (each (series, level, bucket) once). */
+/** Bucket aggregates of one write, merged into MetricRollup in one upsert (each (series, level, bucket) once). */
 class RollupRows {
-  private rows: unknown[] = [];
+  private columns: number[][] = Array.from({ length: 11 }, () => []);
   add(seriesId: number, level: number, bucket: number, a: Agg): void {
-    this.rows.push(seriesId, level, bucket, a.count, a.minStep, a.minValue, a.maxStep, a.maxValue, a.firstStep, a.lastStep, a.lastValue);
+    const row = [seriesId, level, bucket, a.count, a.minStep, a.minValue, a.maxStep, a.maxValue, a.firstStep, a.lastStep, a.lastValue];
+    for (let c = 0; c < 11; c++) this.columns[c].push(row[c]);
   }
   merge(db: RawDb): void {
-    insertRows(
+    dialect(db).insertColumns(
       db,
       `INSERT INTO "MetricRollup" AS o ("seriesId","level","bucket","count","minStep","minValue","maxStep","maxValue","firstStep","lastStep","lastValue")`,
-      11,
-      this.rows,
+      ["integer", "integer", "integer", "integer", "integer", "float8", "integer", "float8", "integer", "integer", "float8"],
+      this.columns,
       `ON CONFLICT("seriesId","level","bucket") DO UPDATE SET ${MERGE_SET}`,
     );
   }
@@ -370,13 +388,16 @@ class RollupRows {
 
 /** Adds each series' aggregate of the write's new points to its summary row (which seriesOf made sure exists). */
 function mergeSeries(db: RawDb, runId: string, aggs: Map<SeriesPoints, Agg>): void {
-  const rows: unknown[] = [];
-  for (const [k, a] of aggs) rows.push(k.id, runId, k.key, a.count, a.firstStep, a.lastStep, a.lastValue, a.minValue, a.maxValue);
-  insertRows(
+  const columns: (number | string)[][] = Array.from({ length: 9 }, () => []);
+  for (const [k, a] of aggs) {
+    const row = [k.id, runId, k.key, a.count, a.firstStep, a.lastStep, a.lastValue, a.minValue, a.maxValue];
+    for (let c = 0; c < 9; c++) columns[c].push(row[c]);
+  }
+  dialect(db).insertColumns(
     db,
     `INSERT INTO "MetricSeries" AS o ("id","runId","key","count","firstStep","lastStep","lastValue","minValue","maxValue")`,
-    9,
-    rows,
+    ["integer", "text", "text", "integer", "integer", "integer", "float8", "float8", "float8"],
+    columns,
     `ON CONFLICT("id") DO UPDATE SET
        "count" = o."count" + excluded."count",
        "minValue" = ${least(`o."minValue"`, `excluded."minValue"`)},
