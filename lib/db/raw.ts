@@ -52,19 +52,23 @@ const statements = new WeakMap<RawDb, Map<string, RawStatement>>();
 
 /**
  * The connection's prepared statement for `sql`, prepared once (preparing costs ~20-100 us, a
- * fixed cost of every ingest request otherwise). Only for statements used in their default mode:
- * raw()/pluck() would change the shared statement for every caller.
+ * fixed cost of every request otherwise), in one mode for good: `rows` (objects), `raw` (arrays)
+ * or `pluck` (the first column). Callers never call raw()/pluck() on it, which would change the
+ * shared statement for every other caller.
  */
-export function cachedStatement(db: RawDb, sql: string): RawStatement {
+export function cachedStatement(db: RawDb, sql: string, mode: "rows" | "raw" | "pluck" = "rows"): RawStatement {
   let m = statements.get(db);
   if (!m) {
     m = new Map();
     statements.set(db, m);
   }
-  let st = m.get(sql);
+  const key = mode === "rows" ? sql : `${mode}\0${sql}`;
+  let st = m.get(key);
   if (!st) {
     st = db.prepare(sql);
-    m.set(sql, st);
+    if (mode === "raw") st.raw();
+    else if (mode === "pluck") st.pluck();
+    m.set(key, st);
   }
   return st;
 }
