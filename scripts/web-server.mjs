@@ -1,6 +1,8 @@
 // The dashboard's HTTP server: Next.js's own request handler behind a thin front that answers what
 // Next would turn into a plain-text 500 (methods it does not support, such as TRACE, and paths
-// whose percent-encoding is malformed, such as /runs/%ff) with a JSON 405 or 400 first.
+// whose percent-encoding is malformed, such as /runs/%ff) with a JSON 405 or 400 first. The front
+// starts requests in arrival order (scripts/request-turns.mjs) and hands /api/v1 straight to its
+// compiled route handler (scripts/api-dispatch.mjs); pages go to Next.
 //   node scripts/web-server.mjs   (env: TURNLENS_HOST, PORT, TURNLENS_STOP_GRACE_MS, TURNLENS_SERVER_PROCESSES;
 //   run from the project root after `next build`)
 import cluster from "node:cluster";
