@@ -147,7 +147,11 @@ describe("writeMetrics + readSeries", () => {
 
   it("finds each key's series in one statement whatever characters the key holds", () => {
     const keys = ['a"b', "c\\d", "e,f", "{g}", "h i", "NULL", "train/loss"];
-    for (let round = 0; round < 2; round++) writeMetrics(runId, keys.map((key, i) => ({ key, step: 900_000 + round, value: i + round, wallTime: 1 })));
+    for (let round = 0; round < 2; round++)
+      writeMetrics(
+        runId,
+        keys.map((key, i) => ({ key, step: 900_000 + round, value: i + round, wallTime: 1 })),
+      );
     const got = listSeries(runId).filter((k) => keys.includes(k.key));
     expect(got.map((k) => [k.key, k.count, k.lastValue]).sort()).toEqual(keys.map((key, i) => [key, 2, i + 1]).sort());
   });
