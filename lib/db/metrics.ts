@@ -284,17 +284,14 @@ function onlyNewPoints(db: RawDb, series: SeriesPoints[]): boolean {
 
 /** Inserts points that onlyNewPoints cleared and merges their buckets into the rollups, all keys at once. */
 function appendPoints(db: RawDb, runId: string, series: SeriesPoints[]): { inserted: number; replaced: number } {
-  const ids: number[] = [];
-  const allSteps: number[] = [];
-  const allValues: number[] = [];
-  const allWallTimes: number[] = [];
+  const rows: number[] = [];
   const rollups = new RollupRows();
   const aggs = new Map<SeriesPoints, Agg>();
   let inserted = 0;
   for (const k of series) {
     const { id, steps, values, wallTimes } = k;
     const n = steps.length;
-    for (let i = 0; i < n; i++) ids.push(id), allSteps.push(steps[i]), allValues.push(values[i]), allWallTimes.push(wallTimes[i]);
+    for (let i = 0; i < n; i++) rows.push(id, steps[i], values[i], wallTimes[i]);
     inserted += n;
     // steps increase: each level's buckets come one after another
     for (const level of ROLLUP_LEVELS) {
@@ -316,12 +313,7 @@ function appendPoints(db: RawDb, runId: string, series: SeriesPoints[]): { inser
     aggs.set(k, a!);
   }
   // a plain INSERT: a clash (impossible after onlyNewPoints) fails the transaction instead of passing silently
-  dialect(db).insertColumns(
-    db,
-    `INSERT INTO "Metric" ("seriesId","step","value","wallTime")`,
-    ["integer", "integer", "float8", "float8"],
-    [ids, allSteps, allValues, allWallTimes],
-  );
+  dialect(db).insertTyped(db, `INSERT INTO "Metric" ("seriesId","step","value","wallTime")`, ["integer", "integer", "float8", "float8"], rows);
   rollups.merge(db);
   mergeSeries(db, runId, aggs);
   return { inserted, replaced: 0 };
@@ -369,17 +361,16 @@ function writePointByPoint(db: RawDb, runId: string, series: SeriesPoints[]): { 
 
 /** Bucket aggregates of one write, merged into MetricRollup in one upsert (each (series, level, bucket) once). */
 class RollupRows {
-  private columns: number[][] = Array.from({ length: 11 }, () => []);
+  private rows: number[] = [];
   add(seriesId: number, level: number, bucket: number, a: Agg): void {
-    const row = [seriesId, level, bucket, a.count, a.minStep, a.minValue, a.maxStep, a.maxValue, a.firstStep, a.lastStep, a.lastValue];
-    for (let c = 0; c < 11; c++) this.columns[c].push(row[c]);
+    this.rows.push(seriesId, level, bucket, a.count, a.minStep, a.minValue, a.maxStep, a.maxValue, a.firstStep, a.lastStep, a.lastValue);
   }
   merge(db: RawDb): void {
-    dialect(db).insertColumns(
+    dialect(db).insertTyped(
       db,
       `INSERT INTO "MetricRollup" AS o ("seriesId","level","bucket","count","minStep","minValue","maxStep","maxValue","firstStep","lastStep","lastValue")`,
       ["integer", "integer", "integer", "integer", "integer", "float8", "integer", "float8", "integer", "integer", "float8"],
-      this.columns,
+      this.rows,
       `ON CONFLICT("seriesId","level","bucket") DO UPDATE SET ${MERGE_SET}`,
     );
   }
@@ -387,16 +378,13 @@ class RollupRows {
 
 /** Adds each series' aggregate of the write's new points to its summary row (which seriesOf made sure exists). */
 function mergeSeries(db: RawDb, runId: string, aggs: Map<SeriesPoints, Agg>): void {
-  const columns: (number | string)[][] = Array.from({ length: 9 }, () => []);
-  for (const [k, a] of aggs) {
-    const row = [k.id, runId, k.key, a.count, a.firstStep, a.lastStep, a.lastValue, a.minValue, a.maxValue];
-    for (let c = 0; c < 9; c++) columns[c].push(row[c]);
-  }
-  dialect(db).insertColumns(
+  const rows: (number | string)[] = [];
+  for (const [k, a] of aggs) rows.push(k.id, runId, k.key, a.count, a.firstStep, a.lastStep, a.lastValue, a.minValue, a.maxValue);
+  dialect(db).insertTyped(
     db,
     `INSERT INTO "MetricSeries" AS o ("id","runId","key","count","firstStep","lastStep","lastValue","minValue","maxValue")`,
     ["integer", "text", "text", "integer", "integer", "integer", "float8", "float8", "float8"],
-    columns,
+    rows,
     `ON CONFLICT("id") DO UPDATE SET
        "count" = o."count" + excluded."count",
        "minValue" = ${least(`o."minValue"`, `excluded."minValue"`)},
