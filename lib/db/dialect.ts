@@ -25,18 +25,16 @@ export interface Dialect {
   /** Appends one config clause on r."config" to `where`/`args`. */
   configClause(c: ConfigClause, where: string[], args: unknown[]): void;
   /**
-   * Per group of `ratio` rows of `table` (grouped by `groupCol` / ratio), the step and value of the
-   * row holding the group's MIN or MAX (first such row on ties), groups in order; args follow
+   * Per group of `ratio` rows of `table` (grouped by `groupCol` / ratio), the step, value and wall
+   * time of the row holding the group's MIN or MAX (first such row on ties), groups in order; args follow
    * `bucketArgs`. SQLite returns the bare columns of the row holding MIN/MAX (documented behaviour);
    * PostgreSQL says the same with DISTINCT ON.
    */
-  bucketExtremes(agg: "MIN" | "MAX", s: { stepCol: string; valueCol: string; groupCol: string; table: string; levelCond: string; ratio: number }): string;
+  bucketExtremes(
+    agg: "MIN" | "MAX",
+    s: { stepCol: string; valueCol: string; wallCol: string; groupCol: string; table: string; levelCond: string; ratio: number },
+  ): string;
   bucketArgs(seriesId: number, from: number, ratio: number): unknown[];
-  /**
-   * `"step", "wallTime"` of one metric series' rows at given steps (a downsampled chart's points):
-   * `sql` takes `args(seriesId, steps)` for at most `perQuery` steps.
-   */
-  readonly metricRowsAt: { perQuery: number; sql: string; args(seriesId: number, steps: number[]): unknown[] };
   /**
    * insertRows with each column's PostgreSQL type: rows as one flat array, `types.length` values a
    * row. SQLite: multi-row VALUES (insertRows). PostgreSQL: one statement whatever the row count,
@@ -87,22 +85,11 @@ export const SQLITE: Dialect = {
     else where.push(`${x} ${c.op} ?`), args.push(jsonPath(c.path), v);
   },
   bucketExtremes: (agg, s) =>
-    `SELECT "${s.stepCol}", ${agg}("${s.valueCol}") FROM "${s.table}" WHERE "seriesId" = ? ${s.levelCond} AND "${s.groupCol}" >= ? GROUP BY "${s.groupCol}" / CAST(? AS INTEGER)`,
+    `SELECT "${s.stepCol}", ${agg}("${s.valueCol}"), "${s.wallCol}" FROM "${s.table}" WHERE "seriesId" = ? ${s.levelCond} AND "${s.groupCol}" >= ? GROUP BY "${s.groupCol}" / CAST(? AS INTEGER)`,
   bucketArgs: (seriesId, from, ratio) => [seriesId, from, ratio],
   insertTyped: (db, head, types, values, tail = "") => insertRows(db, head, types.length, values, tail),
   inTextList: (column) => `${column} IN (SELECT "value" FROM json_each(?))`,
   textList: (values) => JSON.stringify(values),
-  // An IN list of one size, so one statement shape (the last chunk repeats its last step); the
-  // step range bounds the primary-key search. A json_each join instead read the key's every row.
-  metricRowsAt: {
-    perQuery: 256,
-    sql: `SELECT "step", "wallTime" FROM "Metric" WHERE "seriesId" = ? AND "step" BETWEEN ? AND ? AND "step" IN (${Array(256).fill("?").join(",")})`,
-    args(seriesId, steps) {
-      const padded = [...steps];
-      while (padded.length < 256) padded.push(padded[padded.length - 1]);
-      return [seriesId, Math.min(...steps), Math.max(...steps), ...padded];
-    },
-  },
   wordIndex: {
     // an FTS5 table: contentless, detail=column; a column filter per query
     insert: `INSERT INTO "TrajectoryText" ("rowid", "obs", "act")`,
@@ -158,7 +145,7 @@ export const POSTGRESQL: Dialect = {
   },
   bucketExtremes: (agg, s) => {
     const group = `"${s.groupCol}" / ${Math.trunc(s.ratio)}`; // an integer computed here, not input
-    return `SELECT DISTINCT ON (${group}) "${s.stepCol}", "${s.valueCol}" FROM "${s.table}" WHERE "seriesId" = ? ${s.levelCond} AND "${s.groupCol}" >= ?
+    return `SELECT DISTINCT ON (${group}) "${s.stepCol}", "${s.valueCol}", "${s.wallCol}" FROM "${s.table}" WHERE "seriesId" = ? ${s.levelCond} AND "${s.groupCol}" >= ?
             ORDER BY ${group}, "${s.valueCol}" ${agg === "MIN" ? "ASC" : "DESC"}, "${s.groupCol}"`;
   },
   bucketArgs: (seriesId, from) => [seriesId, from],
@@ -170,15 +157,6 @@ export const POSTGRESQL: Dialect = {
   },
   inTextList: (column) => `${column} = ANY(CAST(? AS text[]))`,
   textList: (values) => arrayLiteral(values),
-  // The steps as one array joined to the primary key: a nested loop of key lookups (2.4 ms for a
-  // 782-point chart). An IN list bounded by the step range was planned as a scan of that range
-  // (4.9 ms for each 256 steps: a 10^5-step chart's read took 17.5 ms), and without the range, before
-  // a new table's first ANALYZE, as a scan of the key's every row.
-  metricRowsAt: {
-    perQuery: 10_000,
-    sql: `SELECT m."step", m."wallTime" FROM unnest(CAST(? AS integer[])) AS s("step") JOIN "Metric" m ON m."seriesId" = ? AND m."step" = s."step"`,
-    args: (seriesId, steps) => [arrayLiteral(steps), seriesId],
-  },
   wordIndex: {
     // tsvector columns made with array_to_tsvector (our words as-is: no parser); GIN bitmap scans ANDed and ORed
     insert: `INSERT INTO "TrajectoryText" ("key", "obs", "act")`,

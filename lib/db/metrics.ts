@@ -26,18 +26,32 @@ interface Agg {
   count: number;
   minStep: number;
   minValue: number;
+  minWallTime: number;
   maxStep: number;
   maxValue: number;
+  maxWallTime: number;
   firstStep: number;
   lastStep: number;
   lastValue: number;
 }
 
-function addToAgg(agg: Agg | undefined, step: number, value: number): Agg {
-  if (!agg) return { count: 1, minStep: step, minValue: value, maxStep: step, maxValue: value, firstStep: step, lastStep: step, lastValue: value };
+function addToAgg(agg: Agg | undefined, step: number, value: number, wallTime: number): Agg {
+  if (!agg)
+    return {
+      count: 1,
+      minStep: step,
+      minValue: value,
+      minWallTime: wallTime,
+      maxStep: step,
+      maxValue: value,
+      maxWallTime: wallTime,
+      firstStep: step,
+      lastStep: step,
+      lastValue: value,
+    };
   agg.count++;
-  if (value < agg.minValue) (agg.minValue = value), (agg.minStep = step);
-  if (value > agg.maxValue) (agg.maxValue = value), (agg.maxStep = step);
+  if (value < agg.minValue) (agg.minValue = value), (agg.minStep = step), (agg.minWallTime = wallTime);
+  if (value > agg.maxValue) (agg.maxValue = value), (agg.maxStep = step), (agg.maxWallTime = wallTime);
   if (step < agg.firstStep) agg.firstStep = step;
   if (step >= agg.lastStep) (agg.lastStep = step), (agg.lastValue = value);
   return agg;
@@ -50,12 +64,16 @@ const greatest = (a: string, b: string) => `CASE WHEN ${b} > ${a} THEN ${b} ELSE
 const MERGE_SET = `
   "count" = o."count" + excluded."count",
   "minStep" = CASE WHEN excluded."minValue" < o."minValue" THEN excluded."minStep" ELSE o."minStep" END,
+  "minWallTime" = CASE WHEN excluded."minValue" < o."minValue" THEN excluded."minWallTime" ELSE o."minWallTime" END,
   "minValue" = ${least(`o."minValue"`, `excluded."minValue"`)},
   "maxStep" = CASE WHEN excluded."maxValue" > o."maxValue" THEN excluded."maxStep" ELSE o."maxStep" END,
+  "maxWallTime" = CASE WHEN excluded."maxValue" > o."maxValue" THEN excluded."maxWallTime" ELSE o."maxWallTime" END,
   "maxValue" = ${greatest(`o."maxValue"`, `excluded."maxValue"`)},
   "firstStep" = ${least(`o."firstStep"`, `excluded."firstStep"`)},
   "lastValue" = CASE WHEN excluded."lastStep" >= o."lastStep" THEN excluded."lastValue" ELSE o."lastValue" END,
   "lastStep" = ${greatest(`o."lastStep"`, `excluded."lastStep"`)}`;
+
+const ROLLUP_COLUMNS = `"seriesId","level","bucket","count","minStep","minValue","maxStep","maxValue","firstStep","lastStep","lastValue","minWallTime","maxWallTime"`;
 
 /** One key's points of a write, in the order given. */
 export interface KeyPoints {
@@ -304,12 +322,12 @@ function appendPoints(db: RawDb, runId: string, series: SeriesPoints[]): { inser
           agg = undefined;
           bucket = b;
         }
-        agg = addToAgg(agg, steps[j], values[j]);
+        agg = addToAgg(agg, steps[j], values[j], wallTimes[j]);
       }
       if (agg) rollups.add(id, level, bucket, agg);
     }
     let a: Agg | undefined;
-    for (let j = 0; j < n; j++) a = addToAgg(a, steps[j], values[j]);
+    for (let j = 0; j < n; j++) a = addToAgg(a, steps[j], values[j], wallTimes[j]);
     aggs.set(k, a!);
   }
   // a plain INSERT: a clash (impossible after onlyNewPoints) fails the transaction instead of passing silently
@@ -342,9 +360,9 @@ function writePointByPoint(db: RawDb, runId: string, series: SeriesPoints[]): { 
         for (const level of ROLLUP_LEVELS) {
           const buckets = levels.get(level)!;
           const b = Math.floor(step / level);
-          buckets.set(b, addToAgg(buckets.get(b), step, value));
+          buckets.set(b, addToAgg(buckets.get(b), step, value, wallTimes[i]));
         }
-        aggs.set(k, addToAgg(aggs.get(k), step, value));
+        aggs.set(k, addToAgg(aggs.get(k), step, value, wallTimes[i]));
       } else {
         replace.run(value, wallTimes[i], id, step);
         replaced.add(step);
@@ -363,13 +381,27 @@ function writePointByPoint(db: RawDb, runId: string, series: SeriesPoints[]): { 
 class RollupRows {
   private rows: number[] = [];
   add(seriesId: number, level: number, bucket: number, a: Agg): void {
-    this.rows.push(seriesId, level, bucket, a.count, a.minStep, a.minValue, a.maxStep, a.maxValue, a.firstStep, a.lastStep, a.lastValue);
+    this.rows.push(
+      seriesId,
+      level,
+      bucket,
+      a.count,
+      a.minStep,
+      a.minValue,
+      a.maxStep,
+      a.maxValue,
+      a.firstStep,
+      a.lastStep,
+      a.lastValue,
+      a.minWallTime,
+      a.maxWallTime,
+    );
   }
   merge(db: RawDb): void {
     dialect(db).insertTyped(
       db,
-      `INSERT INTO "MetricRollup" AS o ("seriesId","level","bucket","count","minStep","minValue","maxStep","maxValue","firstStep","lastStep","lastValue")`,
-      ["integer", "integer", "integer", "integer", "integer", "float8", "integer", "float8", "integer", "integer", "float8"],
+      `INSERT INTO "MetricRollup" AS o (${ROLLUP_COLUMNS})`,
+      ["integer", "integer", "integer", "integer", "integer", "float8", "integer", "float8", "integer", "integer", "float8", "float8", "float8"],
       this.rows,
       `ON CONFLICT("seriesId","level","bucket") DO UPDATE SET ${MERGE_SET}`,
     );
@@ -397,18 +429,21 @@ function mergeSeries(db: RawDb, runId: string, aggs: Map<SeriesPoints, Agg>): vo
 
 /** Replaced values can move a bucket's min/max anywhere: recompute those buckets and the summary from rows. */
 function recomputeBuckets(db: RawDb, seriesId: number, steps: Set<number>): void {
-  const rows = db.prepare(`SELECT "step", "value" FROM "Metric" WHERE "seriesId" = ? AND "step" >= ? AND "step" < ? ORDER BY "step"`);
+  const rows = db.prepare(`SELECT "step", "value", "wallTime" FROM "Metric" WHERE "seriesId" = ? AND "step" >= ? AND "step" < ? ORDER BY "step"`);
   const put = db.prepare(
-    `INSERT INTO "MetricRollup" ("seriesId","level","bucket","count","minStep","minValue","maxStep","maxValue","firstStep","lastStep","lastValue") VALUES (?,?,?,?,?,?,?,?,?,?,?)
+    `INSERT INTO "MetricRollup" (${ROLLUP_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)
      ON CONFLICT("seriesId","level","bucket") DO UPDATE SET "count" = excluded."count", "minStep" = excluded."minStep", "minValue" = excluded."minValue",
-       "maxStep" = excluded."maxStep", "maxValue" = excluded."maxValue", "firstStep" = excluded."firstStep", "lastStep" = excluded."lastStep", "lastValue" = excluded."lastValue"`,
+       "maxStep" = excluded."maxStep", "maxValue" = excluded."maxValue", "firstStep" = excluded."firstStep", "lastStep" = excluded."lastStep", "lastValue" = excluded."lastValue",
+       "minWallTime" = excluded."minWallTime", "maxWallTime" = excluded."maxWallTime"`,
   );
   for (const level of ROLLUP_LEVELS) {
     const buckets = new Set([...steps].map((s) => Math.floor(s / level)));
     for (const b of buckets) {
       let a: Agg | undefined;
-      for (const r of rows.iterate(seriesId, b * level, (b + 1) * level) as Iterable<{ step: number; value: number }>) a = addToAgg(a, r.step, r.value);
-      if (a) put.run(seriesId, level, b, a.count, a.minStep, a.minValue, a.maxStep, a.maxValue, a.firstStep, a.lastStep, a.lastValue);
+      for (const r of rows.iterate(seriesId, b * level, (b + 1) * level) as Iterable<{ step: number; value: number; wallTime: number }>)
+        a = addToAgg(a, r.step, r.value, r.wallTime);
+      if (a)
+        put.run(seriesId, level, b, a.count, a.minStep, a.minValue, a.maxStep, a.maxValue, a.firstStep, a.lastStep, a.lastValue, a.minWallTime, a.maxWallTime);
     }
   }
   const top = ROLLUP_LEVELS[ROLLUP_LEVELS.length - 1];
@@ -456,10 +491,9 @@ export function listSeries(runId: string, db: RawDb = getRawDb()): SeriesInfo[] 
 export function readSeries(runId: string, key: string, opts: SeriesOptions = {}, db: RawDb = getRawDb()): SeriesResult {
   const maxPoints = opts.maxPoints ?? 1500;
   // statements prepared once per connection (a chart read is a handful of them, ~0.15 ms to prepare)
-  const meta = cachedStatement(db, `SELECT "id","count","firstStep","lastStep","lastValue" FROM "MetricSeries" WHERE "runId" = ? AND "key" = ?`).get(
-    runId,
-    key,
-  ) as { id: number; count: number; firstStep: number; lastStep: number; lastValue: number } | undefined;
+  const meta = cachedStatement(db, `SELECT "id","count","firstStep","lastStep" FROM "MetricSeries" WHERE "runId" = ? AND "key" = ?`).get(runId, key) as
+    | { id: number; count: number; firstStep: number; lastStep: number }
+    | undefined;
   if (!meta) {
     const nonFinite = nonFiniteOf(runId, key, 0, 1000, db);
     return { key, stride: 1, reset: true, fromStep: 0, count: 0, steps: [], values: [], wallTimes: [], ...(nonFinite.length ? { nonFinite } : {}) };
@@ -467,33 +501,38 @@ export function readSeries(runId: string, key: string, opts: SeriesOptions = {},
   const stride = chooseStride(meta.firstStep, meta.lastStep, maxPoints);
   const reset = opts.after === undefined || opts.stride === undefined || opts.stride !== stride;
   const fromStep = reset ? 0 : Math.floor(opts.after! / stride) * stride;
-  const points: [number, number][] = [];
+  // [step, value, wall time]: a downsampled point's wall time is stored beside it (MetricRollup's
+  // minWallTime/maxWallTime), so a chart is read without looking its points up again in Metric.
+  const points: [number, number, number][] = [];
+  const pointAt = cachedStatement(db, `SELECT "step","value","wallTime" FROM "Metric" WHERE "seriesId" = ? AND "step" = ?`, "raw");
 
   if (stride === 1) {
-    for (const r of cachedStatement(db, `SELECT "step","value" FROM "Metric" WHERE "seriesId" = ? AND "step" >= ? ORDER BY "step"`, "raw").iterate(
+    for (const r of cachedStatement(db, `SELECT "step","value","wallTime" FROM "Metric" WHERE "seriesId" = ? AND "step" >= ? ORDER BY "step"`, "raw").iterate(
       meta.id,
       fromStep,
-    ) as Iterable<[number, number]>)
+    ) as Iterable<[number, number, number]>)
       points.push(r);
   } else {
     // The coarsest stored level that is not wider than the stride (1 = raw rows).
     const level = [...ROLLUP_LEVELS].reverse().find((l) => l <= stride) ?? 1;
     const ratio = stride / level;
-    // Per group of `ratio` rows, the step and value of the row holding the MIN/MAX, first such row on
-    // ties, groups in step order. SQLite returns the bare column from the row holding the MIN/MAX
-    // (documented behaviour); PostgreSQL says the same with DISTINCT ON.
+    // Per group of `ratio` rows, the step, value and wall time of the row holding the MIN/MAX, first
+    // such row on ties, groups in step order. SQLite returns the bare columns from the row holding
+    // the MIN/MAX (documented behaviour); PostgreSQL says the same with DISTINCT ON.
     const d = dialect(db);
     const sql = (agg: "MIN" | "MAX") => {
-      const [stepCol, valueCol, groupCol, table, levelCond] =
+      const [stepCol, valueCol, wallCol, groupCol, table, levelCond] =
         level === 1
-          ? ["step", "value", "step", "Metric", ""]
-          : [agg === "MIN" ? "minStep" : "maxStep", agg === "MIN" ? "minValue" : "maxValue", "bucket", "MetricRollup", `AND "level" = ${level}`];
-      return d.bucketExtremes(agg, { stepCol, valueCol, groupCol, table, levelCond, ratio });
+          ? ["step", "value", "wallTime", "step", "Metric", ""]
+          : agg === "MIN"
+            ? ["minStep", "minValue", "minWallTime", "bucket", "MetricRollup", `AND "level" = ${level}`]
+            : ["maxStep", "maxValue", "maxWallTime", "bucket", "MetricRollup", `AND "level" = ${level}`];
+      return d.bucketExtremes(agg, { stepCol, valueCol, wallCol, groupCol, table, levelCond, ratio });
     };
     const from = level === 1 ? fromStep : fromStep / level;
     const args = d.bucketArgs(meta.id, from, ratio);
-    const mins = cachedStatement(db, sql("MIN"), "raw").all(...args) as [number, number][];
-    const maxs = cachedStatement(db, sql("MAX"), "raw").all(...args) as [number, number][];
+    const mins = cachedStatement(db, sql("MIN"), "raw").all(...args) as [number, number, number][];
+    const maxs = cachedStatement(db, sql("MAX"), "raw").all(...args) as [number, number, number][];
     for (let i = 0; i < mins.length; i++) {
       const a = mins[i];
       const b = maxs[i];
@@ -502,22 +541,18 @@ export function readSeries(runId: string, key: string, opts: SeriesOptions = {},
       else points.push(b, a);
     }
     // Keep the very first and the last point whatever the buckets chose.
-    if (reset && points.length && points[0][0] !== meta.firstStep) {
-      const first = cachedStatement(db, `SELECT "value" FROM "Metric" WHERE "seriesId" = ? AND "step" = ?`, "pluck").get(meta.id, meta.firstStep) as number;
-      points.unshift([meta.firstStep, first]);
-    }
-    if (points.length && points[points.length - 1][0] !== meta.lastStep) points.push([meta.lastStep, meta.lastValue]);
+    if (reset && points.length && points[0][0] !== meta.firstStep) points.unshift(pointAt.get(meta.id, meta.firstStep) as [number, number, number]);
+    if (points.length && points[points.length - 1][0] !== meta.lastStep) points.push(pointAt.get(meta.id, meta.lastStep) as [number, number, number]);
   }
-  const steps = points.map((p) => p[0]);
   return {
     key,
     stride,
     reset,
     fromStep,
     count: meta.count,
-    steps,
+    steps: points.map((p) => p[0]),
     values: points.map((p) => p[1]),
-    wallTimes: wallTimesAt(db, meta.id, steps),
+    wallTimes: points.map((p) => p[2]),
     ...nonFiniteField(runId, key, fromStep, db),
   };
 }
@@ -525,16 +560,6 @@ export function readSeries(runId: string, key: string, opts: SeriesOptions = {},
 function nonFiniteField(runId: string, key: string, fromStep: number, db: RawDb): { nonFinite?: { step: number; value: NonFiniteText }[] } {
   const nonFinite = nonFiniteOf(runId, key, fromStep, 1000, db);
   return nonFinite.length ? { nonFinite } : {};
-}
-
-/** The wall times of a key's points at `steps`, in that order: a few queries, not one per point. */
-function wallTimesAt(db: RawDb, seriesId: number, steps: number[]): number[] {
-  const at = new Map<number, number>();
-  const { perQuery, sql, args } = dialect(db).metricRowsAt;
-  const q = cachedStatement(db, sql);
-  for (let i = 0; i < steps.length; i += perQuery)
-    for (const r of q.all(...args(seriesId, steps.slice(i, i + perQuery))) as { step: number; wallTime: number }[]) at.set(r.step, r.wallTime);
-  return steps.map((s) => at.get(s)!);
 }
 
 /**
@@ -624,15 +649,17 @@ function rebuildRollups(db: RawDb, runId: string): void {
   // "step" / 16.0 is not integer division.
   for (const level of ROLLUP_LEVELS)
     db.prepare(
-      `INSERT INTO "MetricRollup" ("seriesId","level","bucket","count","minStep","minValue","maxStep","maxValue","firstStep","lastStep","lastValue")
-       SELECT "seriesId",${level}, "step" / ${level}, COUNT(*), 0, MIN("value"), 0, MAX("value"), MIN("step"), MAX("step"), 0
+      `INSERT INTO "MetricRollup" (${ROLLUP_COLUMNS})
+       SELECT "seriesId",${level}, "step" / ${level}, COUNT(*), 0, MIN("value"), 0, MAX("value"), MIN("step"), MAX("step"), 0, 0, 0
        FROM "Metric" WHERE "seriesId" IN (${RUN_SERIES}) GROUP BY "seriesId", "step" / ${level}`,
     ).run(runId);
-  // Steps of the min/max and the last value, from the rows (the aggregate above cannot name them).
+  // Steps and wall times of the min/max and the last value, from the rows (the aggregate above cannot name them).
+  const extreme = (col: string, value: string) =>
+    `(SELECT m."${col}" FROM "Metric" m WHERE m."seriesId" = r."seriesId" AND m."step" BETWEEN r."firstStep" AND r."lastStep" AND m."value" = r."${value}" ORDER BY m."step" LIMIT 1)`;
   db.prepare(
     `UPDATE "MetricRollup" AS r SET
-       "minStep" = (SELECT m."step" FROM "Metric" m WHERE m."seriesId" = r."seriesId" AND m."step" BETWEEN r."firstStep" AND r."lastStep" AND m."value" = r."minValue" ORDER BY m."step" LIMIT 1),
-       "maxStep" = (SELECT m."step" FROM "Metric" m WHERE m."seriesId" = r."seriesId" AND m."step" BETWEEN r."firstStep" AND r."lastStep" AND m."value" = r."maxValue" ORDER BY m."step" LIMIT 1),
+       "minStep" = ${extreme("step", "minValue")}, "minWallTime" = ${extreme("wallTime", "minValue")},
+       "maxStep" = ${extreme("step", "maxValue")}, "maxWallTime" = ${extreme("wallTime", "maxValue")},
        "lastValue" = (SELECT m."value" FROM "Metric" m WHERE m."seriesId" = r."seriesId" AND m."step" = r."lastStep")
      WHERE r."seriesId" IN (${RUN_SERIES})`,
   ).run(runId);

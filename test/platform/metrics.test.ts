@@ -83,7 +83,7 @@ describe("writeMetrics + readSeries", () => {
     const overwrite = [11, 4_097, 65_536, 69_990].map((s) => ({ key: "loss", step: s, value: 100 + s, wallTime: 1 }));
     for (const p of overwrite) truth.set(p.step, p.value);
     expect(writeMetrics(runId, overwrite)).toEqual({ inserted: 0, replaced: 4 });
-    // each point's wall time, looked up by step (lib/db/dialect.ts metricRowsAt on each store)
+    // each point's wall time: stored beside each bucket's min and max point (MetricRollup), or its Metric row
     const wallTimeOf = (s: number) => (overwrite.some((p) => p.step === s) ? 1 : 1000 + s);
 
     for (const maxPoints of [20, 100, 1500, 5000, 100_000]) {
@@ -209,7 +209,7 @@ describe("non-finite values (NaN, ±Infinity)", () => {
     const reference = mk("replace-reference");
     writeMetrics(reference, [
       { key: "x", step: 0, value: 2, wallTime: 1 },
-      { key: "x", step: 1, value: 4, wallTime: 1 },
+      { key: "x", step: 1, value: 4, wallTime: 2 }, // the replacing write's wall time
     ]);
     expect(metricRows(run, "MetricRollup")).toEqual(metricRows(reference, "MetricRollup"));
   });
