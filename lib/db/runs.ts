@@ -186,10 +186,7 @@ export function listRuns(q: RunListQuery, db: RawDb = getRawDb()): { runs: RunOu
   }
   for (const c of q.config ? parseConfigFilter(q.config) : []) d.configClause(c, where, args);
   const w = where.length ? `WHERE ${where.join(" AND ")}` : "";
-  const total = db
-    .prepare(`SELECT COUNT(*) FROM "Run" r JOIN "Project" p ON p."id" = r."projectId" ${w}`)
-    .pluck()
-    .get(...args) as number;
+  const filterArgs = [...args];
   const dir = q.order === "asc" ? "ASC" : "DESC";
   let order: string;
   let join = "";
@@ -200,11 +197,21 @@ export function listRuns(q: RunListQuery, db: RawDb = getRawDb()): { runs: RunOu
     order = `ms."lastValue" IS NULL, ms."lastValue" ${dir}, r."createdAt" DESC`;
   } else order = `${SORT_COLUMNS[q.sort]} ${dir}, r."id" ${dir}`;
   // Sort and page over ids only, then read the page's full rows: the per-row job lookup and the
-  // config text are then read for one page, not for every matching run (10^4 runs stay fast).
-  const ids = db
-    .prepare(`SELECT r."id" FROM "Run" r JOIN "Project" p ON p."id" = r."projectId" ${join} ${w} ORDER BY ${order} LIMIT ? OFFSET ?`)
-    .pluck()
-    .all(...args, q.pageSize, (q.page - 1) * q.pageSize) as string[];
+  // config text are then read for one page, not for every matching run (10^4 runs stay fast). The
+  // page's rows carry the total (the filter is evaluated once); a page past the end counts alone.
+  const page = db
+    .prepare(`SELECT r."id", COUNT(*) OVER () FROM "Run" r JOIN "Project" p ON p."id" = r."projectId" ${join} ${w} ORDER BY ${order} LIMIT ? OFFSET ?`)
+    .raw()
+    .all(...args, q.pageSize, (q.page - 1) * q.pageSize) as [string, number][];
+  const ids = page.map((r) => r[0]);
+  const total = page.length
+    ? page[0][1]
+    : q.page === 1
+      ? 0
+      : (db
+          .prepare(`SELECT COUNT(*) FROM "Run" r JOIN "Project" p ON p."id" = r."projectId" ${w}`)
+          .pluck()
+          .get(...filterArgs) as number);
   const byId = new Map(
     ids.length ? (db.prepare(`${RUN_SELECT} WHERE r."id" IN (${ids.map(() => "?").join(",")})`).all(...ids) as RunRow[]).map((r) => [r.id, r]) : [],
   );

@@ -366,6 +366,16 @@ describe("ingest from an external trainer", () => {
     const bad = await call(runs.GET, "GET", "/api/v1/runs?pageSize=100000");
     expect(bad.status).toBe(400);
     expect(bad.json.issues[0].path).toBe("query.pageSize");
+    // the total is every matching run's, on the first page, the last, one past the end, and under a metric sort
+    const first = await call(runs.GET, "GET", "/api/v1/runs?pageSize=1");
+    const total = first.json.total as number;
+    expect(total).toBeGreaterThan(1);
+    expect(total).toBe((await call(runs.GET, "GET", "/api/v1/runs?pageSize=100")).json.runs.length);
+    expect((await call(runs.GET, "GET", `/api/v1/runs?pageSize=1&page=${total}`)).json).toMatchObject({ total, runs: [expect.anything()] });
+    expect((await call(runs.GET, "GET", `/api/v1/runs?pageSize=1&page=${total + 1}`)).json).toMatchObject({ total, runs: [] });
+    expect((await call(runs.GET, "GET", `/api/v1/runs?sort=metric:train/reward&pageSize=1&page=${total + 1}`)).json).toMatchObject({ total, runs: [] });
+    expect((await call(runs.GET, "GET", "/api/v1/runs?sort=metric:train/reward&pageSize=1")).json.total).toBe(total);
+    expect((await call(runs.GET, "GET", "/api/v1/runs?tag=nothing-has-this&page=2")).json).toMatchObject({ total: 0, runs: [] });
   });
 });
 
