@@ -11,69 +11,86 @@ import path from "node:path";
 
 const require = createRequire(import.meta.url);
 let NextRequest;
+const API = "/api/v1";
 
 /**
- * A dispatcher for the API's compiled route handlers under `<distDir>/server/app/api/v1`:
- * `dispatch(req, res)` serves the request and returns true, or returns false when no compiled route
- * has a handler for its path and method (Next serves it then). Call it after Next's `app.prepare()`.
+ * The API's one route table: each path template the route declarations name (lib/api/routes.ts
+ * `ROUTES`, `{ method, path }` with paths such as `/runs/{id}`), its declared methods, and the
+ * handler module `next build` compiled for it (`<distDir>/server/app/api/v1/runs/[id]/route.js`),
+ * if there is one. The web server asks it both questions about a request, from one match:
+ * - `match(pathname)`: the template an `/api/v1` path falls under (a trailing slash allowed) with its
+ *   declared methods (a method outside them is a 405) and path parameters, or null;
+ * - `dispatch(req, res, match)`: serves the request from the compiled handler and returns true, or
+ *   returns false when there is none for the method (Next serves it then).
+ * Call it after Next's `app.prepare()`.
  */
-export function apiDispatcher(distDir = ".next") {
+export function apiRoutes(declarations, distDir = ".next") {
   // loaded once Next's server has set up its async context (next/server needs it)
   NextRequest = require("next/server").NextRequest;
   const base = path.resolve(distDir, "server/app/api/v1");
-  const routes = [];
-  (function walk(dir, segments) {
-    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
-      if (e.isDirectory()) walk(path.join(dir, e.name), [...segments, e.name]);
-      else if (e.name === "route.js") routes.push({ segments, file: path.join(dir, e.name), handlers: null });
+  const byPath = new Map();
+  for (const d of declarations) {
+    let route = byPath.get(d.path);
+    if (!route) {
+      const segments = d.path.split("/").slice(1);
+      const file = path.join(base, ...segments.map((s) => s.replace(/^\{(\w+)\}$/, "[$1]")), "route.js");
+      route = { path: d.path, segments, methods: new Set(["OPTIONS"]), file: fs.existsSync(file) ? file : null, handlers: null };
+      byPath.set(d.path, route);
     }
-  })(base, []);
-  // A literal segment wins over a parameter at the same place (/runs/filters before /runs/[id]).
-  const rank = (r) => r.segments.map((s) => (s.startsWith("[") ? "1" : "0")).join("");
-  routes.sort((a, b) => (rank(a) < rank(b) ? -1 : rank(a) > rank(b) ? 1 : 0));
+    route.methods.add(d.method);
+    if (d.method === "GET") route.methods.add("HEAD");
+  }
+  // A literal segment wins over a parameter at the same place (/runs/filters before /runs/{id}).
+  const rank = (r) => r.segments.map((s) => (s.startsWith("{") ? "1" : "0")).join("");
+  const routes = [...byPath.values()].sort((a, b) => (rank(a) < rank(b) ? -1 : rank(a) > rank(b) ? 1 : 0));
 
   function match(pathname) {
-    const parts = pathname.split("/").filter(Boolean);
-    for (const r of routes) {
-      if (r.segments.length !== parts.length) continue;
+    if (!pathname.startsWith(API + "/")) return null;
+    const parts = pathname
+      .slice(API.length + 1)
+      .replace(/\/$/, "")
+      .split("/");
+    if (parts.some((p) => p === "")) return null;
+    for (const route of routes) {
+      if (route.segments.length !== parts.length) continue;
       const params = {};
       let ok = true;
       for (let i = 0; i < parts.length && ok; i++) {
-        const s = r.segments[i];
-        if (s.startsWith("[")) params[s.slice(1, -1)] = parts[i];
+        const s = route.segments[i];
+        if (s.startsWith("{")) params[s.slice(1, -1)] = parts[i];
         else ok = s === parts[i];
       }
-      if (ok) return { route: r, params };
+      if (ok) return { route, params };
     }
     return null;
   }
 
-  /** Whether a compiled route file exists for an API path template such as `/runs/{id}` (a startup check). */
-  const compiled = (template) => routes.some((r) => "/" + r.segments.join("/") === template.replace(/\{(\w+)\}/g, "[$1]"));
-
-  function dispatch(req, res, pathname) {
-    const m = match(pathname.slice("/api/v1".length));
-    if (!m) return false;
-    if (m.route.handlers === null) {
+  function dispatch(req, res, m) {
+    const { route } = m;
+    if (!route.file) return false;
+    if (route.handlers === null) {
       try {
-        m.route.handlers = require(m.route.file).routeModule?.userland ?? {};
+        route.handlers = require(route.file).routeModule?.userland ?? {};
       } catch (e) {
         // a build of another layout: Next serves this route (slower, not wrong)
-        console.error(`api-dispatch: ${m.route.file} did not load (${e?.message ?? e}); Next serves it`);
-        m.route.handlers = {};
+        console.error(`api-dispatch: ${route.file} did not load (${e?.message ?? e}); Next serves it`);
+        route.handlers = {};
       }
     }
-    const handler = m.route.handlers[req.method];
+    const handler = route.handlers[req.method];
     if (typeof handler !== "function") return false;
     serve(handler, req, res, m.params).catch((e) => {
       // the route wrapper answers every error itself: this is a broken connection or a bug
-      console.error(`api-dispatch: ${req.method} ${pathname}: ${e?.stack ?? e}`);
+      console.error(`api-dispatch: ${req.method} ${req.url}: ${e?.stack ?? e}`);
       if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" }).end(JSON.stringify({ error: "internal error", issues: [] }));
       else res.destroy();
     });
     return true;
   }
-  return Object.assign(dispatch, { compiled });
+
+  /** Declared paths without a compiled route file (a startup warning: Next serves them). */
+  const uncompiled = routes.filter((r) => !r.file).map((r) => r.path);
+  return { match, dispatch, uncompiled };
 }
 
 async function serve(handler, req, res, rawParams) {

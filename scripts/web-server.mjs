@@ -10,7 +10,7 @@ import next from "next";
 import { register } from "tsx/esm/api";
 import { gracefulServer } from "./graceful-stop.mjs";
 import { inTurn } from "./request-turns.mjs";
-import { apiDispatcher } from "./api-dispatch.mjs";
+import { apiRoutes } from "./api-dispatch.mjs";
 
 // TURNLENS_SERVER_PROCESSES (default 1): that many server processes share the port (node:cluster
 // hands each new connection to one of them). lib/db's calls are synchronous, so one process serves
@@ -43,8 +43,6 @@ if (processes > 1 && cluster.isPrimary) {
   await new Promise(() => {}); // the primary serves nothing itself
 }
 
-// The API's methods per path come from the route declarations (lib/api/routes.ts): a method a path
-// does not declare is a 405 that lists the ones it does (RFC 9110's Allow header).
 register();
 // Refuse to start on a store the app cannot serve yet (lib/db/url.ts says why) instead of failing per request.
 try {
@@ -54,23 +52,6 @@ try {
   process.exit(1);
 }
 const { ROUTES } = await import("../lib/api/routes.ts");
-const API = "/api/v1";
-const allowed = new Map();
-for (const r of ROUTES) {
-  const re = "^" + API + r.path.replace(/\{\w+\}/g, "[^/]+") + "/?$";
-  if (!allowed.has(re)) allowed.set(re, { re: new RegExp(re), params: (r.path.match(/\{/g) ?? []).length, methods: new Set(["OPTIONS"]) });
-  allowed.get(re).methods.add(r.method);
-  if (r.method === "GET") allowed.get(re).methods.add("HEAD");
-}
-/**
- * The declared methods of an API path, or null when none matches. /runs/filters also matches
- * /runs/{id}: the template with the fewest parameters (the most literal one) wins.
- */
-function methodsOf(pathname) {
-  let best = null;
-  for (const a of allowed.values()) if (a.re.test(pathname) && (!best || a.params < best.params)) best = a;
-  return best?.methods ?? null;
-}
 
 const hostname = process.env.TURNLENS_HOST || "127.0.0.1";
 const port = Number(process.env.PORT || 3000);
@@ -79,9 +60,9 @@ const METHODS = new Set(["GET", "HEAD", "POST", "DELETE", "OPTIONS", "PUT", "PAT
 const app = next({ dev: false, hostname, port });
 const handle = app.getRequestHandler();
 await app.prepare();
-const dispatchApi = apiDispatcher();
-const uncompiled = ROUTES.filter((r) => !dispatchApi.compiled(r.path)).map((r) => r.path);
-if (uncompiled.length) console.error(`web-server: no compiled route file for ${[...new Set(uncompiled)].join(", ")}; Next serves these`);
+// The API's route table, from the route declarations (lib/api/routes.ts) and the compiled handlers.
+const api = apiRoutes(ROUTES);
+if (api.uncompiled.length) console.error(`web-server: no compiled route file for ${api.uncompiled.join(", ")}; Next serves these`);
 
 function refuse(res, status, error, path, headers = {}) {
   res.writeHead(status, { "content-type": "application/json", ...headers });
@@ -100,12 +81,13 @@ const { server, stop } = gracefulServer(
     } catch {
       return refuse(res, 400, "malformed path: a segment is not valid percent-encoding", "params");
     }
-    if (pathname.startsWith(API + "/")) {
-      const methods = methodsOf(pathname);
-      if (methods && !methods.has(req.method))
-        return refuse(res, 405, `${req.method} is not allowed on ${pathname}`, "method", { allow: [...methods].join(", ") });
+    const m = api.match(pathname);
+    if (m) {
+      // a method the path does not declare is a 405 that lists the ones it does (RFC 9110's Allow header)
+      if (!m.route.methods.has(req.method))
+        return refuse(res, 405, `${req.method} is not allowed on ${pathname}`, "method", { allow: [...m.route.methods].join(", ") });
       // the API's handlers without Next's pipeline (scripts/api-dispatch.mjs); a trailing slash stays Next's redirect
-      if (!pathname.endsWith("/") && dispatchApi(req, res, pathname)) return;
+      if (!pathname.endsWith("/") && api.dispatch(req, res, m)) return;
     }
     handle(req, res);
   }),

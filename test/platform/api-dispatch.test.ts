@@ -9,7 +9,18 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // @ts-expect-error: a plain .mjs script without type declarations
-import { apiDispatcher } from "../../scripts/api-dispatch.mjs";
+import { apiRoutes } from "../../scripts/api-dispatch.mjs";
+
+// The route declarations (as lib/api/routes.ts has them): /runs/{id}/metrics and DELETE /runs/{id}
+// are declared without a compiled handler.
+const DECLARED = [
+  { method: "GET", path: "/runs/{id}" },
+  { method: "DELETE", path: "/runs/{id}" },
+  { method: "GET", path: "/runs/filters" },
+  { method: "POST", path: "/upload" },
+  { method: "GET", path: "/export" },
+  { method: "GET", path: "/runs/{id}/metrics" },
+];
 
 // Route modules: the path parameters and body size they saw, a body limit that stops reading
 // early (as lib/api/route.ts does past its limit), a streamed answer and a cookie.
@@ -55,10 +66,11 @@ beforeAll(async () => {
   }
   // next/server needs the async context Next's server sets up before the dispatcher is made
   (globalThis as { AsyncLocalStorage?: unknown }).AsyncLocalStorage ??= AsyncLocalStorage;
-  const dispatch = apiDispatcher(dir);
+  const api = apiRoutes(DECLARED, dir);
   server = http.createServer((req, res) => {
     const pathname = req.url!.split("?")[0];
-    if (dispatch(req, res, pathname)) return;
+    const m = api.match(pathname);
+    if (m && api.dispatch(req, res, m)) return;
     fallback.push(`${req.method} ${pathname}`);
     res.writeHead(404).end();
   });
@@ -95,11 +107,18 @@ describe("API dispatch", () => {
     expect(r.headers["content-length"]).toBe(String(Buffer.byteLength(r.body)));
   });
 
-  it("says which declared paths have a compiled route file", () => {
-    const dispatch = apiDispatcher(dir);
-    expect(dispatch.compiled("/runs/{id}")).toBe(true);
-    expect(dispatch.compiled("/runs/filters")).toBe(true);
-    expect(dispatch.compiled("/runs/{id}/metrics")).toBe(false);
+  it("matches a path to one declared template, its methods and parameters, and names those without a compiled file", () => {
+    const api = apiRoutes(DECLARED, dir);
+    expect(api.uncompiled).toEqual(["/runs/{id}/metrics"]);
+    const at = (p: string) => {
+      const m = api.match(p);
+      return m && { path: m.route.path, methods: [...m.route.methods].sort(), params: m.params };
+    };
+    expect(at("/api/v1/runs/filters")).toEqual({ path: "/runs/filters", methods: ["GET", "HEAD", "OPTIONS"], params: {} });
+    expect(at("/api/v1/runs/abc")).toEqual({ path: "/runs/{id}", methods: ["DELETE", "GET", "HEAD", "OPTIONS"], params: { id: "abc" } });
+    expect(at("/api/v1/runs/abc/")).toMatchObject({ path: "/runs/{id}" }); // its 405s hold with a trailing slash too
+    expect(at("/api/v1/runs/abc/metrics")).toMatchObject({ path: "/runs/{id}/metrics", params: { id: "abc" } });
+    for (const p of ["/api/v1/runs//metrics", "/api/v1/", "/api/v1/runs/a/b/c", "/api/v2/runs/abc", "/runs/abc"]) expect(at(p), p).toBeNull();
   });
 
   it("hands a Host that makes no URL to the handler as it came (whose Host check refuses it)", async () => {
@@ -118,7 +137,8 @@ describe("API dispatch", () => {
   it("leaves paths and methods without a compiled handler to Next", async () => {
     expect((await request("DELETE", "/api/v1/runs/x")).status).toBe(404);
     expect((await request("GET", "/api/v1/nothing")).status).toBe(404);
-    expect(fallback).toEqual(["DELETE /api/v1/runs/x", "GET /api/v1/nothing"]);
+    expect((await request("GET", "/api/v1/runs/x/metrics")).status).toBe(404);
+    expect(fallback).toEqual(["DELETE /api/v1/runs/x", "GET /api/v1/nothing", "GET /api/v1/runs/x/metrics"]);
   });
 
   it("hands a body over whole, its headers and cookies back", async () => {
