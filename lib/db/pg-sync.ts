@@ -65,12 +65,13 @@ const BOOL_OID = 16;
 const BYTEA_OID = 17;
 const TIMESTAMP_OIDS = new Set([1114, 1184]);
 
-function decode(text: string, oid: number): unknown {
-  if (NUMERIC_OIDS.has(oid)) return Number(text); // "NaN", "Infinity" included
-  if (oid === BOOL_OID) return text === "t" ? 1 : 0; // SQLite's booleans are 1/0
-  if (oid === BYTEA_OID) return Buffer.from(text.slice(2), "hex"); // bytea_output = hex: "\x..."
-  if (TIMESTAMP_OIDS.has(oid)) return isoTimestamp(text);
-  return text;
+/** The conversion of a column's text values, chosen once per result column. */
+function decoder(oid: number): (text: string) => unknown {
+  if (NUMERIC_OIDS.has(oid)) return Number; // "NaN", "Infinity" included
+  if (oid === BOOL_OID) return (text) => (text === "t" ? 1 : 0); // SQLite's booleans are 1/0
+  if (oid === BYTEA_OID) return (text) => Buffer.from(text.slice(2), "hex"); // bytea_output = hex: "\x..."
+  if (TIMESTAMP_OIDS.has(oid)) return isoTimestamp;
+  return (text) => text;
 }
 
 /** "2026-11-23 11:12:50.12" (timestamp, UTC by convention) -> "2026-11-23T11:12:50.120+00:00", as lib/db writes. */
@@ -335,12 +336,16 @@ export class PgStatement implements RawStatement {
       const n = Math.min(pq.ntuples(), limit);
       const nf = pq.nfields();
       const names: string[] = [];
-      const types: number[] = [];
+      const decoders: ((text: string) => unknown)[] = [];
       for (let c = 0; c < nf; c++) {
         names.push(pq.fname(c));
-        types.push(pq.ftype(c));
+        decoders.push(decoder(pq.ftype(c)));
       }
-      const value = (r: number, c: number) => (pq.getisnull(r, c) ? null : decode(pq.getvalue(r, c), types[c]));
+      // libpq gives NULL as "": only an empty value needs the second call into the addon to tell them apart
+      const value = (r: number, c: number) => {
+        const text = pq.getvalue(r, c);
+        return text === "" && pq.getisnull(r, c) ? null : decoders[c](text);
+      };
       const out: unknown[] = new Array(n);
       for (let r = 0; r < n; r++) {
         if (this.plucked) out[r] = value(r, 0);

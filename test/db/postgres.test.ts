@@ -135,6 +135,10 @@ describe.skipIf(skip)("PostgreSQL", () => {
       expect(rows[0]).toEqual({ i: 7, b: 2 ** 40, f: 0.25, ok: 1, t: "2026-11-23T11:12:50.120+00:00", j: '{"a": [1, 2]}', blob: bytes, s: "it's ? here" });
       expect(rows[1].f).toBeNaN();
       expect(rows[1].ok).toBe(0);
+      // NULL and the empty text are told apart (libpq gives both as "")
+      expect(rows[1]).toMatchObject({ i: null, b: null, t: null, j: null, blob: null, s: null });
+      ins.run(8, null, 1, 1, null, null, Buffer.alloc(0), "");
+      expect(db.prepare(`SELECT "s", "blob", "b" FROM "Shapes" WHERE "i" = 8`).raw().get()).toEqual(["", Buffer.alloc(0), null]);
       expect(db.prepare(`SELECT COUNT(*) FROM "Shapes" WHERE "s" = '?'`).pluck().get()).toBe(0); // a quoted ? is not a parameter
       expect(db.prepare(`SELECT "i", "f" FROM "Shapes" WHERE "i" = @i AND "i" < @i + 1`).raw().all({ i: 7 })).toEqual([[7, 0.25]]);
       expect(() => db.prepare(`SELECT "nope" FROM "Shapes"`).all()).toThrow(
