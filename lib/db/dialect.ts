@@ -3,6 +3,7 @@
 // asks which store it is on. The fragments are SQL text with `?` placeholders (never values).
 import type { ConfigClause } from "../schemas/runs";
 import { cachedStatement, insertRows, isPostgresDb, openRawDb, type RawDb } from "./raw";
+import { PLAN_PER_CALL } from "./pg-sync";
 import { isPostgres } from "./url";
 
 export interface Dialect {
@@ -145,7 +146,7 @@ export const POSTGRESQL: Dialect = {
   },
   bucketExtremes: (agg, s) => {
     const group = `"${s.groupCol}" / ${Math.trunc(s.ratio)}`; // an integer computed here, not input
-    return `SELECT DISTINCT ON (${group}) "${s.stepCol}", "${s.valueCol}", "${s.wallCol}" FROM "${s.table}" WHERE "seriesId" = ? ${s.levelCond} AND "${s.groupCol}" >= ?
+    return `${PLAN_PER_CALL} SELECT DISTINCT ON (${group}) "${s.stepCol}", "${s.valueCol}", "${s.wallCol}" FROM "${s.table}" WHERE "seriesId" = ? ${s.levelCond} AND "${s.groupCol}" >= ?
             ORDER BY ${group}, "${s.valueCol}" ${agg === "MIN" ? "ASC" : "DESC"}, "${s.groupCol}"`;
   },
   bucketArgs: (seriesId, from) => [seriesId, from],

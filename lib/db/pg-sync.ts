@@ -56,6 +56,15 @@ const WRITE_LOCK = 7203;
 /** Closed connections' addon objects, kept until libuv has finished closing their handles (close()). */
 const closing = new Set<Libpq>();
 
+/**
+ * A statement whose text starts with this comment is planned for its own parameters at every call
+ * (sent unnamed, never prepared). Every other statement is prepared once per connection, and after
+ * five calls PostgreSQL may keep one generic plan for it, which saves the planning of each call
+ * (a third of a small read's time on the server). A chart's bucket queries got generic plans that
+ * took seconds under load, so they are planned per call.
+ */
+export const PLAN_PER_CALL = "/* plan per call */";
+
 /** Prepared statements kept per connection. */
 const MAX_PREPARED = 500;
 
@@ -150,11 +159,7 @@ export class PgSyncDb {
   open = true;
   readonly dialect = "postgresql" as const;
 
-  /** `genericPlans`: let PostgreSQL reuse a generic plan per prepared statement (writers: see below). */
-  constructor(
-    readonly url: string,
-    { genericPlans = false }: { genericPlans?: boolean } = {},
-  ) {
+  constructor(readonly url: string) {
     const Pq = libpqConstructor();
     this.pq = new Pq();
     try {
@@ -163,12 +168,6 @@ export class PgSyncDb {
       throw new Error(`cannot connect to PostgreSQL at ${redact(url)}: ${this.pq.errorMessage() || (e as Error).message}`);
     }
     this.exec("SET TIME ZONE 'UTC'"); // timestamps are stored as UTC wall time, as Prisma writes them
-    // Statements are prepared once per connection (below); PostgreSQL would then switch them to a
-    // generic plan after five runs, which for the chart's bucket queries chose plans taking seconds
-    // under load. A reader's statements get a plan for their own parameters instead. A writer's
-    // (the ingest workers': inserts and key lookups) keep generic plans: planning every run made
-    // metric ingest 17% and step ingest 30% slower.
-    if (!genericPlans) this.exec("SET plan_cache_mode = force_custom_plan");
   }
 
   prepare(sql: string): PgStatement {
@@ -257,6 +256,11 @@ export class PgSyncDb {
       });
     }
     const bound = values.map((v) => encode(v, sql));
+    if (sql.startsWith(PLAN_PER_CALL)) {
+      this.pq.execParams(text, bound);
+      this.check(sql);
+      return this.pq;
+    }
     // Statements are prepared once per connection, like cachedStatement does for SQLite; the least
     // recently used are deallocated past MAX_PREPARED (texts built per call, e.g. IN lists, vary).
     let name = this.statementNames.get(text);

@@ -32,9 +32,9 @@ export function isPostgresDb(db: RawDb): boolean {
   return db instanceof PgSyncDb;
 }
 
-/** A new connection to `url` (a file: SQLite URL or a postgresql:// one); `pg`: PostgreSQL's connection options (pg-sync.ts). */
-export function openRawDb(url = databaseUrl(), pg: { genericPlans?: boolean } = {}): RawDb {
-  if (isPostgres(url)) return new PgSyncDb(url, pg);
+/** A new connection to `url` (a file: SQLite URL or a postgresql:// one). */
+export function openRawDb(url = databaseUrl()): RawDb {
+  if (isPostgres(url)) return new PgSyncDb(url);
   return openSqlite(sqlitePath(url)) as unknown as RawDb;
 }
 

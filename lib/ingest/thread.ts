@@ -40,7 +40,7 @@ export function handleIngest(req: IngestRequest, conn?: RawDb): IngestReply {
     if (!conn) {
       if (!db || dbUrl !== req.databaseUrl) {
         db?.close();
-        db = openRawDb(req.databaseUrl, { genericPlans: true }); // a writer: inserts and key lookups
+        db = openRawDb(req.databaseUrl);
         dbUrl = req.databaseUrl;
       }
       conn = db;

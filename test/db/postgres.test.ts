@@ -10,7 +10,7 @@ import Database from "better-sqlite3";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPrisma } from "../../lib/db/client";
-import { PgSyncDb } from "../../lib/db/pg-sync";
+import { PgSyncDb, PLAN_PER_CALL } from "../../lib/db/pg-sync";
 import { assertStoreServable } from "../../lib/db/url";
 import { postgresUnavailable, startPostgres, type TempPostgres } from "../helpers/postgres";
 import { ROOT } from "../helpers/temp-db";
@@ -168,6 +168,23 @@ describe.skipIf(skip)("PostgreSQL", () => {
       }).immediate();
       expect(db.prepare(`SELECT "v" FROM "Tx" ORDER BY 1`).pluck().all()).toEqual([1, 3, 4]);
       expect(db.inTransaction).toBe(false);
+    } finally {
+      db.close();
+    }
+  });
+
+  it("prepares a statement once per connection, except one marked to be planned per call", () => {
+    const db = new PgSyncDb(url);
+    try {
+      const prepared = () => db.prepare(`SELECT "statement" FROM pg_prepared_statements`).pluck().all() as string[];
+      for (let i = 0; i < 3; i++) expect(db.prepare(`SELECT ? + 1 AS "n"`).pluck().get(i)).toBe(i + 1);
+      for (let i = 0; i < 3; i++) expect(db.prepare(`${PLAN_PER_CALL} SELECT ? + 2 AS "n"`).pluck().get(i)).toBe(i + 2);
+      const texts = prepared();
+      expect(texts.filter((t) => t.includes("$1 + 1"))).toHaveLength(1);
+      expect(texts.filter((t) => t.includes("$1 + 2"))).toHaveLength(0);
+      expect(() => db.prepare(`${PLAN_PER_CALL} SELECT "nope" FROM pg_class WHERE oid = ?`).all(1)).toThrow(
+        expect.objectContaining({ code: "42703" }),
+      );
     } finally {
       db.close();
     }
