@@ -44,7 +44,8 @@ export const LAYERS = {
   // the ingest service (the same validation and idempotent batches as the HTTP ingest API).
   workers: ["lib/jobs", "lib/db", "lib/ingest", "lib/schemas", "lib/credit", "lib/envs", "lib/rollout", "lib/policy", "lib/generated"],
   // The HTTP contract: route declarations, errors, OpenAPI; calls services, not the database.
-  "lib/api": ["lib/runs", "lib/schemas", "lib/credit", "lib/envs"],
+  // lib/ingest: route() tells the ingest pool when reads are being answered (it leaves them a core)
+  "lib/api": ["lib/runs", "lib/schemas", "lib/credit", "lib/envs", "lib/ingest"],
   // Services (launch, actions, catalog) and the ingest pipeline.
   "lib/runs": ["lib/db", "lib/jobs", "lib/schemas", "lib/credit", "lib/envs", "lib/rollout"],
   "lib/ingest": ["lib/db", "lib/schemas"],

@@ -8,6 +8,7 @@ import { toErrorResponse } from "./errors";
 import { DomainError, parseInput } from "../schemas/errors";
 import { parseJsonBytes } from "../schemas/json-limits";
 import { checkRequest, securityConfig, type SecurityConfig } from "./security";
+import { noteRead } from "../ingest/pool";
 
 /** Body limit of every route that declares none and is not an ingest body (docs/api.md: 1 MB outside ingest). */
 const SMALL_BODY_BYTES = 1 << 20;
@@ -115,6 +116,7 @@ export function route<Q extends z.ZodType, B extends z.ZodType, R extends z.ZodT
   const check = process.env.TURNLENS_CHECK_RESPONSES === "1";
   return async (req: NextRequest, ctx: Ctx): Promise<Response> => {
     let release: (() => void) | undefined;
+    if (contract.method === "GET") noteRead(); // ingest leaves a core to the dashboard's readers (lib/ingest/pool.ts)
     try {
       checkRequest(req, security(), contract.bodyType);
       let raw: Record<string, string | string[]> = {};

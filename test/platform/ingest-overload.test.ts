@@ -1,6 +1,7 @@
 // Under more concurrent ingest requests than TURNLENS_INGEST_QUEUE, the extra ones are told to come
 // back later (429 with Retry-After) instead of piling their bodies up in memory; nothing is lost
 // for the ones accepted, and a retry after the delay succeeds.
+import os from "node:os";
 import { describe, expect, it, vi } from "vitest";
 import { NextRequest } from "next/server";
 import { useTempDatabase } from "../helpers/temp-db";
@@ -9,6 +10,8 @@ process.env.TURNLENS_INGEST_QUEUE = "2"; // read when lib/ingest/pool loads
 useTempDatabase("ingest-overload");
 const importRoute = await import("@/app/api/v1/runs/import/route");
 const metricsRoute = await import("@/app/api/v1/runs/[id]/metrics/route");
+const runsRoute = await import("@/app/api/v1/runs/route");
+const { ingestLanesNow, noteRead } = await import("@/lib/ingest/pool");
 const { metricCount } = await import("../helpers/metric-rows");
 
 async function post(
@@ -90,5 +93,48 @@ describe("ingest overload", () => {
     expect((await Promise.all(admitted.map((a) => a.res))).map((r) => r.status)).toEqual([201, 201]);
     // the slots are given back: the next request is admitted
     expect((await post(metricsRoute.POST, "", { points: [{ step: 99, values: { "train/loss": 1 } }] }, { id: run.id }, key)).status).toBe(201);
+  });
+});
+
+// PostgreSQL's ingest runs in TURNLENS_INGEST_PROCESSES processes (default 2); while reads are being
+// answered it leaves this server process a core: on 2 cores one ingest process, on 8 still both.
+describe("readers first", () => {
+  it("uses fewer ingest processes within 250 ms of a read, as many as the cores leave", () => {
+    const cores = vi.spyOn(os, "availableParallelism").mockReturnValue(2);
+    try {
+      const t = 1e9;
+      expect(ingestLanesNow(t)).toBe(2);
+      noteRead(t);
+      expect(ingestLanesNow(t + 100)).toBe(1);
+      cores.mockReturnValue(8);
+      expect(ingestLanesNow(t + 100)).toBe(2);
+      cores.mockReturnValue(1);
+      expect(ingestLanesNow(t + 100)).toBe(1);
+      cores.mockReturnValue(2);
+      expect(ingestLanesNow(t + 251)).toBe(2);
+    } finally {
+      cores.mockRestore();
+    }
+  });
+
+  it("counts a GET through any API route as a read, and not an ingest POST", async () => {
+    const cores = vi.spyOn(os, "availableParallelism").mockReturnValue(2);
+    try {
+      noteRead(performance.now() - 10_000);
+      const run = await (await post(importRoute.POST, "/api/v1/runs/import", { name: "readers-first" })).json();
+      await post(
+        metricsRoute.POST,
+        `/api/v1/runs/${run.id}/metrics`,
+        { batchId: "b", steps: [0], values: { x: [1] } },
+        { id: run.id },
+        { "x-turnlens-write-key": run.writeKey },
+      );
+      expect(ingestLanesNow()).toBe(2);
+      const list = await runsRoute.GET(new NextRequest(new URL("/api/v1/runs", "http://127.0.0.1:3000")), { params: Promise.resolve({}) });
+      expect(list.status).toBe(200);
+      expect(ingestLanesNow()).toBe(1);
+    } finally {
+      cores.mockRestore();
+    }
   });
 });
