@@ -182,9 +182,7 @@ describe.skipIf(skip)("PostgreSQL", () => {
       const texts = prepared();
       expect(texts.filter((t) => t.includes("$1 + 1"))).toHaveLength(1);
       expect(texts.filter((t) => t.includes("$1 + 2"))).toHaveLength(0);
-      expect(() => db.prepare(`${PLAN_PER_CALL} SELECT "nope" FROM pg_class WHERE oid = ?`).all(1)).toThrow(
-        expect.objectContaining({ code: "42703" }),
-      );
+      expect(() => db.prepare(`${PLAN_PER_CALL} SELECT "nope" FROM pg_class WHERE oid = ?`).all(1)).toThrow(expect.objectContaining({ code: "42703" }));
     } finally {
       db.close();
     }
