@@ -70,9 +70,12 @@ function refuse(res, status, error, path, headers = {}) {
 }
 
 // Requests start one per event-loop turn, in arrival order (scripts/request-turns.mjs says why).
-// Query strings of long percent-encoded parameters (a credit `params` JSON) exceed Node's 16 KB default.
+// The request line and headers may take 256 KB (Node's default is 16 KB): the longest documented
+// query, a trajectory search by a 10,000-character anchor, is up to 90 KB percent-encoded (9 bytes
+// a character), and a parameter past its documented length should still reach its 400 that names it.
+const MAX_HEADER_BYTES = 256 * 1024;
 const { server, stop } = gracefulServer(
-  { maxHeaderSize: 64 * 1024 },
+  { maxHeaderSize: MAX_HEADER_BYTES },
   inTurn((req, res) => {
     if (!METHODS.has(req.method)) return refuse(res, 405, `method ${req.method} is not supported`, "method", { allow: "GET, HEAD, POST, DELETE, OPTIONS" });
     const pathname = (req.url ?? "/").split("?")[0];
@@ -92,6 +95,20 @@ const { server, stop } = gracefulServer(
     handle(req, res);
   }),
 );
+// What Node's parser refuses before any handler runs gets Node's status with a JSON body naming why.
+server.on("clientError", (err, socket) => {
+  if (!socket.writable || err.code === "ECONNRESET") return socket.destroy();
+  const [status, reason, message] =
+    err.code === "HPE_HEADER_OVERFLOW"
+      ? [431, "Request Header Fields Too Large", `the request line and headers exceed ${MAX_HEADER_BYTES / 1024} KB`]
+      : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+        ? [408, "Request Timeout", "the request did not arrive in time"]
+        : [400, "Bad Request", "malformed HTTP request"];
+  const body = JSON.stringify({ error: message, issues: [{ path: "headers", message }] });
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+});
 // Next's defaults for `next start`: keep-alive longer than common load balancers' idle timeout.
 server.keepAliveTimeout = 65_000;
 server.listen(port, hostname, () => console.log(`TurnLens web server on http://${hostname}:${port}`));

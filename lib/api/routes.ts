@@ -209,7 +209,7 @@ export const routes = {
         key: z
           .union([metricKeySchema, z.array(metricKeySchema).max(100)])
           .optional()
-          // 100 keys of up to 200 characters keep the URL within the web server's 64 KB header limit
+          // 100 keys of up to 200 characters keep the URL within the web server's 256 KB header limit
           .describe("Metric key(s) to export, at most 100; repeat the parameter for several; omitted: all keys."),
       })
       .strict(),

@@ -36,6 +36,21 @@ test("unsupported methods are a JSON 405 with the allowed methods, not a 500", a
   expect(onRuns.headers.allow?.split(", ").sort()).toEqual(["GET", "HEAD", "OPTIONS", "POST"]);
 });
 
+test("the longest documented query reaches its route, and one past the header limit is a JSON 431", async () => {
+  // a search by a 10,000-character anchor of 3-byte characters: 90 KB percent-encoded
+  const anchor = "€".repeat(10_000);
+  const longest = await raw("GET", `/api/v1/search/trajectories?anchor=${encodeURIComponent(anchor)}`);
+  expect(longest.status, longest.text).toBe(200);
+  // a longer one still reaches its 400 naming the parameter
+  const tooLong = await raw("GET", `/api/v1/search/trajectories?anchor=${encodeURIComponent(anchor.repeat(2))}`);
+  expect(tooLong.status).toBe(400);
+  expect(JSON.parse(tooLong.text).issues[0].path).toBe("query.anchor");
+  const beyond = await raw("GET", `/api/v1/search/trajectories?anchor=${"a".repeat(300 * 1024)}`);
+  expect(beyond.status).toBe(431);
+  expect(beyond.headers["content-type"]).toBe("application/json");
+  expect(JSON.parse(beyond.text).issues[0].path).toBe("headers");
+});
+
 test("malformed percent-encoding in a path is a JSON 400", async () => {
   for (const path of ["/api/v1/runs/%ff", "/api/v1/runs/%ff/steps", "/api/v1/jobs/%e0%a4/log"]) {
     const r = await raw("GET", path);
