@@ -73,7 +73,23 @@ const MERGE_SET = `
   "lastValue" = CASE WHEN excluded."lastStep" >= o."lastStep" THEN excluded."lastValue" ELSE o."lastValue" END,
   "lastStep" = ${greatest(`o."lastStep"`, `excluded."lastStep"`)}`;
 
-const ROLLUP_COLUMNS = `"seriesId","level","bucket","count","minStep","minValue","maxStep","maxValue","firstStep","lastStep","lastValue","minWallTime","maxWallTime"`;
+/** MetricRollup's columns in the order its rows are written, with their PostgreSQL types; the first three are its key. */
+const ROLLUP: [column: string, type: string][] = [
+  ["seriesId", "integer"],
+  ["level", "integer"],
+  ["bucket", "integer"],
+  ["count", "integer"],
+  ["minStep", "integer"],
+  ["minValue", "float8"],
+  ["maxStep", "integer"],
+  ["maxValue", "float8"],
+  ["firstStep", "integer"],
+  ["lastStep", "integer"],
+  ["lastValue", "float8"],
+  ["minWallTime", "float8"],
+  ["maxWallTime", "float8"],
+];
+const ROLLUP_COLUMNS = ROLLUP.map(([c]) => `"${c}"`).join(",");
 
 /** One key's points of a write, in the order given. */
 export interface KeyPoints {
@@ -401,7 +417,7 @@ class RollupRows {
     dialect(db).insertTyped(
       db,
       `INSERT INTO "MetricRollup" AS o (${ROLLUP_COLUMNS})`,
-      ["integer", "integer", "integer", "integer", "integer", "float8", "integer", "float8", "integer", "integer", "float8", "float8", "float8"],
+      ROLLUP.map(([, t]) => t),
       this.rows,
       `ON CONFLICT("seriesId","level","bucket") DO UPDATE SET ${MERGE_SET}`,
     );
@@ -431,10 +447,10 @@ function mergeSeries(db: RawDb, runId: string, aggs: Map<SeriesPoints, Agg>): vo
 function recomputeBuckets(db: RawDb, seriesId: number, steps: Set<number>): void {
   const rows = db.prepare(`SELECT "step", "value", "wallTime" FROM "Metric" WHERE "seriesId" = ? AND "step" >= ? AND "step" < ? ORDER BY "step"`);
   const put = db.prepare(
-    `INSERT INTO "MetricRollup" (${ROLLUP_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)
-     ON CONFLICT("seriesId","level","bucket") DO UPDATE SET "count" = excluded."count", "minStep" = excluded."minStep", "minValue" = excluded."minValue",
-       "maxStep" = excluded."maxStep", "maxValue" = excluded."maxValue", "firstStep" = excluded."firstStep", "lastStep" = excluded."lastStep", "lastValue" = excluded."lastValue",
-       "minWallTime" = excluded."minWallTime", "maxWallTime" = excluded."maxWallTime"`,
+    `INSERT INTO "MetricRollup" (${ROLLUP_COLUMNS}) VALUES (${ROLLUP.map(() => "?").join(",")})
+     ON CONFLICT("seriesId","level","bucket") DO UPDATE SET ${ROLLUP.slice(3)
+       .map(([c]) => `"${c}" = excluded."${c}"`)
+       .join(", ")}`,
   );
   for (const level of ROLLUP_LEVELS) {
     const buckets = new Set([...steps].map((s) => Math.floor(s / level)));
@@ -504,7 +520,6 @@ export function readSeries(runId: string, key: string, opts: SeriesOptions = {},
   // [step, value, wall time]: a downsampled point's wall time is stored beside it (MetricRollup's
   // minWallTime/maxWallTime), so a chart is read without looking its points up again in Metric.
   const points: [number, number, number][] = [];
-  const pointAt = cachedStatement(db, `SELECT "step","value","wallTime" FROM "Metric" WHERE "seriesId" = ? AND "step" = ?`, "raw");
 
   if (stride === 1) {
     for (const r of cachedStatement(db, `SELECT "step","value","wallTime" FROM "Metric" WHERE "seriesId" = ? AND "step" >= ? ORDER BY "step"`, "raw").iterate(
@@ -541,6 +556,7 @@ export function readSeries(runId: string, key: string, opts: SeriesOptions = {},
       else points.push(b, a);
     }
     // Keep the very first and the last point whatever the buckets chose.
+    const pointAt = cachedStatement(db, `SELECT "step","value","wallTime" FROM "Metric" WHERE "seriesId" = ? AND "step" = ?`, "raw");
     if (reset && points.length && points[0][0] !== meta.firstStep) points.unshift(pointAt.get(meta.id, meta.firstStep) as [number, number, number]);
     if (points.length && points[points.length - 1][0] !== meta.lastStep) points.push(pointAt.get(meta.id, meta.lastStep) as [number, number, number]);
   }
@@ -653,14 +669,19 @@ function rebuildRollups(db: RawDb, runId: string): void {
        SELECT "seriesId",${level}, "step" / ${level}, COUNT(*), 0, MIN("value"), 0, MAX("value"), MIN("step"), MAX("step"), 0, 0, 0
        FROM "Metric" WHERE "seriesId" IN (${RUN_SERIES}) GROUP BY "seriesId", "step" / ${level}`,
     ).run(runId);
-  // Steps and wall times of the min/max and the last value, from the rows (the aggregate above cannot name them).
-  const extreme = (col: string, value: string) =>
-    `(SELECT m."${col}" FROM "Metric" m WHERE m."seriesId" = r."seriesId" AND m."step" BETWEEN r."firstStep" AND r."lastStep" AND m."value" = r."${value}" ORDER BY m."step" LIMIT 1)`;
+  // Steps of the min/max and the last value, from the rows (the aggregate above cannot name them).
   db.prepare(
     `UPDATE "MetricRollup" AS r SET
-       "minStep" = ${extreme("step", "minValue")}, "minWallTime" = ${extreme("wallTime", "minValue")},
-       "maxStep" = ${extreme("step", "maxValue")}, "maxWallTime" = ${extreme("wallTime", "maxValue")},
+       "minStep" = (SELECT m."step" FROM "Metric" m WHERE m."seriesId" = r."seriesId" AND m."step" BETWEEN r."firstStep" AND r."lastStep" AND m."value" = r."minValue" ORDER BY m."step" LIMIT 1),
+       "maxStep" = (SELECT m."step" FROM "Metric" m WHERE m."seriesId" = r."seriesId" AND m."step" BETWEEN r."firstStep" AND r."lastStep" AND m."value" = r."maxValue" ORDER BY m."step" LIMIT 1),
        "lastValue" = (SELECT m."value" FROM "Metric" m WHERE m."seriesId" = r."seriesId" AND m."step" = r."lastStep")
+     WHERE r."seriesId" IN (${RUN_SERIES})`,
+  ).run(runId);
+  // Their wall times by primary key, once those steps are known (not a second scan of each bucket).
+  db.prepare(
+    `UPDATE "MetricRollup" AS r SET
+       "minWallTime" = (SELECT m."wallTime" FROM "Metric" m WHERE m."seriesId" = r."seriesId" AND m."step" = r."minStep"),
+       "maxWallTime" = (SELECT m."wallTime" FROM "Metric" m WHERE m."seriesId" = r."seriesId" AND m."step" = r."maxStep")
      WHERE r."seriesId" IN (${RUN_SERIES})`,
   ).run(runId);
   const top = ROLLUP_LEVELS[ROLLUP_LEVELS.length - 1];
