@@ -5,7 +5,7 @@ import { CartesianGrid, Line, LineChart, Tooltip, XAxis, YAxis } from "recharts"
 import type { AxisScale, ChartPoint } from "@/lib/charts/prepare-series";
 import { fmt, tickFormat } from "@/lib/charts/format";
 import { CHART_LAYOUT, type StaticLine } from "./static-line-chart";
-import { X_LABEL, xTick } from "./axis-format";
+import { X_LABEL, xTick, xValue } from "./axis-format";
 import type { ChartView } from "./chart-controls";
 
 /** `onStep`: a click on the chart opens that point's step (the run page opens its trajectories). */
@@ -41,7 +41,7 @@ export default function InteractiveChart({
         ticks={scales.x.ticks}
         interval={0}
         tick={{ fontSize: 11 }}
-        tickFormatter={xTick(view.x)}
+        tickFormatter={xTick(view.x, scales.x.ticks)}
         stroke="currentColor"
         strokeOpacity={0.5}
         height={CHART_LAYOUT.xAxisHeight}
@@ -62,7 +62,7 @@ export default function InteractiveChart({
         formatter={(v, name) => [fmt(v === null || v === undefined ? null : Number(v)), name === "ySmooth" ? "smoothed" : "value"]}
         labelFormatter={(x, payload) => {
           const step = (payload?.[0]?.payload as { step?: number } | undefined)?.step;
-          const at = view.x === "step" ? `step ${x}` : `${X_LABEL[view.x]} ${xTick(view.x)(Number(x))} · step ${step ?? "?"}`;
+          const at = view.x === "step" ? `step ${x}` : `${X_LABEL[view.x]} ${xValue(view.x)(Number(x))} · step ${step ?? "?"}`;
           return onStep ? `${at} · click: its trajectories` : at;
         }}
         contentStyle={{ fontSize: 12 }}

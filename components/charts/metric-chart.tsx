@@ -111,7 +111,7 @@ function ChartBody({
   const points = prepared?.points ?? [];
   const last = data?.steps.length ? { step: data.steps[data.steps.length - 1], value: data.values[data.values.length - 1] } : null;
   const smooth = view.smoothing > 0;
-  const scales = useMemo(() => chartScales(points, { log: view.log, integerX: view.x === "step" }), [points, view.log, view.x]);
+  const scales = useMemo(() => chartScales(points, { log: view.log, x: view.x }), [points, view.log, view.x]);
   const [interactive, setInteractive] = useState(false);
   useEffect(() => (interactive ? undefined : whenIdle(() => setInteractive(true))), [interactive]);
   const lines: StaticLine[] = [{ key: "y", color: "#6366f1", opacity: smooth ? 0.28 : 1, width: 1.5 }];
@@ -122,7 +122,7 @@ function ChartBody({
       scales={scales}
       lines={lines}
       log={view.log}
-      xFormat={xTick(view.x)}
+      xFormat={xTick(view.x, scales.x.ticks)}
       yFormat={view.log ? fmt : tickFormat(scales.y.ticks)}
       dots={!smooth && points.length < 40}
     />

@@ -140,6 +140,7 @@ export function StaticLineChart({
       {scales.x.ticks.map((t) => (
         <span
           key={`tx${t}`}
+          data-axis="x"
           className="absolute -translate-x-1/2 whitespace-nowrap leading-none"
           style={{ left: xAt(nx(t)), top: `calc(100% - ${B}px + 9px)` }}
         >

@@ -30,7 +30,7 @@ import { byNamespace, lastValue } from "@/lib/charts/namespaces";
 import type { RunOut } from "@/lib/schemas/runs";
 import type { Series } from "@/lib/schemas/metrics";
 import { ChartControls, useChartView, type ChartView } from "@/components/charts/chart-controls";
-import { xTick } from "@/components/charts/axis-format";
+import { xTick, xValue } from "@/components/charts/axis-format";
 import { useInView } from "@/components/ui/use-in-view";
 import { useUrlState } from "@/components/ui/use-url-state";
 import { cardCls, inputCls, labelCls } from "@/components/ui/controls";
@@ -323,7 +323,7 @@ function CompareBody({
     }));
     const s = chartScales(
       per.flatMap((p) => p.points),
-      { log: view.log, integerX: view.x === "step" },
+      { log: view.log, x: view.x },
     );
     return { per, scales: s && yScale ? { x: s.x, y: yScale } : s };
   }, [rows, lines, yScale, view.log, view.x]);
@@ -342,7 +342,15 @@ function CompareBody({
       {/* biome-ignore lint/a11y/noStaticElementInteractions: not a control: the first pointer or focus inside swaps the static chart for the interactive one */}
       <div className="h-52" onPointerEnter={() => setInteractive(true)} onFocus={() => setInteractive(true)}>
         {!interactive && staticLines.scales ? (
-          <StaticLineChart points={[]} overlays={overlays} scales={staticLines.scales} lines={[]} log={view.log} xFormat={xTick(view.x)} yFormat={fmt} />
+          <StaticLineChart
+            points={[]}
+            overlays={overlays}
+            scales={staticLines.scales}
+            lines={[]}
+            log={view.log}
+            xFormat={xTick(view.x, staticLines.scales.x.ticks)}
+            yFormat={fmt}
+          />
         ) : (
           <ResponsiveContainer width="100%" height="100%">
             <ComposedChart data={rows} margin={{ top: 4, right: 8, bottom: 0, left: 0 }}>
@@ -350,10 +358,12 @@ function CompareBody({
               <XAxis
                 dataKey="x"
                 type="number"
-                domain={["dataMin", "dataMax"]}
+                domain={staticLines.scales?.x.domain ?? ["dataMin", "dataMax"]}
+                ticks={staticLines.scales?.x.ticks}
+                interval={0}
                 allowDecimals={view.x !== "step"}
                 tick={{ fontSize: 11 }}
-                tickFormatter={xTick(view.x)}
+                tickFormatter={xTick(view.x, staticLines.scales?.x.ticks ?? [])}
                 stroke="currentColor"
                 strokeOpacity={0.5}
               />
@@ -370,7 +380,7 @@ function CompareBody({
               />
               <Tooltip
                 contentStyle={{ fontSize: 12 }}
-                labelFormatter={(x) => `${view.x === "step" ? "step" : view.x === "env" ? "env steps" : "time"} ${xTick(view.x)(Number(x))}`}
+                labelFormatter={(x) => `${view.x === "step" ? "step" : view.x === "env" ? "env steps" : "time"} ${xValue(view.x)(Number(x))}`}
                 formatter={(v, name) => (Array.isArray(v) ? [`${fmt(v[0])} – ${fmt(v[1])}`, `${name} band`] : [fmt(v === null ? null : Number(v)), name])}
               />
               {lines.map((l) =>

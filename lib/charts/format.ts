@@ -20,15 +20,28 @@ export function fmtSigned(v: number | null | undefined, digits = 3): string {
   return v > 0 ? `+${s}` : s;
 }
 
-/** Seconds as a compact duration: 45s, 12m 05s, 3h 04m. */
-export function fmtDuration(seconds: number): string {
+/**
+ * Seconds as a compact duration: 45s, 12m 05s, 3h 04m. `decimals` keeps fractions of a second
+ * under a minute (2.5s), for runs that last seconds; `round` drops a zero last part (1m, 2h), for
+ * ticks on whole minutes and hours.
+ */
+export function fmtDuration(seconds: number, { decimals = 0, round = false } = {}): string {
   if (!Number.isFinite(seconds)) return "—";
-  const s = Math.max(0, Math.round(seconds));
+  const exact = Math.max(0, seconds);
+  if (decimals > 0 && exact < 59.5) return `${exact.toFixed(decimals)}s`;
+  const s = Math.round(exact);
   if (s < 60) return `${s}s`;
   const m = Math.floor(s / 60);
-  if (m < 60) return `${m}m ${String(s % 60).padStart(2, "0")}s`;
+  if (m < 60) return round && s % 60 === 0 ? `${m}m` : `${m}m ${String(s % 60).padStart(2, "0")}s`;
   const h = Math.floor(m / 60);
-  return `${h}h ${String(m % 60).padStart(2, "0")}m`;
+  return round && m % 60 === 0 ? `${h}h` : `${h}h ${String(m % 60).padStart(2, "0")}m`;
+}
+
+/** Duration tick labels as precise as the tick step: 0.5s 1.0s 1.5s (never "0s 1s 1s 2s"), 1m 2m, 1h 2h. */
+export function durationTickFormat(ticks: readonly number[]): (v: number) => string {
+  const step = ticks.length > 1 ? Math.abs(ticks[1] - ticks[0]) : 0;
+  const decimals = step > 0 && step < 1 ? Math.min(3, Math.ceil(-Math.log10(step) - 1e-9)) : 0;
+  return (v) => fmtDuration(v, { decimals, round: true });
 }
 
 /**

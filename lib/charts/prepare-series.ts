@@ -128,6 +128,22 @@ export function ticksWithin(min: number, max: number, integer = false, count = 5
   if (max <= min) return [min];
   let step = niceStep((max - min) / (count - 1));
   if (integer) step = Math.max(1, Math.round(step));
+  return stepsWithin(min, max, step);
+}
+
+// Tick steps a clock reads: 1-2-5 below a second, then 1 2 5 10 15 30 s, 1 2 5 10 15 30 min, 1 2 3 6 12 h.
+const CLOCK_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
+
+/** Ticks for a span of seconds on steps a clock reads (15s, 30s, 5m, 1h …), not 40s or 200s. */
+export function durationTicksWithin(min: number, max: number, count = 5): number[] {
+  if (!Number.isFinite(min) || !Number.isFinite(max)) return [];
+  if (max <= min) return [min];
+  const raw = (max - min) / (count - 1);
+  const step = raw < 1 ? niceStep(raw) : (CLOCK_STEPS.find((s) => s >= raw * 0.75) ?? 86400 * niceStep(raw / 86400));
+  return stepsWithin(min, max, step);
+}
+
+function stepsWithin(min: number, max: number, step: number): number[] {
   const digits = Math.max(0, -Math.floor(Math.log10(step)) + 1);
   const out: number[] = [];
   for (let v = Math.ceil(min / step) * step; v <= max + step * 1e-9; v += step) out.push(Number(v.toFixed(digits)));
@@ -146,7 +162,7 @@ export function logTicks(min: number, max: number): number[] {
  * (log: the positive data range with decade ticks). Shared by the static first paint and the
  * interactive Recharts chart, so swapping one for the other does not move anything.
  */
-export function chartScales(points: readonly ChartPoint[], opts: { log?: boolean; integerX?: boolean } = {}): { x: AxisScale; y: AxisScale } | null {
+export function chartScales(points: readonly ChartPoint[], opts: { log?: boolean; x?: XAxisKind } = {}): { x: AxisScale; y: AxisScale } | null {
   if (points.length === 0) return null;
   let xmin = Infinity;
   let xmax = -Infinity;
@@ -157,7 +173,10 @@ export function chartScales(points: readonly ChartPoint[], opts: { log?: boolean
     if (p.y !== null) ys.push(p.y);
     if (p.ySmooth !== null) ys.push(p.ySmooth);
   }
-  const x: AxisScale = { domain: xmax > xmin ? [xmin, xmax] : [xmin - 1, xmax + 1], ticks: ticksWithin(xmin, xmax, opts.integerX) };
+  const x: AxisScale = {
+    domain: xmax > xmin ? [xmin, xmax] : [xmin - 1, xmax + 1],
+    ticks: opts.x === "wall" ? durationTicksWithin(xmin, xmax) : ticksWithin(xmin, xmax, opts.x === "step"),
+  };
   if (opts.log) {
     const pos = ys.filter((v) => v > 0);
     if (!pos.length) return null;

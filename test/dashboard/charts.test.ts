@@ -229,12 +229,37 @@ describe("display tokens and formatting", () => {
     expect(fmtSigned(0.5)).toBe("+0.500");
     expect(fmtSigned(-0.0001)).toBe("0.000");
     expect(fmtDuration(3725)).toBe("1h 02m");
+    expect(fmtDuration(2.46, { decimals: 1 })).toBe("2.5s");
+    expect(fmtDuration(75.4, { decimals: 1 })).toBe("1m 15s");
+    expect(fmtDuration(3600, { round: true })).toBe("1h");
+    expect(fmtDuration(3660, { round: true })).toBe("1h 01m");
     const { tickFormat } = await import("@/lib/charts/format");
     expect([1.878, 1.879, 1.88].map(tickFormat([1.878, 1.879, 1.88]))).toEqual(["1.878", "1.879", "1.880"]);
     expect([0, 0.5, 1].map(tickFormat([0, 0.5, 1]))).toEqual(["0", "0.5", "1.0"]);
     expect([0, 0.25, 0.75, 1].map(tickFormat([0, 0.25, 0.5, 0.75, 1]))).toEqual(["0", "0.25", "0.75", "1.00"]);
     expect([0, 20000, 40000].map(tickFormat([0, 20000, 40000]))).toEqual(["0", "20K", "40K"]);
     expect([-0.001, 0, 0.001].map(tickFormat([-0.001, -0.0005, 0, 0.0005, 0.001]))).toEqual(["-0.0010", "0", "0.0010"]);
+  });
+  it("labels a wall-time axis as precisely as its tick step, on steps a clock reads", async () => {
+    const { durationTickFormat } = await import("@/lib/charts/format");
+    const { durationTicksWithin } = await import("@/lib/charts/prepare-series");
+    // a run of a few seconds: every label distinct (it read "0s 1s 1s 2s")
+    const short = durationTicksWithin(0, 2.2);
+    expect(short).toEqual([0, 0.5, 1, 1.5, 2]);
+    expect(short.map(durationTickFormat(short))).toEqual(["0.0s", "0.5s", "1.0s", "1.5s", "2.0s"]);
+    const tiny = durationTicksWithin(0, 0.31);
+    expect(new Set(tiny.map(durationTickFormat(tiny))).size).toBe(tiny.length);
+    expect(tiny.map(durationTickFormat(tiny))).toEqual(["0.0s", "0.1s", "0.2s", "0.3s"]);
+    expect([0.05, 0.1].map(durationTickFormat([0, 0.05, 0.1]))).toEqual(["0.05s", "0.10s"]);
+    // minutes and hours fall on 15 s, 5 min, 1 h … (not 40 s or 200 s)
+    const minutes = durationTicksWithin(0, 170);
+    expect(minutes).toEqual([0, 60, 120]);
+    expect(minutes.map(durationTickFormat(minutes))).toEqual(["0s", "1m", "2m"]);
+    expect(durationTicksWithin(0, 50)).toEqual([0, 10, 20, 30, 40, 50]);
+    expect(durationTicksWithin(0, 100)).toEqual([0, 30, 60, 90]);
+    expect(durationTicksWithin(0, 4 * 3600).map(durationTickFormat([0, 3600]))).toEqual(["0s", "1h", "2h", "3h", "4h"]);
+    expect([0, 90, 180].map(durationTickFormat([0, 30, 60]))).toEqual(["0s", "1m 30s", "3m"]);
+    expect(durationTicksWithin(0, 10 * 86400)).toEqual([0, 172800, 345600, 518400, 691200, 864000]);
   });
 });
 
@@ -272,8 +297,14 @@ describe("chart scales", () => {
     expect(logTicks(0.003, 20)).toEqual([0.01, 0.1, 1, 10]);
     expect(logTicks(2, 5)).toEqual([2, 5]);
     const pts = [0, 1, 2, 3].map((x) => ({ x, step: x, y: [1, -1, 4, 2][x], ySmooth: null }));
-    const s = chartScales(pts, { integerX: true })!;
+    const s = chartScales(pts, { x: "step" })!;
     expect(s.x).toEqual({ domain: [0, 3], ticks: [0, 1, 2, 3] });
+    expect(
+      chartScales(
+        pts.map((p) => ({ ...p, x: p.x * 0.7 })),
+        { x: "wall" },
+      )!.x.ticks,
+    ).toEqual([0, 0.5, 1, 1.5, 2]);
     expect(s.y.domain[0]).toBeLessThanOrEqual(-1);
     expect(s.y.domain[1]).toBeGreaterThanOrEqual(4);
     expect(chartScales(pts, { log: true })!.y.domain).toEqual([1, 4]);

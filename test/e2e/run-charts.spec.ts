@@ -12,7 +12,7 @@ const BASE = `http://127.0.0.1:${process.env.E2E_PORT ?? 3100}`;
 const ART = "test/artifacts";
 fs.mkdirSync(ART, { recursive: true });
 let api: APIRequestContext;
-const runs = { train: "", wide: "" };
+const runs = { train: "", wide: "", seconds: "" };
 
 test.describe.configure({ mode: "serial" });
 
@@ -50,6 +50,16 @@ test.beforeAll(async ({ playwright }) => {
   const h = { "x-turnlens-write-key": run.writeKey };
   expect((await api.post(`/api/v1/runs/${run.id}/metrics`, { data: { steps, values }, headers: h })).ok()).toBe(true);
   expect((await api.post(`/api/v1/runs/${run.id}/finish`, { data: { status: "succeeded" }, headers: h })).ok()).toBe(true);
+
+  // 30 points over 2.2 seconds of wall time (a smoke test's length)
+  const sec = await (await api.post("/api/v1/runs/import", { data: { name: "e2e-run-charts-seconds" } })).json();
+  runs.seconds = sec.id;
+  const t0 = 1_780_000_000;
+  const secSteps = Array.from({ length: 30 }, (_, i) => i);
+  const secBody = { steps: secSteps, wallTimes: secSteps.map((i) => t0 + (2.2 * i) / 29), values: { "train/reward": secSteps.map((i) => i / 29) } };
+  const sh = { "x-turnlens-write-key": sec.writeKey };
+  expect((await api.post(`/api/v1/runs/${sec.id}/metrics`, { data: secBody, headers: sh })).ok()).toBe(true);
+  expect((await api.post(`/api/v1/runs/${sec.id}/finish`, { data: { status: "succeeded" }, headers: sh })).ok()).toBe(true);
 
   await expect.poll(async () => (await (await api.get(`/api/v1/runs/${runs.train}`)).json()).status, { timeout: 200_000, intervals: [1000] }).toBe("succeeded");
 });
@@ -113,4 +123,17 @@ test("a finished run with more points than the page sends fills in its other cha
   await expect.poll(() => blankPanels(page), { timeout: 30_000 }).toEqual([]);
   await expect(page.getByTestId("chart-skeleton")).toHaveCount(0);
   await page.screenshot({ path: `${ART}/run-charts-wide.png`, fullPage: true });
+});
+
+test("a run of a few seconds on a wall-time axis reads 0.5s 1.0s 1.5s, not 0s 1s 1s 2s", async ({ page }) => {
+  const labels = ["0.0s", "0.5s", "1.0s", "1.5s", "2.0s"];
+  await page.goto(`/runs/${runs.seconds}?x=wall`);
+  const chart = page.getByTestId("chart-train/reward");
+  // the static first paint, then the interactive chart (on pointer) on the same ticks
+  await expect(chart.locator('[data-axis="x"]')).toHaveText(labels);
+  await chart.hover();
+  await expect(chart.locator(".recharts-xAxis-tick-labels text")).toHaveText(labels);
+  await chart.hover({ position: { x: 200, y: 90 } });
+  await expect(chart.locator(".recharts-tooltip-wrapper")).toContainText(/wall time \d\.\ds · step \d+/);
+  await chart.screenshot({ path: `${ART}/run-charts-wall-seconds.png` });
 });
