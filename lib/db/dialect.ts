@@ -26,16 +26,15 @@ export interface Dialect {
   /** Appends one config clause on r."config" to `where`/`args`. */
   configClause(c: ConfigClause, where: string[], args: unknown[]): void;
   /**
-   * Per group of `ratio` rows of `table` (grouped by `groupCol` / ratio), the step, value and wall
-   * time of the row holding the group's MIN or MAX (first such row on ties), groups in order; args follow
-   * `bucketArgs`. SQLite returns the bare columns of the row holding MIN/MAX (documented behaviour);
-   * PostgreSQL says the same with DISTINCT ON.
+   * Per group of `ratio` rows of `table` (grouped by `groupCol` / ratio, from `groupCol` >= the
+   * second argument on), the step, value and wall time of the row holding the group's minimum and
+   * of the one holding its maximum (first such row on ties), as [isMax 0/1, step, value, wall time]
+   * rows: the minima in group order and the maxima in group order; args follow `bucketArgs`. One statement: on PostgreSQL each
+   * is a round trip. SQLite returns the bare columns of the row holding MIN/MAX (documented
+   * behaviour); PostgreSQL says the same with DISTINCT ON.
    */
-  bucketExtremes(
-    agg: "MIN" | "MAX",
-    s: { stepCol: string; valueCol: string; wallCol: string; groupCol: string; table: string; levelCond: string; ratio: number },
-  ): string;
-  bucketArgs(seriesId: number, from: number, ratio: number): unknown[];
+  bucketExtremes(s: BucketColumns): string;
+  bucketArgs(seriesId: number, from: number): unknown[];
   /**
    * insertRows with each column's PostgreSQL type: rows as one flat array, `types.length` values a
    * row. SQLite: multi-row VALUES (insertRows). PostgreSQL: one statement whatever the row count,
@@ -59,6 +58,19 @@ export interface Dialect {
   /** Bytes a table takes with its indexes (a benchmark's figure). */
   tableBytes(db: RawDb, prefix: string): number;
 }
+
+/** The columns a chart's buckets read: the grouped rows' table, each side's [step, value, wall time] columns. */
+export interface BucketColumns {
+  table: string;
+  groupCol: string;
+  /** rows per group: an integer computed by lib/db (never input), written into the SQL */
+  ratio: number;
+  /** extra condition on the rows (the rollup level) */
+  levelCond: string;
+  min: [string, string, string];
+  max: [string, string, string];
+}
+const groupOf = (s: BucketColumns) => `"${s.groupCol}" / ${Math.trunc(s.ratio)}`;
 
 /** `$."a"."b"` JSON path of a dotted config path (each key quoted, so any key name is safe). */
 const jsonPath = (path: string[]) => "$" + path.map((k) => `."${k.replace(/"/g, '""')}"`).join("");
@@ -85,9 +97,15 @@ export const SQLITE: Dialect = {
     else if (c.op === "!=") where.push(`${x} IS NOT ?`), args.push(jsonPath(c.path), v);
     else where.push(`${x} ${c.op} ?`), args.push(jsonPath(c.path), v);
   },
-  bucketExtremes: (agg, s) =>
-    `SELECT "${s.stepCol}", ${agg}("${s.valueCol}"), "${s.wallCol}" FROM "${s.table}" WHERE "seriesId" = ? ${s.levelCond} AND "${s.groupCol}" >= ? GROUP BY "${s.groupCol}" / CAST(? AS INTEGER)`,
-  bucketArgs: (seriesId, from, ratio) => [seriesId, from, ratio],
+  bucketExtremes: (s) => {
+    const side = (isMax: 0 | 1) => {
+      const [step, value, wall] = isMax ? s.max : s.min;
+      return `SELECT ${isMax}, "${step}", ${isMax ? "MAX" : "MIN"}("${value}"), "${wall}" FROM "${s.table}" WHERE "seriesId" = ? ${s.levelCond} AND "${s.groupCol}" >= ? GROUP BY ${groupOf(s)}`;
+    };
+    // each side comes out in group order (its GROUP BY walks the primary key), so no sort of the whole
+    return `${side(0)} UNION ALL ${side(1)}`;
+  },
+  bucketArgs: (seriesId, from) => [seriesId, from, seriesId, from],
   insertTyped: (db, head, types, values, tail = "") => insertRows(db, head, types.length, values, tail),
   inTextList: (column) => `${column} IN (SELECT "value" FROM json_each(?))`,
   textList: (values) => JSON.stringify(values),
@@ -144,12 +162,16 @@ export const POSTGRESQL: Dialect = {
       where.push(`(CASE WHEN jsonb_typeof(${x}) = 'number' THEN CAST(${x} #>> '{}' AS float8) END) ${c.op} CAST(? AS float8)`),
         args.push(...c.path, ...c.path, v);
   },
-  bucketExtremes: (agg, s) => {
-    const group = `"${s.groupCol}" / ${Math.trunc(s.ratio)}`; // an integer computed here, not input
-    return `${PLAN_PER_CALL} SELECT DISTINCT ON (${group}) "${s.stepCol}", "${s.valueCol}", "${s.wallCol}" FROM "${s.table}" WHERE "seriesId" = ? ${s.levelCond} AND "${s.groupCol}" >= ?
-            ORDER BY ${group}, "${s.valueCol}" ${agg === "MIN" ? "ASC" : "DESC"}, "${s.groupCol}"`;
+  bucketExtremes: (s) => {
+    const side = (isMax: 0 | 1) => {
+      const [step, value, wall] = isMax ? s.max : s.min;
+      return `(SELECT DISTINCT ON (${groupOf(s)}) ${groupOf(s)} AS "g", ${isMax} AS "isMax", "${step}" AS "step", "${value}" AS "value", "${wall}" AS "wall"
+               FROM "${s.table}" WHERE "seriesId" = ? ${s.levelCond} AND "${s.groupCol}" >= ?
+               ORDER BY ${groupOf(s)}, "${value}" ${isMax ? "DESC" : "ASC"}, "${s.groupCol}")`;
+    };
+    return `${PLAN_PER_CALL} SELECT "isMax", "step", "value", "wall" FROM (${side(0)} UNION ALL ${side(1)}) AS x ORDER BY "g", "isMax"`;
   },
-  bucketArgs: (seriesId, from) => [seriesId, from],
+  bucketArgs: (seriesId, from) => [seriesId, from, seriesId, from],
   insertTyped(db, head, types, values, tail = "") {
     if (!values.length) return;
     const columns = types.map(() => [] as (number | string | null)[]);

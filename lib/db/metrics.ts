@@ -9,6 +9,7 @@
 // buckets at widths 16, 256, 4096 and 65536; a read aggregates the coarsest rollup not wider than
 // the stride (at most 16 rollup rows per output bucket).
 import type { LogMetrics, MetricKeyInfo, NonFiniteText, Series } from "../schemas/metrics";
+import { NotFoundError } from "../schemas/errors";
 import { cachedStatement, getRawDb, writeTransaction, type Fence, type RawDb } from "./raw";
 import { dialect } from "./dialect";
 
@@ -504,13 +505,23 @@ export function listSeries(runId: string, db: RawDb = getRawDb()): SeriesInfo[] 
     .all(runId) as SeriesInfo[];
 }
 
+/**
+ * A chart's points of one key (NotFoundError when the run does not exist). Two statements when the
+ * series exists (its row, its buckets): on PostgreSQL each statement is a round trip, so whether the
+ * run exists and whether the key has non-finite points come with the series row.
+ */
 export function readSeries(runId: string, key: string, opts: SeriesOptions = {}, db: RawDb = getRawDb()): SeriesResult {
   const maxPoints = opts.maxPoints ?? 1500;
   // statements prepared once per connection (a chart read is a handful of them, ~0.15 ms to prepare)
-  const meta = cachedStatement(db, `SELECT "id","count","firstStep","lastStep" FROM "MetricSeries" WHERE "runId" = ? AND "key" = ?`).get(runId, key) as
-    | { id: number; count: number; firstStep: number; lastStep: number }
-    | undefined;
+  const meta = cachedStatement(
+    db,
+    `SELECT "id","count","firstStep","lastStep",
+            EXISTS (SELECT 1 FROM "MetricNonFinite" n WHERE n."runId" = s."runId" AND n."key" = s."key") AS "nonFinite"
+     FROM "MetricSeries" s WHERE s."runId" = ? AND s."key" = ?`,
+  ).get(runId, key) as { id: number; count: number; firstStep: number; lastStep: number; nonFinite: unknown } | undefined;
   if (!meta) {
+    // no finite point under this key: the run must exist, and the key's non-finite points are all it has
+    if (cachedStatement(db, `SELECT 1 FROM "Run" WHERE "id" = ?`).get(runId) === undefined) throw new NotFoundError("run", runId);
     const nonFinite = nonFiniteOf(runId, key, 0, 1000, db);
     return { key, stride: 1, reset: true, fromStep: 0, count: 0, steps: [], values: [], wallTimes: [], ...(nonFinite.length ? { nonFinite } : {}) };
   }
@@ -531,23 +542,23 @@ export function readSeries(runId: string, key: string, opts: SeriesOptions = {},
     // The coarsest stored level that is not wider than the stride (1 = raw rows).
     const level = [...ROLLUP_LEVELS].reverse().find((l) => l <= stride) ?? 1;
     const ratio = stride / level;
-    // Per group of `ratio` rows, the step, value and wall time of the row holding the MIN/MAX, first
-    // such row on ties, groups in step order. SQLite returns the bare columns from the row holding
-    // the MIN/MAX (documented behaviour); PostgreSQL says the same with DISTINCT ON.
+    // Per group of `ratio` rows, the rows holding its minimum and its maximum (lib/db/dialect.ts bucketExtremes).
     const d = dialect(db);
-    const sql = (agg: "MIN" | "MAX") => {
-      const [stepCol, valueCol, wallCol, groupCol, table, levelCond] =
-        level === 1
-          ? ["step", "value", "wallTime", "step", "Metric", ""]
-          : agg === "MIN"
-            ? ["minStep", "minValue", "minWallTime", "bucket", "MetricRollup", `AND "level" = ${level}`]
-            : ["maxStep", "maxValue", "maxWallTime", "bucket", "MetricRollup", `AND "level" = ${level}`];
-      return d.bucketExtremes(agg, { stepCol, valueCol, wallCol, groupCol, table, levelCond, ratio });
-    };
-    const from = level === 1 ? fromStep : fromStep / level;
-    const args = d.bucketArgs(meta.id, from, ratio);
-    const mins = cachedStatement(db, sql("MIN"), "raw").all(...args) as [number, number, number][];
-    const maxs = cachedStatement(db, sql("MAX"), "raw").all(...args) as [number, number, number][];
+    const cols = (side: "min" | "max"): [string, string, string] =>
+      level === 1 ? ["step", "value", "wallTime"] : [`${side}Step`, `${side}Value`, `${side}WallTime`];
+    const sql = d.bucketExtremes({
+      table: level === 1 ? "Metric" : "MetricRollup",
+      groupCol: level === 1 ? "step" : "bucket",
+      ratio,
+      levelCond: level === 1 ? "" : `AND "level" = ${level}`,
+      min: cols("min"),
+      max: cols("max"),
+    });
+    const rows = cachedStatement(db, sql, "raw").all(...d.bucketArgs(meta.id, level === 1 ? fromStep : fromStep / level)) as [number, number, number, number][];
+    // the minima and the maxima, each in group order (one statement, one snapshot: one of each a group)
+    const mins: [number, number, number][] = [];
+    const maxs: [number, number, number][] = [];
+    for (const [isMax, ...p] of rows) (isMax ? maxs : mins).push(p as [number, number, number]);
     for (let i = 0; i < mins.length; i++) {
       const a = mins[i];
       const b = maxs[i];
@@ -569,7 +580,7 @@ export function readSeries(runId: string, key: string, opts: SeriesOptions = {},
     steps: points.map((p) => p[0]),
     values: points.map((p) => p[1]),
     wallTimes: points.map((p) => p[2]),
-    ...nonFiniteField(runId, key, fromStep, db),
+    ...(meta.nonFinite ? nonFiniteField(runId, key, fromStep, db) : {}),
   };
 }
 

@@ -21,6 +21,7 @@ interface Libpq {
   connectSync(conninfo: string): void;
   errorMessage(): string;
   execParams(text: string, params: (string | null)[]): void;
+  escapeLiteral(value: string): string;
   exec(text: string): void;
   prepare(name: string, text: string, nParams: number): void;
   execPrepared(name: string, params: (string | null)[]): void;
@@ -181,27 +182,50 @@ export class PgSyncDb {
     this.pq.clear();
   }
 
-  /** better-sqlite3's transaction(): a function running fn in BEGIN/COMMIT, a SAVEPOINT when nested. */
-  transaction<A extends unknown[], T>(fn: (...args: A) => T) {
+  /**
+   * Row locks the current outermost transaction took when it began (lib/db/raw.ts writeTransaction's
+   * scopes, as "run:<id>" or "job:<id>"): a nested transaction of the same scope holds them already.
+   * Emptied when the outermost transaction ends.
+   */
+  readonly heldLocks = new Set<string>();
+
+  /** A string as an SQL literal (libpq's escaping), for statements sent without parameters. */
+  literal(value: string): string {
+    return this.pq.escapeLiteral(value);
+  }
+
+  /**
+   * better-sqlite3's transaction(): a function running fn in BEGIN/COMMIT, a SAVEPOINT when nested.
+   * `prologue`: statements (no parameters: see literal) sent with BEGIN in the same round trip.
+   */
+  transaction<A extends unknown[], T>(fn: (...args: A) => T, prologue = "") {
     const run = (mode: "deferred" | "immediate" | "shared", args: A): T => {
       const nested = this.depth > 0;
       const sp = `tl_sp_${this.depth}`;
-      this.exec(nested ? `SAVEPOINT ${sp}` : "BEGIN");
       // IMMEDIATE on SQLite takes the one write lock up front; lib/db's read-then-write paths that
       // span runs rely on that, so they take this one lock exclusively. A write scoped to one run
       // (lib/db/raw.ts writeTransaction with a run) takes it shared and locks its Run row instead:
       // writes to different runs proceed together, and an exclusive writer still excludes them all.
+      const lock = nested
+        ? ""
+        : mode === "immediate"
+          ? `SELECT pg_advisory_xact_lock(${WRITE_LOCK})`
+          : mode === "shared"
+            ? `SELECT pg_advisory_xact_lock_shared(${WRITE_LOCK})`
+            : "";
       this.depth++;
       try {
-        // inside the try: a lock that times out (lock_timeout) rolls the transaction back too
-        if (!nested && mode === "immediate") this.exec(`SELECT pg_advisory_xact_lock(${WRITE_LOCK})`);
-        if (!nested && mode === "shared") this.exec(`SELECT pg_advisory_xact_lock_shared(${WRITE_LOCK})`);
+        // one round trip (each costs ~0.3 ms here); inside the try: a lock that times out
+        // (lock_timeout) rolls the transaction back too
+        this.exec([nested ? `SAVEPOINT ${sp}` : "BEGIN", lock, prologue].filter(Boolean).join("; "));
         const out = fn(...args);
         this.depth--;
         this.exec(nested ? `RELEASE SAVEPOINT ${sp}` : "COMMIT");
+        if (!nested) this.heldLocks.clear();
         return out;
       } catch (e) {
         this.depth--;
+        if (!nested) this.heldLocks.clear();
         try {
           this.exec(nested ? `ROLLBACK TO SAVEPOINT ${sp}` : "ROLLBACK");
         } catch {

@@ -150,27 +150,57 @@ const DEADLOCK_RETRIES = 3;
  * locks taken in other orders (a fenced job row, then a run) is retried from the start.
  */
 export function writeTransaction<T>(fence: Fence | null, fn: (db: RawDb) => T, db: RawDb = getRawDb(), scope?: WriteScope): T {
-  const pg = db instanceof PgSyncDb;
-  const tx = db.transaction(() => {
-    if (fence) {
-      const r = db
-        .prepare(`UPDATE "Job" SET "heartbeatAt" = ? WHERE "id" = ? AND "leaseToken" = ? AND "status" = 'running'`)
-        .run(dbDateTime(), fence.jobId, fence.leaseToken);
-      if (r.changes !== 1) throw new LeaseLostError(fence.jobId);
-    }
-    if (pg && scope) {
-      if ("runId" in scope) cachedStatement(db, `SELECT 1 FROM "Run" WHERE "id" = ? FOR NO KEY UPDATE`).get(scope.runId);
-      else cachedStatement(db, `SELECT 1 FROM "Job" WHERE "id" = ? FOR NO KEY UPDATE`).get(scope.jobId);
-    }
-    return fn(db);
-  });
-  if (!pg) return tx.immediate();
-  const outermost = !db.inTransaction;
+  if (!(db instanceof PgSyncDb)) {
+    return db
+      .transaction(() => {
+        if (fence) checkFence(db, fence);
+        return fn(db);
+      })
+      .immediate();
+  }
+  const pg = db;
+  const outermost = !pg.inTransaction;
+  // The scope's row lock, unless an enclosing transaction of this connection took it. Without a
+  // fence it goes with BEGIN in one round trip; with one, after the fence (the job row first, then
+  // the run: one order everywhere).
+  const held = scope ? ("runId" in scope ? `run:${scope.runId}` : `job:${scope.jobId}`) : null;
+  const rowLock =
+    scope && held && !pg.heldLocks.has(held)
+      ? "runId" in scope
+        ? `SELECT 1 FROM "Run" WHERE "id" = ${pg.literal(scope.runId)} FOR NO KEY UPDATE`
+        : `SELECT 1 FROM "Job" WHERE "id" = ${pg.literal(scope.jobId)} FOR NO KEY UPDATE`
+      : "";
+  if (!outermost && !fence) {
+    // Inside an enclosing transaction (an idempotent ingest around its write): no savepoint, two
+    // round trips fewer. An error rolls the whole transaction back, as no caller catches one inside.
+    if (rowLock) pg.exec(rowLock);
+    return fn(pg);
+  }
+  const tx = pg.transaction(
+    () => {
+      if (fence) {
+        checkFence(pg, fence);
+        if (rowLock) pg.exec(rowLock);
+      }
+      // a lock taken inside a savepoint is given back if it rolls back: only the outermost's count as held
+      if (held && outermost) pg.heldLocks.add(held);
+      return fn(pg);
+    },
+    fence ? "" : rowLock,
+  );
   for (let attempt = 1; ; attempt++) {
     try {
-      return scope && tx.shared ? tx.shared() : tx.immediate();
+      return scope ? tx.shared() : tx.immediate();
     } catch (e) {
       if (!(outermost && e instanceof PgError && e.code === DEADLOCK && attempt < DEADLOCK_RETRIES)) throw e;
     }
   }
+}
+
+/** The job still runs under this lease, or LeaseLostError (the caller's transaction rolls back). */
+function checkFence(db: RawDb, fence: Fence): void {
+  const r = db
+    .prepare(`UPDATE "Job" SET "heartbeatAt" = ? WHERE "id" = ? AND "leaseToken" = ? AND "status" = 'running'`)
+    .run(dbDateTime(), fence.jobId, fence.leaseToken);
+  if (r.changes !== 1) throw new LeaseLostError(fence.jobId);
 }

@@ -2,7 +2,7 @@
 // (lib/db/trajectory-pack.ts). Written in bulk (one IMMEDIATE transaction per step, fenced by the
 // job's lease), read in pages by cursor.
 import { orderedId } from "./ids";
-import { ConflictError } from "../schemas/errors";
+import { ConflictError, NotFoundError } from "../schemas/errors";
 import type { GroupOut, RolloutStepInput, RolloutStepOut, TrajectoryOut, TurnOut } from "../schemas/rollouts";
 import { getRawDb, dbDateTime, insertRows, writeTransaction, type Fence, type RawDb } from "./raw";
 import { dialect } from "./dialect";
@@ -273,7 +273,11 @@ export function getTrajectory(id: string, db: RawDb = getRawDb()): (TrajectoryRo
   return { ...toTrajectory(traj), runId: runId as string, turns };
 }
 
-/** One page of all turns of a run, in write order, after the turn numbered `after` (index range scan over its trajectories). */
+/**
+ * One page of all turns of a run, in write order, after the turn numbered `after` (index range scan
+ * over its trajectories); NotFoundError when the run does not exist, asked only when the page is
+ * empty (a page with turns proves it: on PostgreSQL each statement is a round trip).
+ */
 export function turnsPage(runId: string, after: number, limit: number, db: RawDb = getRawDb()): { turns: TurnRow[]; next: number | null } {
   // The trajectories from the one holding turn `after + 1` on: their sizes first (no packed
   // columns read), then the packed columns of only those the page needs.
@@ -294,7 +298,10 @@ export function turnsPage(runId: string, after: number, limit: number, db: RawDb
     if (covered >= limit) break;
   }
   const turns: TurnRow[] = [];
-  if (ids.length === 0) return { turns, next: null };
+  if (ids.length === 0) {
+    if (db.prepare(`SELECT 1 FROM "Run" WHERE "id" = ?`).get(runId) === undefined) throw new NotFoundError("run", runId);
+    return { turns, next: null };
+  }
   const rows = db
     .prepare(`SELECT ${TURN_SOURCE} FROM "Trajectory" WHERE "id" IN (${ids.map(() => "?").join(",")}) ORDER BY "firstSeq"`)
     .raw()

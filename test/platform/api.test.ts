@@ -149,6 +149,14 @@ describe("ingest from an external trainer", () => {
     expect([r.status, r.json]).toEqual([201, { inserted: 3, replaced: 0 }]);
     const s = await call(seriesRoute.GET, "GET", `/api/v1/runs/${runId}/metrics/series?key=train/nan`, { params: { id: runId } });
     expect([s.json.steps, s.json.nonFinite]).toEqual([[5001], [{ step: 5000, value: "NaN" }]]);
+    // a key with only non-finite points (no finite series), one with none at all, and an unknown run
+    const inf = await call(seriesRoute.GET, "GET", `/api/v1/runs/${runId}/metrics/series?key=train/inf`, { params: { id: runId } });
+    expect([inf.json.steps, inf.json.nonFinite]).toEqual([[], [{ step: 5001, value: "-Infinity" }]]);
+    const none = await call(seriesRoute.GET, "GET", `/api/v1/runs/${runId}/metrics/series?key=never/logged`, { params: { id: runId } });
+    expect([none.status, none.json.steps, none.json.nonFinite]).toEqual([200, [], undefined]);
+    const unknown = "00000000-0000-4000-8000-000000000000";
+    const noRun = await call(seriesRoute.GET, "GET", `/api/v1/runs/${unknown}/metrics/series?key=train/nan`, { params: { id: unknown } });
+    expect([noRun.status, noRun.json.error]).toEqual([404, expect.stringContaining(unknown)]);
     const csv = await call(exportRoute.GET, "GET", `/api/v1/runs/${runId}/metrics/export?format=csv&key=train/inf`, { params: { id: runId } });
     expect(csv.text.trim().split("\n").slice(1)).toEqual([expect.stringMatching(/^"train\/inf",5001,-Infinity,/)]);
     const json = await call(exportRoute.GET, "GET", `/api/v1/runs/${runId}/metrics/export?format=json&key=train/nan`, { params: { id: runId } });
@@ -232,6 +240,12 @@ describe("ingest from an external trainer", () => {
     expect([p1, p2, p3].map((p) => p.json.turns.length)).toEqual([10, 10, 4]);
     expect(p3.json.next).toBeNull();
     expect(new Set([...p1.json.turns, ...p2.json.turns, ...p3.json.turns].map((x: { seq: number }) => x.seq)).size).toBe(24);
+    // past the end of a run: an empty page; an unknown run: 404 (the routes ask only when nothing was found)
+    const past = await call(turnsRoute.GET, "GET", `/api/v1/runs/${runId}/turns?limit=10&after=1000000`, { params: { id: runId } });
+    expect([past.status, past.json]).toEqual([200, { turns: [], next: null }]);
+    const unknown = "00000000-0000-4000-8000-000000000000";
+    const noRun = await call(turnsRoute.GET, "GET", `/api/v1/runs/${unknown}/turns?limit=10`, { params: { id: unknown } });
+    expect([noRun.status, noRun.json.error]).toEqual([404, expect.stringContaining(unknown)]);
   });
 
   it("rejects a malformed rollout naming the field, writing nothing", async () => {
