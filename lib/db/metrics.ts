@@ -542,29 +542,40 @@ export function readSeries(runId: string, key: string, opts: SeriesOptions = {},
     // The coarsest stored level that is not wider than the stride (1 = raw rows).
     const level = [...ROLLUP_LEVELS].reverse().find((l) => l <= stride) ?? 1;
     const ratio = stride / level;
-    // Per group of `ratio` rows, the rows holding its minimum and its maximum (lib/db/dialect.ts bucketExtremes).
-    const d = dialect(db);
-    const cols = (side: "min" | "max"): [string, string, string] =>
-      level === 1 ? ["step", "value", "wallTime"] : [`${side}Step`, `${side}Value`, `${side}WallTime`];
-    const sql = d.bucketExtremes({
-      table: level === 1 ? "Metric" : "MetricRollup",
-      groupCol: level === 1 ? "step" : "bucket",
-      ratio,
-      levelCond: level === 1 ? "" : `AND "level" = ${level}`,
-      min: cols("min"),
-      max: cols("max"),
-    });
-    const rows = cachedStatement(db, sql, "raw").all(...d.bucketArgs(meta.id, level === 1 ? fromStep : fromStep / level)) as [number, number, number, number][];
-    // the minima and the maxima, each in group order (one statement, one snapshot: one of each a group)
-    const mins: [number, number, number][] = [];
-    const maxs: [number, number, number][] = [];
-    for (const [isMax, ...p] of rows) (isMax ? maxs : mins).push(p as [number, number, number]);
-    for (let i = 0; i < mins.length; i++) {
-      const a = mins[i];
-      const b = maxs[i];
-      if (!b || a[0] === b[0]) points.push(a);
-      else if (a[0] < b[0]) points.push(a, b);
-      else points.push(b, a);
+    // each group's minimum and maximum: [step, value, wall time] twice
+    const extremes: [number, number, number, number, number, number][] = [];
+    if (level > 1 && ratio === 1) {
+      // the stride is a stored level (16, 256 ...): each rollup row is a group, its extremes stored in it
+      for (const r of cachedStatement(
+        db,
+        `SELECT "minStep","minValue","minWallTime","maxStep","maxValue","maxWallTime" FROM "MetricRollup" WHERE "seriesId" = ? AND "level" = ? AND "bucket" >= ? ORDER BY "bucket"`,
+        "raw",
+      ).iterate(meta.id, level, fromStep / level) as Iterable<[number, number, number, number, number, number]>)
+        extremes.push(r);
+    } else {
+      // groups of `ratio` rows: the rows holding each one's minimum and maximum (lib/db/dialect.ts bucketExtremes)
+      const d = dialect(db);
+      const cols = (side: "min" | "max"): [string, string, string] =>
+        level === 1 ? ["step", "value", "wallTime"] : [`${side}Step`, `${side}Value`, `${side}WallTime`];
+      const sql = d.bucketExtremes({
+        table: level === 1 ? "Metric" : "MetricRollup",
+        groupCol: level === 1 ? "step" : "bucket",
+        ratio,
+        levelCond: level === 1 ? "" : `AND "level" = ${level}`,
+        min: cols("min"),
+        max: cols("max"),
+      });
+      const rows = cachedStatement(db, sql, "raw").all(...d.bucketArgs(meta.id, level === 1 ? fromStep : fromStep / level)) as [number, number, number, number][];
+      // the minima and the maxima, each in group order (one statement, one snapshot: one of each a group)
+      const maxs = rows.filter((r) => r[0] === 1);
+      let i = 0;
+      for (const r of rows) if (r[0] === 0) extremes.push([r[1], r[2], r[3], maxs[i][1], maxs[i][2], maxs[i++][3]]);
+    }
+    // both in step order, once when they are the same point
+    for (const [s0, v0, w0, s1, v1, w1] of extremes) {
+      if (s0 === s1) points.push([s0, v0, w0]);
+      else if (s0 < s1) points.push([s0, v0, w0], [s1, v1, w1]);
+      else points.push([s1, v1, w1], [s0, v0, w0]);
     }
     // Keep the very first and the last point whatever the buckets chose.
     const pointAt = cachedStatement(db, `SELECT "step","value","wallTime" FROM "Metric" WHERE "seriesId" = ? AND "step" = ?`, "raw");

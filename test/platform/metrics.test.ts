@@ -86,7 +86,8 @@ describe("writeMetrics + readSeries", () => {
     // each point's wall time: stored beside each bucket's min and max point (MetricRollup), or its Metric row
     const wallTimeOf = (s: number) => (overwrite.some((p) => p.step === s) ? 1 : 1000 + s);
 
-    for (const maxPoints of [20, 100, 1500, 5000, 100_000]) {
+    // strides 8192 ... 1: between the stored levels (groups of 2-8 rollup rows or raw rows), and on them (50, 800 and 10,000 points: 4096, 256, 16, each rollup row a group)
+    for (const maxPoints of [20, 50, 100, 800, 1500, 5000, 10_000, 100_000]) {
       const got = readSeries(runId, "loss", { maxPoints });
       const want = bruteForce(truth, maxPoints);
       expect(got.stride).toBe(want.stride);
@@ -94,6 +95,7 @@ describe("writeMetrics + readSeries", () => {
       expect(got.values).toEqual(want.values);
       expect(got.wallTimes).toEqual(want.steps.map(wallTimeOf));
       expect(got.steps.length).toBeLessThanOrEqual(maxPoints);
+      if ([50, 800, 10_000].includes(maxPoints)) expect(got.stride).toBe({ 50: 4096, 800: 256, 10_000: 16 }[maxPoints]);
     }
     const info = listSeries(runId).find((k) => k.key === "loss")!;
     expect(info.count).toBe(truth.size);
