@@ -390,6 +390,16 @@ describe("ingest from an external trainer", () => {
     expect((await call(runs.GET, "GET", `/api/v1/runs?sort=metric:train/reward&pageSize=1&page=${total + 1}`)).json).toMatchObject({ total, runs: [] });
     expect((await call(runs.GET, "GET", "/api/v1/runs?sort=metric:train/reward&pageSize=1")).json.total).toBe(total);
     expect((await call(runs.GET, "GET", "/api/v1/runs?tag=nothing-has-this&page=2")).json).toMatchObject({ total: 0, runs: [] });
+    // each page's rows in the sort's order: pages of 2 put together are the one long page, under every sort
+    for (const sort of ["name&order=asc", "createdAt", "metric:train/reward&order=desc"]) {
+      const ids = async (q: string) => (await call(runs.GET, "GET", `/api/v1/runs?sort=${sort}&${q}`)).json.runs.map((r: { id: string }) => r.id);
+      const whole = await ids("pageSize=100");
+      const pages = [];
+      for (let page = 1; page <= Math.ceil(total / 2); page++) pages.push(...(await ids(`pageSize=2&page=${page}`)));
+      expect(pages).toEqual(whole);
+    }
+    const newest = (await call(runs.GET, "GET", "/api/v1/runs?pageSize=100")).json.runs.map((r: { createdAt: string }) => r.createdAt);
+    expect(newest).toEqual([...newest].sort().reverse());
   });
 });
 
