@@ -148,6 +148,10 @@ const DEADLOCK_RETRIES = 3;
  * ingest processes) proceed together while one run's read-then-write paths (its next trajectory
  * sequence, its idempotency records, its metric rollups) stay serialised. A deadlock between row
  * locks taken in other orders (a fenced job row, then a run) is retried from the start.
+ *
+ * Nesting. On SQLite a nested call is a savepoint (better-sqlite3). On PostgreSQL a nested call
+ * without a fence runs inside the enclosing transaction, with no savepoint (each statement is a
+ * round trip): an error in it rolls the whole transaction back, which is what every caller wants.
  */
 export function writeTransaction<T>(fence: Fence | null, fn: (db: RawDb) => T, db: RawDb = getRawDb(), scope?: WriteScope): T {
   if (!(db instanceof PgSyncDb)) {
