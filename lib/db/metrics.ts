@@ -565,7 +565,8 @@ export function readSeries(runId: string, key: string, opts: SeriesOptions = {},
         min: cols("min"),
         max: cols("max"),
       });
-      const rows = cachedStatement(db, sql, "raw").all(...d.bucketArgs(meta.id, level === 1 ? fromStep : fromStep / level)) as [number, number, number, number][];
+      const args = d.bucketArgs(meta.id, level === 1 ? fromStep : fromStep / level);
+      const rows = cachedStatement(db, sql, "raw").all(...args) as [isMax: number, step: number, value: number, wall: number][];
       // the minima and the maxima, each in group order (one statement, one snapshot: one of each a group)
       const maxs = rows.filter((r) => r[0] === 1);
       let i = 0;
