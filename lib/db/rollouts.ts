@@ -128,9 +128,9 @@ export function writeRolloutStep(
       const cols = (c: string[]) => c.map((x) => `"${x}"`).join(",");
       insertRows(db, `INSERT INTO "RolloutStep" (${cols(STEP_COLS)})`, STEP_COLS.length, rows.steps.flat());
       insertRows(db, `INSERT INTO "RolloutGroup" (${cols(GROUP_COLS)})`, GROUP_COLS.length, rows.groups.flat());
-      // a trajectory row carries its turns' packed texts (~2-100 KB): 16 rows a statement keeps a
-      // statement's parameters small while still one round trip per 16 trajectories on PostgreSQL
-      insertRows(db, `INSERT INTO "Trajectory" (${cols(TRAJECTORY_COLS)})`, TRAJECTORY_COLS.length, rows.trajectories.flat(), "", 16);
+      // a trajectory row carries its turns' packed texts (~2-100 KB): 64 rows a statement keeps a
+      // statement's parameters to a few MB, in two round trips for a 128-trajectory step on PostgreSQL
+      insertRows(db, `INSERT INTO "Trajectory" (${cols(TRAJECTORY_COLS)})`, TRAJECTORY_COLS.length, rows.trajectories.flat(), "", 64);
       indexTrajectories(db, searchEntries(runId, input, rows.trajectories));
       // credit over training's summary of the step, kept with it (a few ms at 6,400 turns); should it
       // fail, the step is still stored and its summary is made on its first read instead
