@@ -29,9 +29,9 @@ export interface Dialect {
    * Per group of `ratio` rows of `table` (grouped by `groupCol` / ratio, from `groupCol` >= the
    * second argument on), the step, value and wall time of the row holding the group's minimum and
    * of the one holding its maximum (first such row on ties), as [isMax 0/1, step, value, wall time]
-   * rows: the minima in group order and the maxima in group order; args follow `bucketArgs`. One statement: on PostgreSQL each
-   * is a round trip. SQLite returns the bare columns of the row holding MIN/MAX (documented
-   * behaviour); PostgreSQL says the same with DISTINCT ON.
+   * rows: the minima in group order and the maxima in group order; args follow `bucketArgs`. One
+   * statement: on PostgreSQL each is a round trip. SQLite returns the bare columns of the row
+   * holding MIN/MAX (documented behaviour); PostgreSQL says the same with DISTINCT ON.
    */
   bucketExtremes(s: BucketColumns): string;
   bucketArgs(seriesId: number, from: number): unknown[];

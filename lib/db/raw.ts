@@ -5,6 +5,7 @@
 import { assertStoreServable, databaseUrl, isPostgres, sqlitePath } from "./url";
 import { openSqlite } from "./sqlite";
 import { PgError, PgSyncDb, type RawStatement } from "./pg-sync";
+import { NotFoundError } from "../schemas/errors";
 
 export type { RawStatement } from "./pg-sync";
 
@@ -109,6 +110,11 @@ export function getRawDb(): RawDb {
     raw = openRawDb(databaseUrl());
   }
   return raw;
+}
+
+/** NotFoundError unless the run exists. Reads that found rows of it skip it: on PostgreSQL each statement is a round trip. */
+export function assertRunExists(id: string, db: RawDb = getRawDb()): void {
+  if (cachedStatement(db, `SELECT 1 FROM "Run" WHERE "id" = ?`).get(id) === undefined) throw new NotFoundError("run", id);
 }
 
 /** DateTime as stored: Prisma's text format on SQLite, accepted as UTC by PostgreSQL's timestamp(3). */

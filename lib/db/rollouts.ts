@@ -2,9 +2,9 @@
 // (lib/db/trajectory-pack.ts). Written in bulk (one IMMEDIATE transaction per step, fenced by the
 // job's lease), read in pages by cursor.
 import { orderedId } from "./ids";
-import { ConflictError, NotFoundError } from "../schemas/errors";
+import { ConflictError } from "../schemas/errors";
 import type { GroupOut, RolloutStepInput, RolloutStepOut, TrajectoryOut, TurnOut } from "../schemas/rollouts";
-import { getRawDb, dbDateTime, insertRows, writeTransaction, type Fence, type RawDb } from "./raw";
+import { assertRunExists, getRawDb, dbDateTime, insertRows, writeTransaction, type Fence, type RawDb } from "./raw";
 import { dialect } from "./dialect";
 import { packTurns, unpackTurns } from "./trajectory-pack";
 import { summarizeStepInput, writeStepSummary } from "./credit-summary";
@@ -299,7 +299,7 @@ export function turnsPage(runId: string, after: number, limit: number, db: RawDb
   }
   const turns: TurnRow[] = [];
   if (ids.length === 0) {
-    if (db.prepare(`SELECT 1 FROM "Run" WHERE "id" = ?`).get(runId) === undefined) throw new NotFoundError("run", runId);
+    assertRunExists(runId, db);
     return { turns, next: null };
   }
   const rows = db

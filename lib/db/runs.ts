@@ -294,9 +294,8 @@ export function getRun(id: string, db: RawDb = getRawDb()): RunOut {
   return toRun(row, summaries([id], db).get(id)!);
 }
 
-export function assertRunExists(id: string, db: RawDb = getRawDb()): void {
-  if (!db.prepare(`SELECT 1 FROM "Run" WHERE "id" = ?`).get(id)) throw new NotFoundError("run", id);
-}
+// lib/db/raw.ts holds it, so that the metric and rollout reads (which runs.ts imports) ask the same way
+export { assertRunExists } from "./raw";
 
 /** Deletes a finished run and everything it owns (foreign keys cascade). A queued or running run must be canceled first. */
 export async function deleteRun(id: string, db: RawDb = getRawDb()): Promise<void> {
