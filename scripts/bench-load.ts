@@ -1,9 +1,12 @@
-// npm run bench:load -- --store sqlite|postgresql|both [--duration 10] [--connections 1,8,64] [--ingest-queue N] [--mixed-ingest 8]
+// npm run bench:load -- --store sqlite|postgresql|both [--duration 10] [--connections 1,8,64] [--ingest-queue N] [--mixed-ingest 8] [--rows all|mixed] [--repeat 1]
 // Load figures of the production server (docs/scale.md): ingest and read endpoints
 // driven by autocannon at 1, 8 and 64 concurrent connections, on a fresh database of each store
 // (--store both: SQLite, then PostgreSQL, the same build, in one run). The last row, "reads during
 // ingest", drives every read endpoint at random on 64 connections while --mixed-ingest connections
-// post steps beside them: what a dashboard's readers see while trainers write.
+// post steps beside them: what a dashboard's readers see while trainers write. --repeat N runs that
+// cell N times (one run spreads by a quarter on a shared 2-core machine) and gives the medians. Each
+// such cell also says where the CPU went (scripts/cpu-split.ts): a machine busy on every core waits
+// for cores, not for locks or round trips.
 //
 // Seeds, through the HTTP API as a trainer would: 300 imported runs with varied configs (the run
 // list's filter), one run of 10 metric keys x 100,000 steps (10^6 points: the chart), one run of
@@ -13,6 +16,7 @@
 // The load generator runs in this process on the same machine as the server (2 cores here).
 import autocannon from "autocannon";
 import { call, loadAverage, openStore, parseArgs, parseStore, startServer, stepBody, TURNS_PER_STEP } from "./bench-store";
+import { cpuSnapshot, cpuSplit } from "./cpu-split";
 import { settleAfterBulkLoad } from "../lib/db/bulk-load";
 import { openRawDb } from "../lib/db/raw";
 
@@ -24,8 +28,11 @@ const opts = parseArgs(process.argv.slice(2), {
   "mixed-ingest": "8",
   "server-processes": "",
   rows: "all",
+  repeat: "1",
 });
 if (!["all", "mixed"].includes(opts.rows)) throw new Error(`--rows must be all or mixed (got ${opts.rows})`);
+const repeat = Number(opts.repeat);
+if (!(Number.isInteger(repeat) && repeat >= 1)) throw new Error(`--repeat must be a positive whole number (got ${opts.repeat})`);
 // --server-processes: the server's TURNLENS_SERVER_PROCESSES (its default when not given)
 const serverProcesses = opts["server-processes"];
 if (serverProcesses && !(Number.isInteger(Number(serverProcesses)) && Number(serverProcesses) >= 1))
@@ -193,6 +200,8 @@ async function benchStore(kind: (typeof kinds)[number]): Promise<string> {
     codes: string;
     errors: number;
     load: string;
+    /** where the CPU went during the cell (the mixed cells) */
+    cpu?: string;
   }
   const results: Measured[] = [];
   const measured = (row: Row, connections: number, r: autocannon.Result): Measured => {
@@ -232,16 +241,23 @@ async function benchStore(kind: (typeof kinds)[number]): Promise<string> {
     const stepsRow = rows.find((r) => r.name.startsWith("POST /runs/{id}/steps"))!;
     const mixedRead: Row = { name: "reads during ingest (each read above at random)", kind: "read", setup: (req) => reads[rand(reads.length)].setup(req) };
     const mixedWrite: Row = { ...stepsRow, name: `${stepsRow.name} during those reads` };
-    const cells = await Promise.all([
-      autocannon({ url, connections: MIXED_READERS, duration, timeout: 60, requests: [{ setupRequest: mixedRead.setup }] }),
-      mixedIngest > 0 ? autocannon({ url, connections: mixedIngest, duration, timeout: 60, requests: [{ setupRequest: mixedWrite.setup }] }) : null,
-    ]);
-    for (const [row, c, r] of [
-      [mixedRead, MIXED_READERS, cells[0]],
-      [mixedWrite, mixedIngest, cells[1]],
-    ] as const) {
-      if (r) results.push(measured(row, c, r));
+    const mixed: Measured[] = [];
+    for (let i = 0; i < repeat; i++) {
+      const cpu0 = cpuSnapshot(server.pid);
+      const cells = await Promise.all([
+        autocannon({ url, connections: MIXED_READERS, duration, timeout: 60, requests: [{ setupRequest: mixedRead.setup }] }),
+        mixedIngest > 0 ? autocannon({ url, connections: mixedIngest, duration, timeout: 60, requests: [{ setupRequest: mixedWrite.setup }] }) : null,
+      ]);
+      const cpu = cpuSplit(cpu0, cpuSnapshot(server.pid));
+      if (cpu) console.error(`  ${kind}: cpu during that cell: ${cpu}`);
+      for (const [row, c, r] of [
+        [mixedRead, MIXED_READERS, cells[0]],
+        [mixedWrite, mixedIngest, cells[1]],
+      ] as const) {
+        if (r) mixed.push({ ...measured(row, c, r), cpu });
+      }
     }
+    results.push(...mixed);
 
     // Nothing was deduplicated: every 2xx ingest request added its points and its step. A cell's
     // end abandons the requests in flight (at most its connections), which the server may still store.
@@ -250,7 +266,7 @@ async function benchStore(kind: (typeof kinds)[number]): Promise<string> {
     const steps = await Promise.all(ingest.map((r) => call<{ total: number }>(`${api}/runs/${r.id}/steps?pageSize=1`)));
     const stored = steps.reduce((s, x) => s + x.total, 0);
     const okOf = (k: string) => results.filter((m) => m.row.name.startsWith(k)).reduce((s, m) => s + m.ok, 0) + 3; // + the warm-up
-    const slack = conns.reduce((a, b) => a + b, 0) + mixedIngest;
+    const slack = conns.reduce((a, b) => a + b, 0) + mixedIngest * repeat;
     const pointReqs = points / (KEYS.length * METRIC_STEPS_PER_REQUEST);
     const verdict = (stored: number, ok: number) => (stored >= ok && stored <= ok + slack ? "ok" : "MISMATCH");
     const check =
@@ -269,6 +285,19 @@ async function benchStore(kind: (typeof kinds)[number]): Promise<string> {
       const errs = m.codes || m.errors ? [m.codes, m.errors ? `${m.errors} socket errors/timeouts` : ""].filter(Boolean).join(", ") : "0";
       const ms = (x: number) => (x === 0 ? "<1" : String(x)); // autocannon records whole milliseconds
       out.push(`| ${m.row.name} | ${m.connections} | ${rps.toFixed(1)} | ${unit} | ${ms(m.p50)} | ${ms(m.p99)} | ${errs} | ${m.load} |`);
+    }
+    const cpuLines = mixed.filter((m) => m.cpu && m.row === mixedRead).map((m, i) => `- cell ${i + 1}: ${m.cpu}`);
+    if (cpuLines.length) out.push("\nCPU during the reads-during-ingest cells (cores: CPU seconds a second):", ...cpuLines);
+    if (repeat > 1) {
+      const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+      for (const row of [mixedRead, mixedWrite]) {
+        const ms = mixed.filter((m) => m.row === row);
+        if (ms.length)
+          out.push(
+            `median of ${ms.length} cells, ${row.name}: ${median(ms.map((m) => m.ok / m.seconds)).toFixed(1)} req/s, p99 ${median(ms.map((m) => m.p99))} ms ` +
+              `(req/s ${ms.map((m) => (m.ok / m.seconds).toFixed(1)).join(", ")}; p99 ${ms.map((m) => m.p99).join(", ")} ms)`,
+          );
+      }
     }
     out.push(`\ncheck (nothing deduplicated): ${check}`);
     out.push("req/s, turns/s and points/s count 2xx answers only; p50/p99 are over every answer.");

@@ -67,6 +67,8 @@ export async function openStore(kind: StoreKind, dir?: string): Promise<Store> {
 export interface Server {
   /** http://127.0.0.1:PORT/api/v1 */
   api: string;
+  /** the server's process id (its ingest processes are its children) */
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -118,6 +120,7 @@ export async function startServer(databaseUrl: string, logFile: string, extraEnv
   }
   return {
     api,
+    pid: child.pid!,
     stop: async () => {
       kill();
       await new Promise<void>((r) => (exited ? r() : child.on("exit", () => r())));

@@ -1,0 +1,85 @@
+// Where a benchmark cell's CPU went, from Linux's /proc: the whole machine, the server's event loop,
+// its other threads (SQLite's ingest thread, GC, libuv's pool), its ingest processes (PostgreSQL),
+// PostgreSQL's processes, and this load generator. It tells a cell that waited for cores (the
+// machine busy on every core) from one that waited for a lock or a round trip (cores idle), which
+// decides whether more concurrency (an asynchronous pool, more processes) could help at all.
+import fs from "node:fs";
+import os from "node:os";
+
+export interface CpuSnapshot {
+  at: number;
+  /** whole machine: busy and total jiffies over all cores (/proc/stat) */
+  machineBusy: number;
+  machineTotal: number;
+  /** jiffies of each group below */
+  groups: Record<CpuGroup, number>;
+}
+
+export type CpuGroup = "server event loop" | "server's other threads" | "other server processes" | "ingest processes" | "PostgreSQL" | "load generator";
+const GROUPS: CpuGroup[] = ["server event loop", "server's other threads", "other server processes", "ingest processes", "PostgreSQL", "load generator"];
+
+/** [ppid, utime + stime, comm] of a /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat line. */
+function statOf(file: string): [number, number, string] | null {
+  let s: string;
+  try {
+    s = fs.readFileSync(file, "utf8");
+  } catch {
+    return null; // the process ended meanwhile
+  }
+  const close = s.lastIndexOf(")");
+  const comm = s.slice(s.indexOf("(") + 1, close);
+  const f = s.slice(close + 2).split(" "); // f[0] is field 3 (state)
+  return [Number(f[1]), Number(f[11]) + Number(f[12]), comm];
+}
+
+function cmdline(pid: number): string {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ");
+  } catch {
+    return "";
+  }
+}
+
+/** The CPU time so far of each group, with the server's process id; null where /proc is not Linux's. */
+export function cpuSnapshot(serverPid: number): CpuSnapshot | null {
+  if (!fs.existsSync("/proc/stat")) return null;
+  const cpu = fs.readFileSync("/proc/stat", "utf8").split("\n")[0].split(/\s+/).slice(1).map(Number);
+  const total = cpu.reduce((a, b) => a + b, 0);
+  const idle = cpu[3] + (cpu[4] ?? 0); // idle + iowait
+  const groups = Object.fromEntries(GROUPS.map((g) => [g, 0])) as Record<CpuGroup, number>;
+  const procs = new Map<number, [number, number, string]>();
+  for (const name of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    const st = statOf(`/proc/${name}/stat`);
+    if (st) procs.set(Number(name), st);
+  }
+  const underServer = (pid: number) => {
+    for (let p = procs.get(pid)?.[0]; p && p > 1; p = procs.get(p)?.[0]) if (p === serverPid) return true;
+    return false;
+  };
+  for (const [pid, [, jiffies, comm]] of procs) {
+    if (pid === serverPid) {
+      // per thread: the event loop is the thread whose id is the process id
+      for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+        const t = statOf(`/proc/${pid}/task/${tid}/stat`);
+        if (t) groups[Number(tid) === pid ? "server event loop" : "server's other threads"] += t[1];
+      }
+    } else if (pid === process.pid) groups["load generator"] += jiffies;
+    else if (comm === "postgres") groups.PostgreSQL += jiffies;
+    else if (underServer(pid)) groups[cmdline(pid).includes("thread-boot") ? "ingest processes" : "other server processes"] += jiffies;
+  }
+  return { at: performance.now(), machineBusy: total - idle, machineTotal: total, groups };
+}
+
+/** "machine 1.97 of 2 cores busy; server event loop 0.95, ..." between two snapshots (cores: CPU seconds a second). */
+export function cpuSplit(a: CpuSnapshot | null, b: CpuSnapshot | null): string {
+  if (!a || !b) return "";
+  const hz = 100; // USER_HZ: /proc's jiffies are 1/100 s on Linux whatever the kernel's tick
+  const seconds = (b.at - a.at) / 1000;
+  const cores = os.availableParallelism();
+  const busy = ((b.machineBusy - a.machineBusy) / (b.machineTotal - a.machineTotal)) * cores;
+  const parts = GROUPS.map((g) => [g, (b.groups[g] - a.groups[g]) / hz / seconds] as const)
+    .filter(([, c]) => c >= 0.005)
+    .map(([g, c]) => `${g} ${c.toFixed(2)}`);
+  return `machine ${busy.toFixed(2)} of ${cores} cores busy; ${parts.join(", ")}`;
+}
