@@ -1,10 +1,12 @@
-// Run by serve.sh before it starts anything: refuses a bad token, and a non-loopback address
-// without TURNLENS_API_TOKEN. The address is parsed (127.0.0.1.nip.io is a DNS name, not loopback).
+// Run by serve.sh before it starts anything: refuses a bad token, a non-loopback address
+// without TURNLENS_API_TOKEN, and a bad TURNLENS_INGEST_NICE. The address is parsed (127.0.0.1.nip.io is a DNS name, not loopback).
 import { isLoopbackHostname, securityConfig } from "../lib/api/security";
+import { ingestNice } from "../lib/ingest/pool";
 
 const host = process.env.TURNLENS_HOST || "127.0.0.1";
 try {
   const cfg = securityConfig();
+  ingestNice();
   if (!isLoopbackHostname(host) && !cfg.apiToken) {
     console.error(
       `serve: refusing to listen on ${host} without TURNLENS_API_TOKEN (write endpoints would be open to the network); consider TURNLENS_READ_TOKEN too, and list the names clients use in TURNLENS_ALLOWED_HOSTS`,

@@ -2,6 +2,7 @@
 // server's event loop, so dashboard reads keep answering meanwhile. It runs as a thread (SQLite) or
 // as one of a few child processes (PostgreSQL: the libpq addon loads in one thread per process), each
 // with its own connection (SQLite in WAL mode or PostgreSQL: readers are not blocked by its writes).
+import { setPriority } from "node:os";
 import { parentPort } from "node:worker_threads";
 import { errorKind, parseInput, type ErrorKind, type Issue } from "../schemas/errors";
 import { parseJsonBytes } from "../schemas/json-limits";
@@ -65,6 +66,18 @@ export function handleIngest(req: IngestRequest, conn?: RawDb): IngestReply {
       error: err?.message ?? String(e),
       issues: err?.issues ?? [],
     };
+  }
+}
+
+// Background work (lib/ingest/pool.ts ingestNice, which checked the value): lower this thread's
+// CPU priority. Linux keeps a nice value per thread, so in the SQLite thread this leaves the
+// server's event loop as it was; elsewhere only a process of its own (PostgreSQL's) lowers it.
+const nice = Number(process.env.TURNLENS_INGEST_NICE);
+if (nice > 0 && (process.env.TURNLENS_INGEST_CHILD === "1" || (parentPort && process.platform === "linux"))) {
+  try {
+    setPriority(nice);
+  } catch (e) {
+    console.error(`ingest: could not lower the CPU priority to nice ${nice} (${(e as Error).message}); ingest runs at the server's`);
   }
 }
 
