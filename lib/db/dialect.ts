@@ -2,7 +2,7 @@
 // of lib/db that differs between the stores takes its fragment from `dialect(db)`; nothing else
 // asks which store it is on. The fragments are SQL text with `?` placeholders (never values).
 import type { ConfigClause } from "../schemas/runs";
-import { cachedStatement, insertRows, isPostgresDb, openRawDb, type RawDb } from "./raw";
+import { insertRows, isPostgresDb, openRawDb, type RawDb } from "./raw";
 import { PLAN_PER_CALL } from "./pg-sync";
 import { isPostgres } from "./url";
 
@@ -176,7 +176,7 @@ export const POSTGRESQL: Dialect = {
     if (!values.length) return;
     const columns = types.map(() => [] as (number | string | null)[]);
     for (let i = 0; i < values.length; i++) columns[i % types.length].push(values[i]);
-    cachedStatement(db, `${head} SELECT * FROM unnest(${types.map((t) => `CAST(? AS ${t}[])`).join(", ")}) ${tail}`).run(...columns.map(arrayLiteral));
+    db.prepare(`${head} SELECT * FROM unnest(${types.map((t) => `CAST(? AS ${t}[])`).join(", ")}) ${tail}`).run(...columns.map(arrayLiteral));
   },
   inTextList: (column) => `${column} = ANY(CAST(? AS text[]))`,
   textList: (values) => arrayLiteral(values),

@@ -9,7 +9,7 @@
 // buckets at widths 16, 256, 4096 and 65536; a read aggregates the coarsest rollup not wider than
 // the stride (at most 16 rollup rows per output bucket).
 import type { LogMetrics, MetricKeyInfo, NonFiniteText, Series } from "../schemas/metrics";
-import { assertRunExists, cachedStatement, getRawDb, writeTransaction, type Fence, type RawDb } from "./raw";
+import { assertRunExists, getRawDb, writeTransaction, type Fence, type RawDb } from "./raw";
 import { dialect } from "./dialect";
 
 export const ROLLUP_LEVELS = [16, 256, 4096, 65536] as const;
@@ -208,19 +208,13 @@ function writeNonFinite(db: RawDb, runId: string, keys: KeyPoints[]): { inserted
   let inserted = 0;
   let replaced = 0;
   const anyNonFinite = keys.some((k) => k.nonFinite?.steps.length);
-  if (!anyNonFinite && cachedStatement(db, `SELECT 1 FROM "MetricNonFinite" WHERE "runId" = ? LIMIT 1`).get(runId) === undefined) return { inserted, replaced };
-  const storedIn = cachedStatement(db, `SELECT "step" FROM "MetricNonFinite" WHERE "runId" = ? AND "key" = ? AND "step" BETWEEN ? AND ?`, "pluck");
-  const drop = cachedStatement(db, `DELETE FROM "MetricNonFinite" WHERE "runId" = ? AND "key" = ? AND "step" = ?`);
-  const has = cachedStatement(db, `SELECT 1 FROM "MetricNonFinite" WHERE "runId" = ? AND "key" = ? AND "step" = ?`);
-  const finiteAt = cachedStatement(
-    db,
-    `SELECT 1 FROM "Metric" m JOIN "MetricSeries" s ON s."id" = m."seriesId" WHERE s."runId" = ? AND s."key" = ? AND m."step" = ?`,
-  );
-  const put = cachedStatement(
-    db,
-    `INSERT INTO "MetricNonFinite" ("runId","key","step","value","wallTime") VALUES (?,?,?,?,?)
-     ON CONFLICT ("runId","key","step") DO UPDATE SET "value" = excluded."value", "wallTime" = excluded."wallTime"`,
-  );
+  if (!anyNonFinite && db.prepare(`SELECT 1 FROM "MetricNonFinite" WHERE "runId" = ? LIMIT 1`).get(runId) === undefined) return { inserted, replaced };
+  const storedIn = db.prepare(`SELECT "step" FROM "MetricNonFinite" WHERE "runId" = ? AND "key" = ? AND "step" BETWEEN ? AND ?`).pluck();
+  const drop = db.prepare(`DELETE FROM "MetricNonFinite" WHERE "runId" = ? AND "key" = ? AND "step" = ?`);
+  const has = db.prepare(`SELECT 1 FROM "MetricNonFinite" WHERE "runId" = ? AND "key" = ? AND "step" = ?`);
+  const finiteAt = db.prepare(`SELECT 1 FROM "Metric" m JOIN "MetricSeries" s ON s."id" = m."seriesId" WHERE s."runId" = ? AND s."key" = ? AND m."step" = ?`);
+  const put = db.prepare(`INSERT INTO "MetricNonFinite" ("runId","key","step","value","wallTime") VALUES (?,?,?,?,?)
+     ON CONFLICT ("runId","key","step") DO UPDATE SET "value" = excluded."value", "wallTime" = excluded."wallTime"`);
   let removedFinite = false;
   for (const k of keys) {
     if (k.steps.length) {
@@ -255,8 +249,8 @@ function writeNonFinite(db: RawDb, runId: string, keys: KeyPoints[]): { inserted
 
 /** Removes one finite point (rare: a NaN logged over a value); the caller rebuilds the rollups. */
 function removeFinitePoint(db: RawDb, runId: string, key: string, step: number): void {
-  const id = cachedStatement(db, `SELECT "id" FROM "MetricSeries" WHERE "runId" = ? AND "key" = ?`, "pluck").get(runId, key) as number;
-  cachedStatement(db, `DELETE FROM "Metric" WHERE "seriesId" = ? AND "step" = ?`).run(id, step);
+  const id = db.prepare(`SELECT "id" FROM "MetricSeries" WHERE "runId" = ? AND "key" = ?`).pluck().get(runId, key) as number;
+  db.prepare(`DELETE FROM "Metric" WHERE "seriesId" = ? AND "step" = ?`).run(id, step);
 }
 
 /** One key's points of a write with its MetricSeries row: the id its points are stored under, and the last step stored before this write (-1: a new series). */
@@ -276,10 +270,9 @@ function seriesOf(db: RawDb, runId: string, keys: KeyPoints[]): SeriesPoints[] {
   const written = keys.filter((k) => k.steps.length).map((k) => k.key);
   const stored = new Map<string, { id: number; lastStep: number }>();
   if (written.length)
-    for (const r of cachedStatement(db, `SELECT "key", "id", "lastStep" FROM "MetricSeries" WHERE "runId" = ? AND ${d.inTextList(`"key"`)}`).all(
-      runId,
-      d.textList(written),
-    ) as { key: string; id: number; lastStep: number }[])
+    for (const r of db
+      .prepare(`SELECT "key", "id", "lastStep" FROM "MetricSeries" WHERE "runId" = ? AND ${d.inTextList(`"key"`)}`)
+      .all(runId, d.textList(written)) as { key: string; id: number; lastStep: number }[])
       stored.set(r.key, r);
   const out: SeriesPoints[] = [];
   for (const k of keys) {
@@ -290,11 +283,12 @@ function seriesOf(db: RawDb, runId: string, keys: KeyPoints[]): SeriesPoints[] {
       continue;
     }
     const [step, value] = [k.steps[0], k.values[0]];
-    const id = cachedStatement(
-      db,
-      `INSERT INTO "MetricSeries" ("runId","key","count","firstStep","lastStep","lastValue","minValue","maxValue") VALUES (?,?,0,?,?,?,?,?) RETURNING "id"`,
-      "pluck",
-    ).get(runId, k.key, step, step, value, value, value) as number;
+    const id = db
+      .prepare(
+        `INSERT INTO "MetricSeries" ("runId","key","count","firstStep","lastStep","lastValue","minValue","maxValue") VALUES (?,?,0,?,?,?,?,?) RETURNING "id"`,
+      )
+      .pluck()
+      .get(runId, k.key, step, step, value, value, value) as number;
     out.push({ ...k, id, lastStored: -1 });
   }
   return out;
@@ -307,7 +301,7 @@ function seriesOf(db: RawDb, runId: string, keys: KeyPoints[]): SeriesPoints[] {
  * appendPoints inserts without asking row by row.
  */
 function onlyNewPoints(db: RawDb, series: SeriesPoints[]): boolean {
-  const any = cachedStatement(db, `SELECT 1 FROM "Metric" WHERE "seriesId" = ? AND "step" BETWEEN ? AND ? LIMIT 1`);
+  const any = db.prepare(`SELECT 1 FROM "Metric" WHERE "seriesId" = ? AND "step" BETWEEN ? AND ? LIMIT 1`);
   for (const k of series) {
     const s = k.steps;
     for (let i = 1; i < s.length; i++) if (!(s[i] > s[i - 1])) return false;
@@ -355,8 +349,8 @@ function appendPoints(db: RawDb, runId: string, series: SeriesPoints[]): { inser
 
 /** Any write: point by point, a point at a stored (key, step) replacing it and its buckets recomputed. */
 function writePointByPoint(db: RawDb, runId: string, series: SeriesPoints[]): { inserted: number; replaced: number } {
-  const insert = cachedStatement(db, `INSERT INTO "Metric" ("seriesId","step","value","wallTime") VALUES (?,?,?,?) ON CONFLICT DO NOTHING`);
-  const replace = cachedStatement(db, `UPDATE "Metric" SET "value" = ?, "wallTime" = ? WHERE "seriesId" = ? AND "step" = ?`);
+  const insert = db.prepare(`INSERT INTO "Metric" ("seriesId","step","value","wallTime") VALUES (?,?,?,?) ON CONFLICT DO NOTHING`);
+  const replace = db.prepare(`UPDATE "Metric" SET "value" = ?, "wallTime" = ? WHERE "seriesId" = ? AND "step" = ?`);
   const rollups = new RollupRows();
   const aggs = new Map<SeriesPoints, Agg>();
   const dirty: [number, Set<number>][] = []; // series id, its replaced steps
@@ -511,13 +505,11 @@ export function listSeries(runId: string, db: RawDb = getRawDb()): SeriesInfo[] 
  */
 export function readSeries(runId: string, key: string, opts: SeriesOptions = {}, db: RawDb = getRawDb()): SeriesResult {
   const maxPoints = opts.maxPoints ?? 1500;
-  // statements prepared once per connection (~0.15 ms each to prepare)
-  const meta = cachedStatement(
-    db,
-    `SELECT "id","count","firstStep","lastStep",
+  const meta = db
+    .prepare(`SELECT "id","count","firstStep","lastStep",
             EXISTS (SELECT 1 FROM "MetricNonFinite" n WHERE n."runId" = s."runId" AND n."key" = s."key") AS "nonFinite"
-     FROM "MetricSeries" s WHERE s."runId" = ? AND s."key" = ?`,
-  ).get(runId, key) as { id: number; count: number; firstStep: number; lastStep: number; nonFinite: unknown } | undefined;
+     FROM "MetricSeries" s WHERE s."runId" = ? AND s."key" = ?`)
+    .get(runId, key) as { id: number; count: number; firstStep: number; lastStep: number; nonFinite: unknown } | undefined;
   if (!meta) {
     // no finite point under this key: the run must exist, and the key's non-finite points are all it has
     assertRunExists(runId, db);
@@ -532,10 +524,10 @@ export function readSeries(runId: string, key: string, opts: SeriesOptions = {},
   const points: [number, number, number][] = [];
 
   if (stride === 1) {
-    for (const r of cachedStatement(db, `SELECT "step","value","wallTime" FROM "Metric" WHERE "seriesId" = ? AND "step" >= ? ORDER BY "step"`, "raw").iterate(
-      meta.id,
-      fromStep,
-    ) as Iterable<[number, number, number]>)
+    for (const r of db
+      .prepare(`SELECT "step","value","wallTime" FROM "Metric" WHERE "seriesId" = ? AND "step" >= ? ORDER BY "step"`)
+      .raw()
+      .iterate(meta.id, fromStep) as Iterable<[number, number, number]>)
       points.push(r);
   } else {
     // The coarsest stored level that is not wider than the stride (1 = raw rows).
@@ -545,11 +537,12 @@ export function readSeries(runId: string, key: string, opts: SeriesOptions = {},
     const extremes: [number, number, number, number, number, number][] = [];
     if (level > 1 && ratio === 1) {
       // the stride is a stored level (16, 256 ...): each rollup row is a group, its extremes stored in it
-      for (const r of cachedStatement(
-        db,
-        `SELECT "minStep","minValue","minWallTime","maxStep","maxValue","maxWallTime" FROM "MetricRollup" WHERE "seriesId" = ? AND "level" = ? AND "bucket" >= ? ORDER BY "bucket"`,
-        "raw",
-      ).iterate(meta.id, level, fromStep / level) as Iterable<[number, number, number, number, number, number]>)
+      for (const r of db
+        .prepare(
+          `SELECT "minStep","minValue","minWallTime","maxStep","maxValue","maxWallTime" FROM "MetricRollup" WHERE "seriesId" = ? AND "level" = ? AND "bucket" >= ? ORDER BY "bucket"`,
+        )
+        .raw()
+        .iterate(meta.id, level, fromStep / level) as Iterable<[number, number, number, number, number, number]>)
         extremes.push(r);
     } else {
       // groups of `ratio` rows: the rows holding each one's minimum and maximum (lib/db/dialect.ts bucketExtremes)
@@ -565,7 +558,10 @@ export function readSeries(runId: string, key: string, opts: SeriesOptions = {},
         max: cols("max"),
       });
       const args = d.bucketArgs(meta.id, level === 1 ? fromStep : fromStep / level);
-      const rows = cachedStatement(db, sql, "raw").all(...args) as [isMax: number, step: number, value: number, wall: number][];
+      const rows = db
+        .prepare(sql)
+        .raw()
+        .all(...args) as [isMax: number, step: number, value: number, wall: number][];
       // the minima and the maxima, each in group order (one statement, one snapshot: one of each a group)
       const maxs = rows.filter((r) => r[0] === 1);
       let i = 0;
@@ -578,7 +574,7 @@ export function readSeries(runId: string, key: string, opts: SeriesOptions = {},
       else points.push([s1, v1, w1], [s0, v0, w0]);
     }
     // Keep the very first and the last point whatever the buckets chose.
-    const pointAt = cachedStatement(db, `SELECT "step","value","wallTime" FROM "Metric" WHERE "seriesId" = ? AND "step" = ?`, "raw");
+    const pointAt = db.prepare(`SELECT "step","value","wallTime" FROM "Metric" WHERE "seriesId" = ? AND "step" = ?`).raw();
     if (reset && points.length && points[0][0] !== meta.firstStep) points.unshift(pointAt.get(meta.id, meta.firstStep) as [number, number, number]);
     if (points.length && points[points.length - 1][0] !== meta.lastStep) points.push(pointAt.get(meta.id, meta.lastStep) as [number, number, number]);
   }
@@ -643,12 +639,9 @@ export function* metricChunks(runId: string, keys: string[] | null, chunk = 20_0
 
 /** A run's non-finite values of `key` at or after `fromStep` (at most `limit`), in step order. */
 export function nonFiniteOf(runId: string, key: string, fromStep = 0, limit = 1000, db: RawDb = getRawDb()): { step: number; value: NonFiniteText }[] {
-  return cachedStatement(db, `SELECT "step","value" FROM "MetricNonFinite" WHERE "runId" = ? AND "key" = ? AND "step" >= ? ORDER BY "step" LIMIT ?`).all(
-    runId,
-    key,
-    fromStep,
-    limit,
-  ) as {
+  return db
+    .prepare(`SELECT "step","value" FROM "MetricNonFinite" WHERE "runId" = ? AND "key" = ? AND "step" >= ? ORDER BY "step" LIMIT ?`)
+    .all(runId, key, fromStep, limit) as {
     step: number;
     value: NonFiniteText;
   }[];

@@ -7,7 +7,7 @@
 // Buffers for bytea, so callers need no per-store decoding.
 import { createRequire } from "node:module";
 
-/** What lib/db asks of a connection; better-sqlite3's Database satisfies it too. */
+/** What lib/db asks of a prepared statement: PgStatement here, openSqliteCompiledOnce's handle on SQLite (lib/db/sqlite.ts). */
 export interface RawStatement {
   run(...params: unknown[]): { changes: number };
   get(...params: unknown[]): unknown;
@@ -285,7 +285,7 @@ export class PgSyncDb {
       this.check(sql);
       return this.pq;
     }
-    // Statements are prepared once per connection, like cachedStatement does for SQLite; the least
+    // Statements are prepared once per connection, as SQLite's are compiled once (lib/db/sqlite.ts); the least
     // recently used are deallocated past MAX_PREPARED (texts built per call, e.g. IN lists, vary).
     let name = this.statementNames.get(text);
     if (name) {

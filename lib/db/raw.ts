@@ -3,7 +3,7 @@
 // fenced write and bulk path is the same code; where the SQL dialects differ, a statement takes its
 // fragment from lib/db/dialect.ts, where both spellings sit side by side.
 import { assertStoreServable, databaseUrl, isPostgres, sqlitePath } from "./url";
-import { openSqlite } from "./sqlite";
+import { openSqliteCompiledOnce } from "./sqlite";
 import { PgError, PgSyncDb, type RawStatement } from "./pg-sync";
 import { NotFoundError } from "../schemas/errors";
 
@@ -17,7 +17,7 @@ type Txn<A extends unknown[], T> = ((...args: A) => T) & {
   shared?(...args: A): T;
 };
 
-/** What lib/db needs of a connection (better-sqlite3's Database and PgSyncDb both provide it). */
+/** What lib/db needs of a connection: PgSyncDb, or better-sqlite3's Database with a prepare() that compiles each SQL text once (lib/db/sqlite.ts). */
 export interface RawDb {
   readonly open: boolean;
   prepare(sql: string): RawStatement;
@@ -36,7 +36,7 @@ export function isPostgresDb(db: RawDb): boolean {
 /** A new connection to `url` (a file: SQLite URL or a postgresql:// one). */
 export function openRawDb(url = databaseUrl()): RawDb {
   if (isPostgres(url)) return new PgSyncDb(url);
-  return openSqlite(sqlitePath(url)) as unknown as RawDb;
+  return openSqliteCompiledOnce(sqlitePath(url)) as unknown as RawDb;
 }
 
 /**
@@ -48,31 +48,6 @@ export function connectsFromThreads(url = databaseUrl()): boolean {
 }
 
 let raw: RawDb | undefined;
-
-const statements = new WeakMap<RawDb, Map<string, RawStatement>>();
-
-/**
- * The connection's prepared statement for `sql`, prepared once (preparing costs ~20-100 us, a
- * fixed cost of every request otherwise), in one mode for good: `rows` (objects), `raw` (arrays)
- * or `pluck` (the first column). Callers never call raw()/pluck() on it, which would change the
- * shared statement for every other caller.
- */
-export function cachedStatement(db: RawDb, sql: string, mode: "rows" | "raw" | "pluck" = "rows"): RawStatement {
-  let m = statements.get(db);
-  if (!m) {
-    m = new Map();
-    statements.set(db, m);
-  }
-  const key = mode === "rows" ? sql : `${mode}\0${sql}`;
-  let st = m.get(key);
-  if (!st) {
-    st = db.prepare(sql);
-    if (mode === "raw") st.raw();
-    else if (mode === "pluck") st.pluck();
-    m.set(key, st);
-  }
-  return st;
-}
 
 /**
  * Inserts rows given as one flat array (`width` values a row) with multi-row statements: chunks of
@@ -96,9 +71,7 @@ export function insertRows(
   for (let i = 0; i < n; ) {
     let rows = Math.min(maxRows, n - i);
     if (rows < maxRows) rows = 2 ** Math.floor(Math.log2(rows));
-    cachedStatement(db, `${head} VALUES ${Array(rows).fill(tuple).join(",")} ${tail}`).run(
-      i === 0 && rows === n ? values : values.slice(i * width, (i + rows) * width),
-    );
+    db.prepare(`${head} VALUES ${Array(rows).fill(tuple).join(",")} ${tail}`).run(i === 0 && rows === n ? values : values.slice(i * width, (i + rows) * width));
     i += rows;
   }
 }
@@ -114,7 +87,7 @@ export function getRawDb(): RawDb {
 
 /** NotFoundError unless the run exists. Reads that found rows of it skip it: on PostgreSQL each statement is a round trip. */
 export function assertRunExists(id: string, db: RawDb = getRawDb()): void {
-  if (cachedStatement(db, `SELECT 1 FROM "Run" WHERE "id" = ?`).get(id) === undefined) throw new NotFoundError("run", id);
+  if (db.prepare(`SELECT 1 FROM "Run" WHERE "id" = ?`).get(id) === undefined) throw new NotFoundError("run", id);
 }
 
 /** DateTime as stored: Prisma's text format on SQLite, accepted as UTC by PostgreSQL's timestamp(3). */
