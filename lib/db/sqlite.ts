@@ -30,9 +30,8 @@ export function openSqliteCompiledOnce(file: string): Omit<Database.Database, "p
   const compiled = new Map<string, { st: Database.Statement; mode: Mode }>();
   const entry = (sql: string, fresh: boolean) => {
     let e = compiled.get(sql);
-    if (e && !fresh) {
-      compiled.delete(sql); // most recently used last: the first is the one to drop
-    } else {
+    compiled.delete(sql); // set again below, last: the first in the map is the least recently used
+    if (!e || fresh) {
       e = { st: compile(sql), mode: "rows" }; // an SQL error throws here, at prepare, as before
       if (compiled.size >= MAX_COMPILED) compiled.delete(compiled.keys().next().value!);
     }
