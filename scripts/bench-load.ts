@@ -15,7 +15,7 @@
 // deduplicated; the stored totals are checked against the 2xx count at the end.
 // The load generator runs in this process on the same machine as the server (2 cores here).
 import autocannon from "autocannon";
-import { call, loadAverage, openStore, parseArgs, parseStore, startServer, stepBody, TURNS_PER_STEP } from "./bench-store";
+import { call, loadAverage, openStore, parseArgs, parseStore, percentile, startServer, stepBody, TURNS_PER_STEP } from "./bench-store";
 import { cpuSnapshot, cpuSplit } from "./cpu-split";
 import { settleAfterBulkLoad } from "../lib/db/bulk-load";
 import { openRawDb } from "../lib/db/raw";
@@ -289,7 +289,7 @@ async function benchStore(kind: (typeof kinds)[number]): Promise<string> {
     const cpuLines = mixed.filter((m) => m.cpu && m.row === mixedRead).map((m, i) => `- cell ${i + 1}: ${m.cpu}`);
     if (cpuLines.length) out.push("\nCPU during the reads-during-ingest cells (cores: CPU seconds a second):", ...cpuLines);
     if (repeat > 1) {
-      const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+      const median = (xs: number[]) => percentile(xs, 50);
       for (const row of [mixedRead, mixedWrite]) {
         const ms = mixed.filter((m) => m.row === row);
         if (ms.length)

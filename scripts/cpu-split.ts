@@ -15,11 +15,11 @@ export interface CpuSnapshot {
   groups: Record<CpuGroup, number>;
 }
 
-export type CpuGroup = "server event loop" | "server's other threads" | "other server processes" | "ingest processes" | "PostgreSQL" | "load generator";
-const GROUPS: CpuGroup[] = ["server event loop", "server's other threads", "other server processes", "ingest processes", "PostgreSQL", "load generator"];
+const GROUPS = ["server event loop", "server's other threads", "other server processes", "ingest processes", "PostgreSQL", "load generator"] as const;
+export type CpuGroup = (typeof GROUPS)[number];
 
-/** [ppid, utime + stime, comm] of a /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat line. */
-function statOf(file: string): [number, number, string] | null {
+/** The fields of a /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat line read here; null once the process has ended. */
+export function procStat(file: string): { ppid: number; cpuJiffies: number; nice: number; comm: string } | null {
   let s: string;
   try {
     s = fs.readFileSync(file, "utf8");
@@ -27,9 +27,13 @@ function statOf(file: string): [number, number, string] | null {
     return null; // the process ended meanwhile
   }
   const close = s.lastIndexOf(")");
-  const comm = s.slice(s.indexOf("(") + 1, close);
-  const f = s.slice(close + 2).split(" "); // f[0] is field 3 (state)
-  return [Number(f[1]), Number(f[11]) + Number(f[12]), comm];
+  const f = s.slice(close + 2).split(" "); // f[0] is field 3 (state): ppid 4, utime 14, stime 15, nice 19
+  return { ppid: Number(f[1]), cpuJiffies: Number(f[11]) + Number(f[12]), nice: Number(f[16]), comm: s.slice(s.indexOf("(") + 1, close) };
+}
+
+/** Whether a process is one of a server's ingest processes (PostgreSQL's, lib/ingest/pool.ts). */
+export function isIngestProcess(pid: number): boolean {
+  return cmdline(pid).includes("thread-boot");
 }
 
 function cmdline(pid: number): string {
@@ -47,26 +51,26 @@ export function cpuSnapshot(serverPid: number): CpuSnapshot | null {
   const total = cpu.reduce((a, b) => a + b, 0);
   const idle = cpu[3] + (cpu[4] ?? 0); // idle + iowait
   const groups = Object.fromEntries(GROUPS.map((g) => [g, 0])) as Record<CpuGroup, number>;
-  const procs = new Map<number, [number, number, string]>();
+  const procs = new Map<number, NonNullable<ReturnType<typeof procStat>>>();
   for (const name of fs.readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
-    const st = statOf(`/proc/${name}/stat`);
+    const st = procStat(`/proc/${name}/stat`);
     if (st) procs.set(Number(name), st);
   }
   const underServer = (pid: number) => {
-    for (let p = procs.get(pid)?.[0]; p && p > 1; p = procs.get(p)?.[0]) if (p === serverPid) return true;
+    for (let p = procs.get(pid)?.ppid; p && p > 1; p = procs.get(p)?.ppid) if (p === serverPid) return true;
     return false;
   };
-  for (const [pid, [, jiffies, comm]] of procs) {
+  for (const [pid, { cpuJiffies, comm }] of procs) {
     if (pid === serverPid) {
       // per thread: the event loop is the thread whose id is the process id
       for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
-        const t = statOf(`/proc/${pid}/task/${tid}/stat`);
-        if (t) groups[Number(tid) === pid ? "server event loop" : "server's other threads"] += t[1];
+        const t = procStat(`/proc/${pid}/task/${tid}/stat`);
+        if (t) groups[Number(tid) === pid ? "server event loop" : "server's other threads"] += t.cpuJiffies;
       }
-    } else if (pid === process.pid) groups["load generator"] += jiffies;
-    else if (comm === "postgres") groups.PostgreSQL += jiffies;
-    else if (underServer(pid)) groups[cmdline(pid).includes("thread-boot") ? "ingest processes" : "other server processes"] += jiffies;
+    } else if (pid === process.pid) groups["load generator"] += cpuJiffies;
+    else if (comm === "postgres") groups.PostgreSQL += cpuJiffies;
+    else if (underServer(pid)) groups[isIngestProcess(pid) ? "ingest processes" : "other server processes"] += cpuJiffies;
   }
   return { at: performance.now(), machineBusy: total - idle, machineTotal: total, groups };
 }

@@ -6,6 +6,7 @@ import fs from "node:fs";
 import os from "node:os";
 import { describe, expect, it } from "vitest";
 import { NextRequest } from "next/server";
+import { isIngestProcess, procStat } from "../../scripts/cpu-split";
 import { useTempDatabase } from "../helpers/temp-db";
 
 useTempDatabase("ingest-priority");
@@ -13,30 +14,18 @@ const importRoute = await import("@/app/api/v1/runs/import/route");
 const metricsRoute = await import("@/app/api/v1/runs/[id]/metrics/route");
 const { ingestNice } = await import("@/lib/ingest/pool");
 
-/** [ppid, nice] of a /proc stat line (fields 4 and 19). */
-function stat(file: string): { ppid: number; nice: number } | null {
-  let s: string;
-  try {
-    s = fs.readFileSync(file, "utf8");
-  } catch {
-    return null;
-  }
-  const f = s.slice(s.lastIndexOf(")") + 2).split(" "); // f[0] is field 3
-  return { ppid: Number(f[1]), nice: Number(f[16]) };
-}
-
 /** Nice values of this process's other threads and of its ingest processes (children running the ingest entry). */
 function ingestNiceValues(): number[] {
   const threads = fs
     .readdirSync("/proc/self/task")
     .filter((tid) => Number(tid) !== process.pid)
-    .map((tid) => stat(`/proc/self/task/${tid}/stat`)?.nice)
+    .map((tid) => procStat(`/proc/self/task/${tid}/stat`)?.nice)
     .filter((n): n is number => n !== undefined);
   const children = fs
     .readdirSync("/proc")
-    .filter((p) => /^\d+$/.test(p) && stat(`/proc/${p}/stat`)?.ppid === process.pid)
-    .filter((p) => fs.readFileSync(`/proc/${p}/cmdline`, "utf8").includes("thread-boot"))
-    .map((p) => stat(`/proc/${p}/stat`)!.nice);
+    .filter((p) => /^\d+$/.test(p) && procStat(`/proc/${p}/stat`)?.ppid === process.pid && isIngestProcess(Number(p)))
+    .map((p) => procStat(`/proc/${p}/stat`)?.nice)
+    .filter((n): n is number => n !== undefined);
   return [...threads, ...children];
 }
 
