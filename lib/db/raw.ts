@@ -56,7 +56,8 @@ let raw: RawDb | undefined;
  * round trip, on SQLite it still saves 10-20% of CPU per row. `head` is `INSERT INTO "T" (cols)`,
  * `tail` what follows VALUES (an ON CONFLICT clause); rows of one call must not conflict with each other.
  * `tuple` is a row's VALUES entry, `width` placeholders (by default plain ones; a store may wrap one
- * in a function call).
+ * in a function call). A `tail` ending in a RETURNING clause makes the statements return the inserted
+ * rows' columns (generated keys: no second statement to read them back), which this returns.
  */
 export function insertRows(
   db: RawDb,
@@ -66,14 +67,20 @@ export function insertRows(
   tail = "",
   maxRows = 200,
   tuple = `(${Array(width).fill("?").join(",")})`,
-): void {
+): unknown[] {
   const n = values.length / width;
+  const returning = /\bRETURNING\b/i.test(tail);
+  const out: unknown[] = [];
   for (let i = 0; i < n; ) {
     let rows = Math.min(maxRows, n - i);
     if (rows < maxRows) rows = 2 ** Math.floor(Math.log2(rows));
-    db.prepare(`${head} VALUES ${Array(rows).fill(tuple).join(",")} ${tail}`).run(i === 0 && rows === n ? values : values.slice(i * width, (i + rows) * width));
+    const statement = db.prepare(`${head} VALUES ${Array(rows).fill(tuple).join(",")} ${tail}`);
+    const args = i === 0 && rows === n ? values : values.slice(i * width, (i + rows) * width);
+    if (returning) for (const row of statement.all(args)) out.push(row);
+    else statement.run(args);
     i += rows;
   }
+  return out;
 }
 
 /** Process-wide raw connection for the bulk paths (same store as the Prisma client). */

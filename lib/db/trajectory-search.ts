@@ -85,20 +85,14 @@ const distinctWords = (texts: readonly string[]) => {
 /** Adds trajectories to the index; inside the caller's write transaction (they must not be indexed yet). */
 export function indexTrajectories(db: RawDb, entries: readonly IndexEntry[]): void {
   if (!entries.length) return;
-  insertRows(
+  const inserted = insertRows(
     db,
     `INSERT INTO "TrajectorySearch" ("trajectoryId", "runId", "step", "success", "reward", "length")`,
     6,
     entries.flatMap((e) => [e.id, e.runId, e.step, e.success ? 1 : 0, e.reward, e.length]),
-  );
-  const keys = new Map<string, number>();
-  for (let i = 0; i < entries.length; i += 500) {
-    const chunk = entries.slice(i, i + 500);
-    const rows = db
-      .prepare(`SELECT "key", "trajectoryId" FROM "TrajectorySearch" WHERE "trajectoryId" IN (${chunk.map(() => "?").join(",")})`)
-      .all(...chunk.map((e) => e.id)) as { key: number; trajectoryId: string }[];
-    for (const r of rows) keys.set(r.trajectoryId, r.key);
-  }
+    `RETURNING "key", "trajectoryId"`,
+  ) as { key: number; trajectoryId: string }[];
+  const keys = new Map(inserted.map((r) => [r.trajectoryId, r.key]));
   const d = dialect(db).wordIndex;
   insertRows(
     db,

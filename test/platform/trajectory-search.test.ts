@@ -244,6 +244,31 @@ describe("searchTrajectories", () => {
     expect(after.length).toBeGreaterThan(0);
   });
 
+  it("indexes every trajectory of a step larger than one insert statement under its own key", () => {
+    // 300 trajectories: the index rows go in statements of 200, 64, 32 and 4 rows, each returning
+    // the keys it generated; each trajectory's word must lead back to it alone
+    const runG = createRun({ project: "big", name: "g", kind: "imported", jobKind: null, config: {}, status: "running" }).runId;
+    writeRolloutStep(runG, {
+      step: 0,
+      groups: Array.from({ length: 30 }, (_, g) => ({
+        uid: `g${g}`,
+        envId: "alfworld",
+        taskSeed: g,
+        trajectories: Array.from({ length: 10 }, (_, t) => ({
+          success: false,
+          truncated: false,
+          turns: [{ observation: `room marker${g * 10 + t}`, action: "look", reward: 0, valid: true, done: true, anchor: null, advantage: 0 }],
+        })),
+      })),
+    });
+    const byTask = new Map(stored(runG).map((x) => [x.turns[0].observation, x.id]));
+    expect(byTask.size).toBe(300);
+    for (let i = 0; i < 300; i++) {
+      const hits = allPages({ runs: runG, text: `marker${i}` }).hits.map((h) => h.id);
+      expect(hits).toEqual([byTask.get(`room marker${i}`)]);
+    }
+  });
+
   it("a deleted run leaves no index entries behind", async () => {
     const runF = seed("z", "f", rng(3));
     const count = () => countRows("TrajectoryText");
