@@ -16,7 +16,7 @@
 // The load generator runs in this process on the same machine as the server (2 cores here).
 import autocannon from "autocannon";
 import { call, loadAverage, openStore, parseArgs, parseStore, percentile, startServer, stepBody, TURNS_PER_STEP } from "./bench-store";
-import { cpuSnapshot, cpuSplit } from "./cpu-split";
+import { CPU_GROUPS, cpuMsPerRequest, cpuSnapshot, cpuSplit } from "./cpu-split";
 import { settleAfterBulkLoad } from "../lib/db/bulk-load";
 import { openRawDb } from "../lib/db/raw";
 
@@ -202,6 +202,8 @@ async function benchStore(kind: (typeof kinds)[number]): Promise<string> {
     load: string;
     /** where the CPU went during the cell (the mixed cells) */
     cpu?: string;
+    /** CPU ms of each group per 2xx answer, then their sum (the cells of one row) */
+    cpuMs?: string[] | null;
   }
   const results: Measured[] = [];
   const measured = (row: Row, connections: number, r: autocannon.Result): Measured => {
@@ -231,8 +233,11 @@ async function benchStore(kind: (typeof kinds)[number]): Promise<string> {
       // Next loads a route's code on its first request, the ingest workers start on the first write.
       await autocannon({ url, connections: 1, amount: 3, requests: [{ setupRequest: row.setup }] });
       if (opts.rows === "all")
-        for (const c of conns)
-          results.push(measured(row, c, await autocannon({ url, connections: c, duration, timeout: 60, requests: [{ setupRequest: row.setup }] })));
+        for (const c of conns) {
+          const cpu0 = cpuSnapshot(server.pid);
+          const m = measured(row, c, await autocannon({ url, connections: c, duration, timeout: 60, requests: [{ setupRequest: row.setup }] }));
+          results.push({ ...m, cpuMs: cpuMsPerRequest(cpu0, cpuSnapshot(server.pid), m.ok) });
+        }
     }
 
     // Reads during ingest: every read row's request at random on MIXED_READERS connections while
@@ -286,6 +291,14 @@ async function benchStore(kind: (typeof kinds)[number]): Promise<string> {
       const ms = (x: number) => (x === 0 ? "<1" : String(x)); // autocannon records whole milliseconds
       out.push(`| ${m.row.name} | ${m.connections} | ${rps.toFixed(1)} | ${unit} | ${ms(m.p50)} | ${ms(m.p99)} | ${errs} | ${m.load} |`);
     }
+    const perRequest = results.filter((m) => m.cpuMs);
+    if (perRequest.length)
+      out.push(
+        "\nCPU per 2xx answer (ms of CPU time of each part, from /proc; at 1 connection requests run one after another, so the sum is about a request's latency):\n",
+        `| endpoint | conns | ${CPU_GROUPS.join(" | ")} | sum |`,
+        `| --- | --- |${" --- |".repeat(CPU_GROUPS.length + 1)}`,
+        ...perRequest.map((m) => `| ${m.row.name} | ${m.connections} | ${m.cpuMs!.join(" | ")} |`),
+      );
     const cpuLines = mixed.filter((m) => m.cpu && m.row === mixedRead).map((m, i) => `- cell ${i + 1}: ${m.cpu}`);
     if (cpuLines.length) out.push("\nCPU during the reads-during-ingest cells (cores: CPU seconds a second):", ...cpuLines);
     if (repeat > 1) {

@@ -15,8 +15,16 @@ export interface CpuSnapshot {
   groups: Record<CpuGroup, number>;
 }
 
-const GROUPS = ["server event loop", "server's other threads", "other server processes", "ingest processes", "PostgreSQL", "load generator"] as const;
-export type CpuGroup = (typeof GROUPS)[number];
+/** The groups a snapshot counts, in the order cpuMsPerRequest gives them. */
+export const CPU_GROUPS = [
+  "server event loop",
+  "server's other threads",
+  "other server processes",
+  "ingest processes",
+  "PostgreSQL",
+  "load generator",
+] as const;
+export type CpuGroup = (typeof CPU_GROUPS)[number];
 
 /** The fields of a /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat line read here; null once the process has ended. */
 export function procStat(file: string): { ppid: number; cpuJiffies: number; nice: number; comm: string } | null {
@@ -50,7 +58,7 @@ export function cpuSnapshot(serverPid: number): CpuSnapshot | null {
   const cpu = fs.readFileSync("/proc/stat", "utf8").split("\n")[0].split(/\s+/).slice(1).map(Number);
   const total = cpu.reduce((a, b) => a + b, 0);
   const idle = cpu[3] + (cpu[4] ?? 0); // idle + iowait
-  const groups = Object.fromEntries(GROUPS.map((g) => [g, 0])) as Record<CpuGroup, number>;
+  const groups = Object.fromEntries(CPU_GROUPS.map((g) => [g, 0])) as Record<CpuGroup, number>;
   const procs = new Map<number, NonNullable<ReturnType<typeof procStat>>>();
   for (const name of fs.readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
@@ -75,15 +83,37 @@ export function cpuSnapshot(serverPid: number): CpuSnapshot | null {
   return { at: performance.now(), machineBusy: total - idle, machineTotal: total, groups };
 }
 
-/** "machine 1.97 of 2 cores busy; server event loop 0.95, ..." between two snapshots (cores: CPU seconds a second). */
-export function cpuSplit(a: CpuSnapshot | null, b: CpuSnapshot | null): string {
-  if (!a || !b) return "";
+/** Cores each group used between two snapshots (CPU seconds a second), the machine's busy cores and the seconds between; null where /proc is not Linux's. */
+export function cpuCores(
+  a: CpuSnapshot | null,
+  b: CpuSnapshot | null,
+): { seconds: number; cores: number; busy: number; groups: Record<CpuGroup, number> } | null {
+  if (!a || !b) return null;
   const hz = 100; // USER_HZ: /proc's jiffies are 1/100 s on Linux whatever the kernel's tick
   const seconds = (b.at - a.at) / 1000;
   const cores = os.availableParallelism();
   const busy = ((b.machineBusy - a.machineBusy) / (b.machineTotal - a.machineTotal)) * cores;
-  const parts = GROUPS.map((g) => [g, (b.groups[g] - a.groups[g]) / hz / seconds] as const)
-    .filter(([, c]) => c >= 0.005)
-    .map(([g, c]) => `${g} ${c.toFixed(2)}`);
-  return `machine ${busy.toFixed(2)} of ${cores} cores busy; ${parts.join(", ")}`;
+  const groups = Object.fromEntries(CPU_GROUPS.map((g) => [g, (b.groups[g] - a.groups[g]) / hz / seconds])) as Record<CpuGroup, number>;
+  return { seconds, cores, busy, groups };
+}
+
+/** "machine 1.97 of 2 cores busy; server event loop 0.95, ..." between two snapshots (cores: CPU seconds a second). */
+export function cpuSplit(a: CpuSnapshot | null, b: CpuSnapshot | null): string {
+  const c = cpuCores(a, b);
+  if (!c) return "";
+  const parts = CPU_GROUPS.filter((g) => c.groups[g] >= 0.005).map((g) => `${g} ${c.groups[g].toFixed(2)}`);
+  return `machine ${c.busy.toFixed(2)} of ${c.cores} cores busy; ${parts.join(", ")}`;
+}
+
+/**
+ * CPU milliseconds each group spent per answered request between two snapshots, as table cells in
+ * the order of `CPU_GROUPS`, then their sum; null where /proc is not Linux's. At one connection the
+ * requests run one after another, so the sum is about a request's latency: it says which part of
+ * the path a request waits on.
+ */
+export function cpuMsPerRequest(a: CpuSnapshot | null, b: CpuSnapshot | null, requests: number): string[] | null {
+  const c = cpuCores(a, b);
+  if (!c || requests <= 0) return null;
+  const ms = CPU_GROUPS.map((g) => (c.groups[g] * c.seconds * 1000) / requests);
+  return [...ms, ms.reduce((x, y) => x + y, 0)].map((x) => x.toFixed(2));
 }
