@@ -6,7 +6,8 @@
 // post steps beside them: what a dashboard's readers see while trainers write. --repeat N runs that
 // cell N times (one run spreads by a quarter on a shared 2-core machine) and gives the medians. Each
 // such cell also says where the CPU went (scripts/cpu-split.ts): a machine busy on every core waits
-// for cores, not for locks or round trips.
+// for cores, not for locks or round trips. Every single-endpoint cell also gives the CPU milliseconds
+// each part spent per answered request.
 //
 // Seeds, through the HTTP API as a trainer would: 300 imported runs with varied configs (the run
 // list's filter), one run of 10 metric keys x 100,000 steps (10^6 points: the chart), one run of
