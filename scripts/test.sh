@@ -3,8 +3,31 @@
 # processes and the real engine), the Python engine (pytest), and end-to-end in Debian's Chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# Each stage's wall time, printed as it ends and again as a table when the command exits (pass or
+# fail), so the slowest stage is the first thing a reader sees.
+STAGE_NAMES=() STAGE_SECS=() stage_name="" stage_start=0 all_start=$SECONDS
+end_stage() {
+  [ -n "$stage_name" ] || return 0
+  local took=$((SECONDS - stage_start))
+  STAGE_NAMES+=("$stage_name") STAGE_SECS+=("$took")
+  echo "-- $stage_name: ${took} s"
+  stage_name=""
+}
+stage() { end_stage; stage_name="$1" stage_start=$SECONDS; echo "== $2"; }
+stage_table() {
+  local rc=$?
+  end_stage
+  echo "== stage times (s)"
+  for i in "${!STAGE_NAMES[@]}"; do printf '%6d  %s\n' "${STAGE_SECS[$i]}" "${STAGE_NAMES[$i]}"; done
+  printf '%6d  total (exit %d)\n' "$((SECONDS - all_start))" "$rc"
+}
+trap stage_table EXIT
+
+stage setup "set-up (scripts/setup.sh)"
 bash scripts/setup.sh
 
+stage chromium "browser (Debian's chromium)"
 if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then
     echo "test: installing Debian's chromium for the browser tests…"
@@ -15,13 +38,13 @@ if ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 
-echo "== typecheck"
+stage typecheck "typecheck"
 node_modules/.bin/tsc --noEmit -p tsconfig.json
 
-echo "== layers (imports flow one way, ARCHITECTURE.md; no import cycle in the Python engine)"
+stage layers "layers (imports flow one way, ARCHITECTURE.md; no import cycle in the Python engine)"
 node scripts/check-layers.mjs
 
-echo "== TypeScript lint and format (Biome: the recommended rules, scope and exceptions in biome.jsonc; zero findings)"
+stage biome "TypeScript lint and format (Biome: the recommended rules, scope and exceptions in biome.jsonc; zero findings)"
 # warnings fail through --error-on-warnings; infos (which never change the exit status) fail here
 lint_out=$(node_modules/.bin/biome lint --error-on-warnings --max-diagnostics=none 2>&1) || { echo "$lint_out"; exit 1; }
 if grep -q "^Found " <<<"$lint_out"; then
@@ -32,7 +55,7 @@ fi
 # formatted as `npm run format` leaves it (the formatter was applied to every file once)
 node_modules/.bin/biome format >/dev/null 2>&1 || { node_modules/.bin/biome format 2>&1 | tail -30; echo "test: files not formatted; run npm run format" >&2; exit 1; }
 
-echo "== python lint (ruff: every Python file, rules in ruff.toml; the engine and its tests formatted)"
+stage ruff "python lint (ruff: every Python file, rules in ruff.toml; the engine and its tests formatted)"
 PY="${TURNLENS_PYTHON:-python3}"
 stamp="node_modules/.turnlens-pip-lint-$(sha1sum test/lint-requirements.txt | cut -c1-12)"
 if [ ! -f "$stamp" ]; then
@@ -42,6 +65,7 @@ fi
 "$PY" -m ruff check .
 "$PY" -m ruff format --check workers/engine test/engine
 
+stage ray-venv "Ray for the Ray-backed training test"
 # Ray for the Ray-backed training test (a local head on loopback), in a venv of its own; about a
 # minute the first time (pip ~40-55 s here). Without it that test is skipped with a message.
 RAY_VENV="node_modules/.turnlens-ray-venv"
@@ -55,6 +79,7 @@ if [ ! -f "$stamp" ] || [ ! -x "$RAY_VENV/bin/ray" ]; then
   fi
 fi
 
+stage postgresql-install "PostgreSQL server and the libpq addon"
 # PostgreSQL for the second pass below: Debian's server package and the libpq addon (optional
 # dependency, built by node-gyp against libpq-dev).
 if [ -z "${TURNLENS_TEST_PG:-}" ] && [ ! -x /usr/lib/postgresql/15/bin/initdb ] && [ "$(id -u)" = 0 ]; then
@@ -68,13 +93,13 @@ if ! node -e 'require("libpq")' >/dev/null 2>&1; then
   npm rebuild libpq --foreground-scripts >/dev/null 2>&1 || true
 fi
 
-echo "== unit and integration tests (vitest)"
+stage vitest "unit and integration tests (vitest)"
 # PostgreSQL suites (test/db/postgres.test.ts) use TURNLENS_TEST_PG (a postgresql:// server URL) if
 # set, else a temporary cluster of Debian's PostgreSQL 15 on a free loopback port, removed at the end;
 # without PostgreSQL installed (apt-get install postgresql) they are skipped with a message.
 node_modules/.bin/vitest run
 
-echo "== database and queue suites again, on PostgreSQL (TURNLENS_TEST_STORE=postgresql)"
+stage vitest-postgresql "database and queue suites again, on PostgreSQL (TURNLENS_TEST_STORE=postgresql)"
 # scripts/pg-temp.ts starts a temporary cluster (or uses TURNLENS_TEST_PG's server) and removes it
 # at the end; test/helpers/temp-db.ts gives each file its own database there.
 PG_SUITES=(test/db test/platform test/jobs/queue.test.ts test/jobs/list.test.ts test/jobs/worker-fleet.test.ts
@@ -82,23 +107,24 @@ PG_SUITES=(test/db test/platform test/jobs/queue.test.ts test/jobs/list.test.ts 
 node --import tsx scripts/pg-temp.ts -- env TURNLENS_TEST_STORE=postgresql node_modules/.bin/vitest run "${PG_SUITES[@]}"
 
 if [ -d test/engine ] && ls test/engine/test_*.py >/dev/null 2>&1; then
-  echo "== engine tests (pytest)"
+  stage pytest-engine "engine tests (pytest)"
   "${TURNLENS_PYTHON:-python3}" -m pytest test/engine -q
 fi
 
-echo "== build"
+stage next-build "build"
 NEXT_TELEMETRY_DISABLED=1 node_modules/.bin/next build >/dev/null
 
-echo "== API contract (Schemathesis against the generated OpenAPI document)"
+stage schemathesis "API contract (Schemathesis against the generated OpenAPI document)"
 PY="${TURNLENS_PYTHON:-python3}"
 stamp="node_modules/.turnlens-pip-api-$(sha1sum test/api/requirements.txt | cut -c1-12)"
 if [ ! -f "$stamp" ]; then
   "$PY" -m pip install --quiet --disable-pip-version-check -r test/api/requirements.txt
   touch "$stamp"
 fi
+stage schemathesis-run "API contract: the run"
 bash scripts/test-api-contract.sh
 
-echo "== python client tests (pytest)"
+stage pytest-client-venv "python client tests (pytest): their libraries"
 # The client (clients/python, standard library only) against the build above on a temp database.
 # The integrations and importers are tested against the real libraries (TRL, verl, MLflow,
 # TensorBoard, Trackio, W&B, Inspect ...), pinned in clients/python/tests/requirements-*.txt and
@@ -119,7 +145,8 @@ if [ ! -f "$stamp" ] || [ ! -x "$CLIENT_VENV/bin/python" ]; then
   done
   touch "$stamp"
 fi
+stage pytest-client-run "python client tests: the run"
 "$CLIENT_VENV/bin/python" -m pytest clients/python/tests -q
 
-echo "== end-to-end tests (Playwright, Chromium)"
+stage playwright "end-to-end tests (Playwright, Chromium)"
 node_modules/.bin/playwright test
