@@ -17,11 +17,21 @@ export interface PackedValues {
   data: string;
 }
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
-/** The longest base64 text of MAX_TURN_TOKENS 4-byte values. */
-const MAX_PACKED_CHARS = Math.ceil((4 * MAX_TURN_TOKENS) / 3) + 4;
+/** Bytes of one packed value of each dtype. */
+const PACKED_WIDTH: Record<PackedValues["dtype"], number> = { int32: 4, float32: 4 };
+/** The base64 text of `n` values of `width` bytes: 4 characters per 3 bytes, padded to a multiple of 4. */
+const base64Chars = (n: number, width: number) => 4 * Math.ceil((n * width) / 3);
+/** The longest base64 text of MAX_TURN_TOKENS values of a dtype (int32: 349,528 characters). */
+const maxPackedChars = (dtype: PackedValues["dtype"]) => base64Chars(MAX_TURN_TOKENS, PACKED_WIDTH[dtype]);
 const packedSchema = (dtype: PackedValues["dtype"]) =>
   z
-    .object({ dtype: z.literal(dtype), data: z.string().max(MAX_PACKED_CHARS).regex(BASE64, "must be base64") })
+    .object({
+      dtype: z.literal(dtype),
+      data: z
+        .string()
+        .max(maxPackedChars(dtype), `at most ${MAX_TURN_TOKENS} values (${maxPackedChars(dtype)} base64 characters)`)
+        .regex(BASE64, "must be base64"),
+    })
     .strict()
     .superRefine((p, ctx) => {
       const bad = packedProblem(p);
@@ -55,8 +65,9 @@ export function unpackValues(p: PackedValues): number[] {
 function packedProblem(p: PackedValues): string | null {
   if (!BASE64.test(p.data) || p.data.length % 4 !== 0) return "is not base64 (padded to a multiple of 4 characters)";
   const bytes = packedBytes(p.data);
-  if (bytes.length % 4 !== 0) return `holds ${bytes.length} bytes, not a whole number of 4-byte values`;
-  if (bytes.length / 4 > MAX_TURN_TOKENS) return `holds ${bytes.length / 4} values, at most ${MAX_TURN_TOKENS}`;
+  const w = PACKED_WIDTH[p.dtype];
+  if (bytes.length % w !== 0) return `holds ${bytes.length} bytes, not a whole number of ${w}-byte values`;
+  if (bytes.length / w > MAX_TURN_TOKENS) return `holds ${bytes.length / w} values, at most ${MAX_TURN_TOKENS}`;
   if (p.dtype === "float32") {
     const values = valuesOf(bytes, "float32");
     for (let i = 0; i < values.length; i++) if (!Number.isFinite(values[i])) return `value ${i} is ${values[i]}, not a finite number`;
@@ -311,7 +322,7 @@ function fastTurn(v: unknown): TurnInput | null {
         const dtype = k === "tokenIds" ? "int32" : k === "tokenTexts" ? null : "float32";
         if (!dtype || !isRecord(x) || !onlyKeys(x as object, PACKED_KEYS)) return null;
         const p = x as Record<string, unknown>;
-        if (p.dtype !== dtype || !isStr(p.data, 0, MAX_PACKED_CHARS) || packedProblem(p as unknown as PackedValues)) return null;
+        if (p.dtype !== dtype || !isStr(p.data, 0, maxPackedChars(dtype)) || packedProblem(p as unknown as PackedValues)) return null;
         x = { dtype, data: p.data };
         len = tokenCount(x as PackedValues);
       }

@@ -158,6 +158,43 @@ describe("ingest with per-token fields", () => {
     expect(rolloutStepFast(body)).toEqual(rolloutStepInputSchema.parse(body));
   });
 
+  it("stores 65,536 packed token ids and float values (the documented limit), and refuses 65,537 naming the field", async () => {
+    const n = 65_536;
+    const ids = Buffer.alloc(4 * n);
+    const lps = Buffer.alloc(4 * n);
+    for (let i = 0; i < n; i++) {
+      ids.writeInt32LE(i * 7, 4 * i);
+      lps.writeFloatLE(-i / n, 4 * i);
+    }
+    const turn = (idBytes: Buffer, lpBytes: Buffer) => ({
+      observation: "o",
+      action: "a",
+      reward: 0,
+      tokenIds: { dtype: "int32", data: idBytes.toString("base64") },
+      tokenLogprobs: { dtype: "float32", data: lpBytes.toString("base64") },
+    });
+    const w = await post(step(20, [turn(ids, lps)]));
+    expect(w.status, JSON.stringify(w.json).slice(0, 500)).toBe(201);
+    const [stored] = await turnsOf(20);
+    const tokens = stored.tokens as { ids: number[]; logprobs: number[] };
+    expect(tokens.ids).toHaveLength(n);
+    expect([tokens.ids[1], tokens.ids[n - 1], tokens.logprobs[n - 1]]).toEqual([7, (n - 1) * 7, f32(-(n - 1) / n)]);
+
+    const before = turnCount();
+    const one = Buffer.alloc(4);
+    for (const [field, body] of [
+      ["tokenIds", turn(Buffer.concat([ids, one]), Buffer.concat([lps, one]))],
+      ["tokenLogprobs", { ...turn(ids, Buffer.concat([lps, one])), tokenIds: Array.from({ length: n + 1 }, (_, i) => i) }],
+    ] as const) {
+      const r = await post(step(21, [body]));
+      expect(r.status).toBe(400);
+      const issue = r.json.issues.find((i: { path: string }) => i.path.startsWith(`body.groups.0.trajectories.0.turns.0.${field}`));
+      expect(issue, JSON.stringify(r.json.issues).slice(0, 500)).toBeTruthy();
+      expect(issue.message).toMatch(/at most 65536 values/);
+    }
+    expect(turnCount()).toBe(before);
+  });
+
   it("refuses a packed array that is not whole values, holds a non-finite float, or disagrees in length, naming it", async () => {
     const before = turnCount();
     const f = (xs: number[]) => {
