@@ -202,10 +202,8 @@ export const resultSchemas = {
 
 export type EngineCommand = keyof typeof resultSchemas;
 export type EngineResult<C extends EngineCommand> = z.infer<(typeof resultSchemas)[C]>;
-export type EngineInfo = z.infer<typeof infoResultSchema>;
 export type GeneratedResponse = z.infer<typeof generatedResponseSchema>;
 export type GenerateResult = z.infer<typeof generateResultSchema>;
-export type LogprobsResult = z.infer<typeof logprobsResultSchema>;
 export type UpdateResult = z.infer<typeof updateResultSchema>;
 
 const envelopeSchema = z.object({
@@ -415,9 +413,7 @@ export const requestParamsSchemas = {
   shutdown: noParams,
 } as const satisfies Record<EngineCommand, z.ZodType>;
 
-export type ChatMessage = z.infer<typeof chatMessageSchema>;
 export type Prompt = z.input<typeof promptSchema>;
-export type AllowedSet = z.input<typeof allowedSetSchema>;
 
 type PromptInput = { prompts: Prompt[]; prompt_ids?: never } | { prompt_ids: number[][]; prompts?: never };
 

@@ -5,11 +5,6 @@ import { colorAt } from "./palette";
 
 export type Matrix = (number | null)[][];
 
-/** Number of columns: the longest row. */
-export function columnCount(m: Matrix): number {
-  return m.reduce((a, r) => Math.max(a, r.length), 0);
-}
-
 /** a - b cell by cell; a gap where either side has none. */
 export function diffMatrix(a: Matrix, b: Matrix): Matrix {
   return a.map((row, i) =>

@@ -1,5 +1,6 @@
 // The one fetch wrapper of the browser side (Trackio's `callApi()`): JSON in/out, the API's
-// `{error, issues}` surfaced as ApiClientError, the bearer token added when the user set one.
+// `{error, issues}` surfaced as ApiClientError. With a token configured, the page was opened once with
+// `?token=…` (proxy.ts), and its HttpOnly cookie carries the token on every call.
 // `callRoute` is its typed face: it takes a route declaration (lib/api/routes.ts), fills the path
 // from it and types params, query, body and the answer from the route's zod schemas.
 import type { z } from "zod";
@@ -18,13 +19,6 @@ export class ApiClientError extends Error {
     super(message);
     this.name = "ApiClientError";
   }
-}
-
-const TOKEN_KEY = "turnlens.apiToken";
-
-export function setApiToken(token: string | null): void {
-  if (token) localStorage.setItem(TOKEN_KEY, token);
-  else localStorage.removeItem(TOKEN_KEY);
 }
 
 /** A query value; an array repeats the key (`?key=a&key=b`); undefined, null and "" are left out. */
@@ -51,8 +45,6 @@ export async function callApi<T>(path: string, init: { method?: string; body?: u
   const body = init.body !== undefined ? init.body : method === "POST" ? {} : undefined;
   const headers: Record<string, string> = {};
   if (body !== undefined) headers["content-type"] = "application/json";
-  const token = typeof window !== "undefined" ? localStorage.getItem(TOKEN_KEY) : null;
-  if (token) headers.authorization = `Bearer ${token}`;
   const res = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const data = await res.json().catch(() => null);
   if (!res.ok) throw new ApiClientError(res.status, data?.error ?? `HTTP ${res.status}`, data?.issues ?? []);
@@ -141,8 +133,6 @@ export function uploadRoute<R extends ClientRoute>(
     const xhr = new XMLHttpRequest();
     xhr.open(route.method, url);
     xhr.setRequestHeader("content-type", "application/octet-stream");
-    const token = localStorage.getItem(TOKEN_KEY);
-    if (token) xhr.setRequestHeader("authorization", `Bearer ${token}`);
     xhr.upload.onprogress = (e) => onProgress?.(e.lengthComputable ? e.loaded / e.total : 0);
     xhr.onerror = () => reject(new ApiClientError(0, "the upload failed: the server could not be reached", []));
     xhr.onload = () => {

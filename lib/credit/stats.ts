@@ -51,27 +51,6 @@ export function keyedStats(values: ArrayLike<number>, keys: ArrayLike<number>, n
   return { count, mean, std, constant };
 }
 
-/** Mean and unbiased std of a plain list (torch.mean / torch.std). std is 0 for fewer than 2 values. */
-export function meanStd(values: ArrayLike<number>): { mean: number; std: number; constant: boolean } {
-  const n = values.length;
-  if (n === 0) return { mean: 0, std: 0, constant: true };
-  let s = 0;
-  let constant = true;
-  const v0 = values[0];
-  for (let i = 0; i < n; i++) {
-    s += values[i];
-    if (values[i] !== v0) constant = false;
-  }
-  const mean = s / n;
-  if (n < 2) return { mean, std: 0, constant };
-  let m2 = 0;
-  for (let i = 0; i < n; i++) {
-    const d = values[i] - mean;
-    m2 += d * d;
-  }
-  return { mean, std: Math.sqrt(m2 / (n - 1)), constant };
-}
-
 /** A whitening std at most this share of the largest |valid value| counts as zero variance. */
 export const ROUNDING_SPREAD = 1e-13;
 

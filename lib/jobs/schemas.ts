@@ -7,7 +7,6 @@ export const JobStatusSchema = z.enum(JOB_STATUSES);
 export type JobStatus = z.infer<typeof JobStatusSchema>;
 
 export { TERMINAL_STATUSES };
-export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
 
 export const JobKindSchema = z.string().regex(/^[a-z][a-z0-9_-]{0,63}$/, "a job kind is lower-case letters, digits, '-' or '_' (at most 64)");
 

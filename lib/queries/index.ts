@@ -15,16 +15,6 @@ const ACTIVE = new Set<string>(ACTIVE_STATUSES);
 /** Poll while the run is live, stop when it is finished. */
 export const livePoll = (status: string | undefined, ms = 1000) => (status && ACTIVE.has(status) ? ms : false);
 
-export type RunListParams = Record<string, string | number | undefined>;
-
-export const runsQuery = (params: RunListParams) =>
-  queryOptions({
-    queryKey: ["runs", params],
-    queryFn: () => callRoute(routes.runsList, { query: params }),
-    refetchInterval: (q) => (q.state.data?.runs.some((r) => ACTIVE.has(r.status)) ? 2000 : false),
-    placeholderData: (prev) => prev,
-  });
-
 export const runQuery = (id: string) =>
   queryOptions({
     queryKey: ["run", id],
@@ -37,13 +27,6 @@ export const metricKeysQuery = (id: string, status?: string) =>
     queryKey: ["run", id, "metric-keys"],
     queryFn: () => callRoute(routes.metricsKeys, { params: { id } }),
     refetchInterval: livePoll(status, 2000),
-  });
-
-export const jobQuery = (id: string, status?: string) =>
-  queryOptions({
-    queryKey: ["job", id],
-    queryFn: () => callRoute(routes.jobGet, { params: { id } }),
-    refetchInterval: livePoll(status),
   });
 
 export const stepsQuery = (runId: string, status?: string) =>

@@ -43,10 +43,8 @@ export const TERMINAL_STATUSES = ["succeeded", "failed", "canceled"] as const sa
 /** Statuses of work not finished yet (the dashboard polls while any is shown). */
 export const ACTIVE_STATUSES = ["queued", "running"] as const satisfies readonly (typeof STATUSES)[number][];
 export const runStatusSchema = z.enum(STATUSES);
-export type RunStatus = z.infer<typeof runStatusSchema>;
 
 export const runKindSchema = z.enum(["train", "eval", "imported"]);
-export type RunKind = z.infer<typeof runKindSchema>;
 
 /** A client's batch id: a retried write with the same id and content is stored once. */
 export const batchIdSchema = z

@@ -55,7 +55,6 @@ export const jobListQuerySchema = z
     pageSize: queryInt(1, 500).default(50),
   })
   .strict();
-export type JobListQuery = z.infer<typeof jobListQuerySchema>;
 
 export const jobListSchema = z
   .object({

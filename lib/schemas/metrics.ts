@@ -138,7 +138,6 @@ export const seriesQuerySchema = z
       .describe("The stride the client's points were fetched with."),
   })
   .strict();
-export type SeriesQuery = z.infer<typeof seriesQuerySchema>;
 
 export const seriesSchema = z
   .object({

@@ -21,7 +21,6 @@ export const baselineConfigSchema = z
       .describe("Seed of the task seeds and of the random policy."),
   })
   .strict();
-export type BaselineConfig = z.infer<typeof baselineConfigSchema>;
 
 /** Evaluate a trained run's exported ONNX policy in onnxruntime-node on held-out tasks. */
 export const onnxEvalConfigSchema = z
@@ -32,7 +31,6 @@ export const onnxEvalConfigSchema = z
     episodesPerBatch: z.number().int().min(1).max(10_000).default(50).describe("Episodes per stored batch (one point on the curves)."),
   })
   .strict();
-export type OnnxEvalConfig = z.infer<typeof onnxEvalConfigSchema>;
 
 /**
  * Evaluate any checkpoint of a training run (tiny or Hugging Face, LoRA or not) in the PyTorch
@@ -176,7 +174,6 @@ export const finishRunSchema = z
     finishedAt: sourceTime.optional().describe("When the source run ended (an importer sends the training's own time). Default: now."),
   })
   .strict();
-export type FinishRun = z.infer<typeof finishRunSchema>;
 
 export const runSortSchema = z.enum(["createdAt", "name", "status", "envId", "estimator"]);
 

@@ -2,7 +2,7 @@
 // here, lazily, by the job process that runs a job of that kind (workers/job-process.ts).
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { getJobKind, jobKindIds } from "../../lib/jobs/kinds";
+import { getJobKind } from "../../lib/jobs/kinds";
 import type { JobRunner } from "./types";
 
 // Registry module paths are relative to the project root (this file's grandparent).
@@ -16,9 +16,4 @@ export async function loadRunner(kind: string): Promise<JobRunner | undefined> {
   const runner = mod[spec.runner.export];
   if (typeof runner !== "function") throw new Error(`job kind "${kind}": ${spec.runner.module} exports no function "${spec.runner.export}"`);
   return runner as JobRunner;
-}
-
-/** Every kind a worker runs (the registry's), sorted. */
-export function knownKinds(): string[] {
-  return jobKindIds();
 }

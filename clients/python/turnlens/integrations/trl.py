@@ -245,11 +245,6 @@ def batch_groups(trainer: Any, rows: Optional[int] = None, success: Optional[Cal
     return groups, estimator, params
 
 
-def completion_groups(trainer: Any) -> Dict[str, List[Dict[str, Any]]]:
-    """The latest generation batch still in `trainer._logs`, grouped by position (see `batch_groups`)."""
-    return batch_groups(trainer)[0]
-
-
 def _decoder(trainer: Any) -> Optional[Callable[[List[int]], str]]:
     tok = getattr(trainer, "_tokenizer", None) or getattr(trainer, "processing_class", None)
     if tok is None or not hasattr(tok, "decode"):
