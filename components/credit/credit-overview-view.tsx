@@ -5,13 +5,12 @@
 import { useRouter } from "next/navigation";
 import { useMemo } from "react";
 import { useQuery } from "@tanstack/react-query";
-import { CartesianGrid, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import { creditOverviewQuery } from "@/lib/queries";
 import { symmetricMax } from "@/lib/charts/diverging";
-import { niceScale } from "@/lib/charts/domain";
-import { fmt, fmtSigned, tickFormat } from "@/lib/charts/format";
+import { fmt, fmtSigned } from "@/lib/charts/format";
 import { creditSourceFromUrl, type CreditOverview, type StepDiagnostics } from "@/lib/schemas/credit";
 import { Heatmap, type Cell } from "@/components/charts/heatmap";
+import { StepLineChart } from "@/components/charts/step-line-chart";
 import { DivergingLegend } from "@/components/charts/diverging-legend";
 import { useTheme } from "@/components/ui/use-theme";
 import { useUrlState } from "@/components/ui/use-url-state";
@@ -256,74 +255,8 @@ function LengthBias({ d, max, theme }: { d: CreditOverview; max: number; theme: 
 }
 
 function DiagChart({ id, d, series, label, help }: { id: string; d: CreditOverview; series: Series[]; label: string; help: string }) {
-  const points = d.diagnostics.map(
-    (x) => Object.fromEntries([["step", x.step], ...series.map((s) => [s.k, x[s.k] as number | null])]) as Record<string, number | null>,
-  );
-  const any = points.some((p) => series.some((s) => p[s.k] !== null));
+  const rows = d.diagnostics.map((x) => Object.fromEntries([["step", x.step], ...series.map((s) => [s.k, x[s.k] as number | null])]));
+  const lines = series.map((s) => ({ key: s.k, name: s.name, color: s.color, dashed: s.dashed }));
   // shares on their whole range [0, 1]; other diagnostics on a padded round domain
-  const scale = series.every((s) => SHARES.has(s.k))
-    ? { domain: [0, 1] as [number, number], ticks: [0, 0.25, 0.5, 0.75, 1] }
-    : niceScale(points.flatMap((p) => series.map((s) => p[s.k])));
-  return (
-    <figure className={`${cardCls} p-3`} data-testid={`diag-${id}`}>
-      <figcaption className="mb-1 text-sm font-medium" title={help}>
-        {label} <span className="font-normal text-zinc-500">· {help}</span>
-      </figcaption>
-      {any ? (
-        <div className="h-36">
-          <ResponsiveContainer width="100%" height="100%">
-            <LineChart data={points} margin={{ top: 4, right: 8, bottom: 0, left: 0 }}>
-              <CartesianGrid strokeDasharray="3 3" stroke="currentColor" strokeOpacity={0.12} />
-              <XAxis
-                dataKey="step"
-                type="number"
-                domain={["dataMin", "dataMax"]}
-                allowDecimals={false}
-                tick={{ fontSize: 11 }}
-                stroke="currentColor"
-                strokeOpacity={0.5}
-              />
-              <YAxis
-                tick={{ fontSize: 11 }}
-                width={48}
-                tickFormatter={scale ? tickFormat(scale.ticks) : fmt}
-                interval={0}
-                stroke="currentColor"
-                strokeOpacity={0.5}
-                domain={scale?.domain ?? ["auto", "auto"]}
-                ticks={scale?.ticks}
-              />
-              <Tooltip formatter={(v) => fmt(v === null ? null : Number(v))} labelFormatter={(s) => `step ${s}`} contentStyle={{ fontSize: 12 }} />
-              {series.map((s) => (
-                <Line
-                  key={s.k}
-                  type="linear"
-                  dataKey={s.k}
-                  name={s.name}
-                  stroke={s.color}
-                  strokeWidth={1.5}
-                  strokeDasharray={s.dashed ? "4 3" : undefined}
-                  dot={!s.dashed && points.length < 40}
-                  isAnimationActive={false}
-                  connectNulls={false}
-                />
-              ))}
-            </LineChart>
-          </ResponsiveContainer>
-        </div>
-      ) : (
-        <p className="py-6 text-center text-sm text-zinc-500">not available for this data</p>
-      )}
-      {series.length > 1 && any ? (
-        <div className="mt-1 flex flex-wrap gap-3 text-xs text-zinc-500">
-          {series.map((s) => (
-            <span key={s.k} className="flex items-center gap-1">
-              <span className="inline-block h-0.5 w-4" style={{ background: s.color }} aria-hidden />
-              {s.name}
-            </span>
-          ))}
-        </div>
-      ) : null}
-    </figure>
-  );
+  return <StepLineChart rows={rows} lines={lines} label={label} help={help} testId={`diag-${id}`} shares={series.every((s) => SHARES.has(s.k))} legend />;
 }

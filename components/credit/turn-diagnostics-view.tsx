@@ -4,13 +4,12 @@
 // turn), then one line per early turn index (lib/charts/turn-diagnostics.ts) — its share of the
 // step's |advantage|, its mean advantage, the share of trajectories that reach it, its entropy.
 import { useMemo, useState } from "react";
-import { CartesianGrid, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import { TURN_LINES, turnDiagnostics, type TurnSeries, type TurnTable } from "@/lib/charts/turn-diagnostics";
 import { colorAt } from "@/lib/charts/palette";
-import { niceScale } from "@/lib/charts/domain";
-import { fmt, fmtSigned, tickFormat } from "@/lib/charts/format";
+import { fmt, fmtSigned } from "@/lib/charts/format";
 import { cardCls, inputCls, labelCls } from "@/components/ui/controls";
 import { Heatmap, type Cell } from "@/components/charts/heatmap";
+import { StepLineChart } from "@/components/charts/step-line-chart";
 import { DivergingLegend } from "@/components/charts/diverging-legend";
 import { useTheme } from "@/components/ui/use-theme";
 import { symmetricMax } from "@/lib/charts/diverging";
@@ -55,58 +54,18 @@ export function TurnDiagnosticsView({ d }: { d: TurnTable }) {
 
 function TurnChart({ d, series, k, label, help }: { d: TurnTable; series: TurnSeries[]; k: keyof Omit<TurnSeries, "label">; label: string; help: string }) {
   const rows = d.steps.map((step, s) => Object.fromEntries([["step", step], ...series.map((x, i) => [`t${i}`, x[k][s]])]));
-  const shares = k === "creditShare" || k === "reach";
-  const scale = shares ? { domain: [0, 1] as [number, number], ticks: [0, 0.25, 0.5, 0.75, 1] } : niceScale(series.flatMap((x) => x[k]));
+  const lines = series.map((x, i) => ({ key: `t${i}`, name: x.label, color: colorAt(i) }));
   return (
-    <figure className={`${cardCls} p-3`} data-testid={`turn-diag-${k}`}>
-      <figcaption className="mb-1 text-sm font-medium" title={help}>
-        {label} <span className="font-normal text-zinc-500">· {help}</span>
-      </figcaption>
-      <div className="h-40">
-        <ResponsiveContainer width="100%" height="100%">
-          <LineChart data={rows} margin={{ top: 4, right: 8, bottom: 0, left: 0 }}>
-            <CartesianGrid strokeDasharray="3 3" stroke="currentColor" strokeOpacity={0.12} />
-            <XAxis
-              dataKey="step"
-              type="number"
-              domain={["dataMin", "dataMax"]}
-              allowDecimals={false}
-              tick={{ fontSize: 11 }}
-              stroke="currentColor"
-              strokeOpacity={0.5}
-            />
-            <YAxis
-              tick={{ fontSize: 11 }}
-              width={48}
-              tickFormatter={scale ? tickFormat(scale.ticks) : fmt}
-              interval={0}
-              stroke="currentColor"
-              strokeOpacity={0.5}
-              domain={scale?.domain ?? ["auto", "auto"]}
-              ticks={scale?.ticks}
-            />
-            <Tooltip
-              formatter={(v) => (k === "meanAdvantage" ? fmtSigned(v === null ? null : Number(v)) : fmt(v === null ? null : Number(v)))}
-              labelFormatter={(s) => `step ${s}`}
-              contentStyle={{ fontSize: 12 }}
-            />
-            {series.map((x, i) => (
-              <Line
-                key={x.label}
-                type="linear"
-                dataKey={`t${i}`}
-                name={x.label}
-                stroke={colorAt(i)}
-                strokeWidth={1.5}
-                dot={rows.length < 40}
-                isAnimationActive={false}
-                connectNulls={false}
-              />
-            ))}
-          </LineChart>
-        </ResponsiveContainer>
-      </div>
-    </figure>
+    <StepLineChart
+      rows={rows}
+      lines={lines}
+      label={label}
+      help={help}
+      testId={`turn-diag-${k}`}
+      shares={k === "creditShare" || k === "reach"}
+      format={k === "meanAdvantage" ? fmtSigned : fmt}
+      heightCls="h-40"
+    />
   );
 }
 

@@ -1,16 +1,13 @@
 import { Suspense } from "react";
 import { TrajectoryBrowser } from "@/components/trajectories/trajectory-browser";
 import { Hydrate, tryRead } from "@/components/ui/hydrate";
-import { getRun } from "@/lib/db/runs";
-import { getTrajectory, listGroups, listSteps } from "@/lib/db/rollouts";
+import { getTrajectory } from "@/lib/db/rollouts";
 import { groupCredit } from "@/lib/runs/credit-views";
-import { defaultGroup } from "@/lib/charts/prepare-heatmap";
-import { groupCreditQuery, groupsQuery, runQuery, stepsQuery, trajectoryQuery } from "@/lib/queries";
+import { groupCreditQuery, trajectoryQuery } from "@/lib/queries";
+import { type Search, searchValue, seedStepAndGroup } from "../seed-step";
 
 export const dynamic = "force-dynamic";
 export const metadata = { title: "Trajectories" };
-
-type Search = Record<string, string | string[] | undefined>;
 
 /** A trajectory of at most this many turns comes with the page. */
 const SEED_TURNS = 20;
@@ -22,20 +19,12 @@ const SEED_TURNS = 20;
  */
 export default async function TrajectoriesPage({ params, searchParams }: { params: Promise<{ id: string }>; searchParams: Promise<Search> }) {
   const { id } = await params;
-  const sp = await searchParams;
-  const one = (k: string) => (typeof sp[k] === "string" ? (sp[k] as string) : undefined);
-  const run = tryRead(() => getRun(id));
-  const steps = run ? tryRead(() => listSteps(id, 1, 1000)) : undefined;
-  const step = one("step") !== undefined ? Number(one("step")) : steps?.steps[0]?.step;
-  const groups = step !== undefined && Number.isInteger(step) ? tryRead(() => ({ groups: listGroups(id, step) })) : undefined;
   // the browser's own choice of group: the URL's, else the first mixed one (of those shown)
-  const shown = one("mixed") === "1" ? groups?.groups.filter((g) => g.successRate > 0 && g.successRate < 1) : groups?.groups;
-  const groupId = one("group") ?? defaultGroup(shown)?.id;
-  const seed: [readonly unknown[], unknown][] = [
-    [runQuery(id).queryKey, run],
-    [stepsQuery(id).queryKey, steps],
-  ];
-  if (step !== undefined && groups) seed.push([groupsQuery(id, step).queryKey, groups]);
+  const sp = await searchParams;
+  const mixedOnly = searchValue(sp)("mixed") === "1";
+  const { seed, step, groupId, one } = seedStepAndGroup(id, sp, (groups) =>
+    mixedOnly ? groups?.filter((g) => g.successRate > 0 && g.successRate < 1) : groups,
+  );
   if (step !== undefined && groupId) {
     const credit = tryRead(() => groupCredit(id, step, groupId, {}));
     seed.push([groupCreditQuery(id, step, groupId, {}).queryKey, credit]);
