@@ -37,161 +37,42 @@ function useSource(estKey: string, pKey: string): CreditSource | null {
 const sourceLabel = (d: GroupCredit | undefined, s: CreditSource | null) =>
   !s ? "" : s.estimator ? `${s.estimator} (recomputed)` : `stored${d?.trained.estimator ? ` (${d.trained.estimator}, as trained)` : ""}`;
 
-export function GroupHeatmapView({ runId, catalog }: { runId: string; catalog: EstimatorInfo[] }) {
-  const router = useRouter();
-  const theme = useTheme();
+/** The view's state, all of it in the URL: step, group, sources A and B, comparison view, scale, markers. */
+function useGroupCredit(runId: string) {
   const { get, set, steps, step, groups } = useStepGroups(runId);
   // default: the first group with mixed outcomes (an all-success or all-fail group has no outcome signal)
   const groupId = get("group") ?? defaultGroup(groups?.groups)?.id;
   const a = useSource("est", "p");
   const b = useSource("cmp", "cp");
-  const view = b ? (get("view") === "diff" ? "diff" : "side") : "single";
-  const clip = get("scale") === "p98";
-  const showMarkers = get("markers") !== "0";
+  const view: HeatmapView = b ? (get("view") === "diff" ? "diff" : "side") : "single";
   const ready = step !== undefined && !!groupId;
   const qa = useQuery({ ...groupCreditQuery(runId, step ?? -1, groupId ?? "", a ?? {}), enabled: ready });
   const qb = useQuery({ ...groupCreditQuery(runId, step ?? -1, groupId ?? "", b ?? {}), enabled: ready && !!b });
   const da = qa.data && qa.data.group.id === groupId && qa.data.step === step ? qa.data : undefined;
   const db = b && qb.data && qb.data.group.id === groupId && qb.data.step === step ? qb.data : undefined;
-
   const setSource = (which: "a" | "b", v: CreditSource | null) => {
     const [ek, pk] = which === "a" ? ["est", "p"] : ["cmp", "cp"];
     if (v === null) return set({ [ek]: undefined, [pk]: undefined, view: undefined });
     set({ [ek]: v.estimator ?? (which === "b" ? "stored" : undefined), [pk]: v.params ? JSON.stringify(v.params) : undefined });
   };
-
-  const groupIndex = groups?.groups.findIndex((g) => g.id === groupId) ?? -1;
-  const shown: Matrix | null = da ? (view === "diff" && db ? diffMatrix(da.advantages, db.advantages) : da.advantages) : null;
-  const max = useMemo(() => {
-    const vals: (number | null)[] = [];
-    if (shown) for (const r of shown) vals.push(...r);
-    if (view === "side" && db) for (const r of db.advantages) vals.push(...r);
-    return symmetricMax(vals, clip ? 98 : undefined);
-  }, [shown, db, view, clip]);
-
-  const anchors = useMemo(() => (da ? groupsOf(da) : []), [da]);
-  const markerOf = useMemo(() => (da && showMarkers ? markerMatrix(da, anchors) : undefined), [da, anchors, showMarkers]);
-  const anchorIdOf = (c: Cell) => da?.anchorGroup[c.row]?.[c.col] ?? null;
-  const related = (c: Cell) => {
-    const id = anchorIdOf(c);
-    const g = id === null ? undefined : anchors[id];
-    return g && g.members.length > 1 ? g.members : [];
-  };
-  const openTurn = (c: Cell) => {
-    if (!da) return;
-    const t = da.trajectories[c.row];
-    const q = new URLSearchParams({ step: String(da.step), group: da.group.id, traj: t.id, turn: String(c.col) });
-    if (a?.estimator) q.set("est", a.estimator);
-    if (a?.params) q.set("p", JSON.stringify(a.params));
-    router.push(`/runs/${runId}/trajectories?${q}`);
-  };
-  const rowLabels = da ? da.trajectories.map((t) => `#${t.index} ${t.success ? "✓" : "✗"} ${fmt(t.reward)}`) : [];
-  const describe = (c: Cell) => {
-    const v = shown?.[c.row]?.[c.col];
-    return `trajectory ${da?.trajectories[c.row]?.index}, turn ${c.col + 1}: ${view === "diff" ? "difference" : "advantage"} ${fmtSigned(v ?? null)}`;
-  };
-  const tooltip = (c: Cell) => (da ? <CellTip d={da} b={db} c={c} view={view} anchors={anchors} /> : null);
   const err = qa.error ?? (b ? qb.error : null);
-  const allMissing = da && da.source === "stored" && da.advantages.every((r) => r.every((v) => v === null));
+  return { get, set, steps, step, groups, groupId, a, b, view, ready, da, db, setSource, err };
+}
+type GroupCreditState = ReturnType<typeof useGroupCredit>;
+type HeatmapView = "single" | "side" | "diff";
 
+export function GroupHeatmapView({ runId, catalog }: { runId: string; catalog: EstimatorInfo[] }) {
+  const st = useGroupCredit(runId);
+  const { da, db, err, ready } = st;
+  const allMissing = da && da.source === "stored" && da.advantages.every((r) => r.every((v) => v === null));
   return (
     <div className="space-y-4">
       <RunCrumbs runId={runId} section="credit heatmap" active="credit" />
       <div className={`${cardCls} space-y-3 p-3`}>
-        <div className="flex flex-wrap items-center gap-3">
-          <label className="flex items-center gap-2 text-sm">
-            <span className="text-zinc-500">Step</span>
-            <select className={inputCls} value={step ?? ""} aria-label="Training step" onChange={(e) => set({ step: e.target.value, group: undefined })}>
-              {steps?.steps.map((s) => (
-                <option key={s.id} value={s.step}>
-                  step {s.step}
-                  {s.estimator ? ` · ${s.estimator}` : ""}
-                </option>
-              ))}
-            </select>
-          </label>
-          <label className="flex items-center gap-2 text-sm">
-            <span className="text-zinc-500">Task group</span>
-            <select className={`${inputCls} max-w-72`} value={groupId ?? ""} aria-label="Task group" onChange={(e) => set({ group: e.target.value })}>
-              {groups?.groups.map((g) => (
-                <option key={g.id} value={g.id}>
-                  {g.uid} · {g.trajectories} traj · {Math.round(g.successRate * 100)}% success · R̄ {fmt(g.meanReward)}
-                </option>
-              ))}
-            </select>
-          </label>
-          <div className="flex gap-1">
-            <button
-              type="button"
-              className={btnCls}
-              disabled={groupIndex <= 0}
-              onClick={() => set({ group: groups!.groups[groupIndex - 1].id })}
-              aria-label="Previous group"
-            >
-              ←
-            </button>
-            <button
-              type="button"
-              className={btnCls}
-              disabled={!groups || groupIndex >= groups.groups.length - 1}
-              onClick={() => set({ group: groups!.groups[groupIndex + 1].id })}
-              aria-label="Next group"
-            >
-              →
-            </button>
-          </div>
-          {da ? (
-            <Link
-              className="ml-auto text-sm text-indigo-600 hover:underline dark:text-indigo-400"
-              href={`/runs/${runId}/trajectories?step=${da.step}&group=${da.group.id}`}
-            >
-              Read this group&apos;s trajectories →
-            </Link>
-          ) : null}
-        </div>
-        {steps && steps.steps.length === 0 ? <p className="text-sm text-zinc-500">No rollouts stored for this run yet.</p> : null}
-        <EstimatorPicker
-          id="pa"
-          label="Advantages"
-          catalog={catalog}
-          trained={da?.trained.estimator ?? null}
-          value={a}
-          shownParams={da?.source === "recomputed" ? da.params : null}
-          fieldsAny={da?.fieldsAny}
-          onChange={(v) => setSource("a", v ?? {})}
-        />
-        <div className="flex flex-wrap items-start gap-3">
-          <EstimatorPicker
-            id="pb"
-            label="Compare with"
-            catalog={catalog}
-            trained={da?.trained.estimator ?? null}
-            value={b}
-            shownParams={db?.source === "recomputed" ? db.params : null}
-            fieldsAny={da?.fieldsAny}
-            onChange={(v) => setSource("b", v)}
-            allowNone
-          />
-          {b ? (
-            <div className="flex items-center gap-1 text-sm" role="radiogroup" aria-label="Comparison view">
-              {(["side", "diff"] as const).map((v) => (
-                // biome-ignore lint/a11y/useSemanticElements: a segmented control: buttons as the radios of a radiogroup (the ARIA radio group pattern)
-                <button
-                  type="button"
-                  key={v}
-                  role="radio"
-                  aria-checked={view === v}
-                  className={`${btnCls} ${view === v ? "bg-zinc-100 font-medium dark:bg-zinc-800" : ""}`}
-                  onClick={() => set({ view: v === "side" ? undefined : v })}
-                >
-                  {v === "side" ? "side by side" : "difference (A − B)"}
-                </button>
-              ))}
-            </div>
-          ) : null}
-        </div>
+        <GroupPicker runId={runId} st={st} />
+        {st.steps && st.steps.steps.length === 0 ? <p className="text-sm text-zinc-500">No rollouts stored for this run yet.</p> : null}
+        <SourcePickers st={st} catalog={catalog} />
       </div>
-
       {err ? (
         <p className="rounded-md border border-red-300 bg-red-50 p-3 text-sm text-red-800 dark:border-red-900 dark:bg-red-950 dark:text-red-300" role="alert">
           {err.message}
@@ -203,101 +84,226 @@ export function GroupHeatmapView({ runId, catalog }: { runId: string; catalog: E
           No advantages are stored for this step (an evaluation batch, or the trainer did not send them). Choose an estimator above to see what it would assign.
         </p>
       ) : null}
-
-      {da && shown ? (
-        <section className={`${cardCls} space-y-3 p-3`} aria-label="Credit heatmap">
-          <div className="flex flex-wrap items-end justify-between gap-3">
-            <div className="text-sm">
-              <span className="font-medium">{da.group.uid}</span>
-              <span className="text-zinc-500">
-                {" "}
-                · step {da.step} · {da.trajectories.length} trajectories · rows: trajectory # (✓ success) return · columns: turn
-              </span>
-              {da.source === "recomputed" ? (
-                <span className="text-zinc-500"> · recomputed over the whole step batch ({da.diagnostics?.counts.groups} groups)</span>
-              ) : null}
-            </div>
-            <div className="flex items-center gap-3">
-              <label className="flex items-center gap-1.5 text-xs">
-                <input
-                  type="checkbox"
-                  checked={showMarkers}
-                  onChange={(e) => set({ markers: e.target.checked ? undefined : "0" })}
-                  className="accent-indigo-600"
-                />
-                anchor markers
-              </label>
-              <label className="flex items-center gap-1.5 text-xs">
-                <input type="checkbox" checked={clip} onChange={(e) => set({ scale: e.target.checked ? "p98" : undefined })} className="accent-indigo-600" />
-                clip colours at the 98th percentile
-              </label>
-              <DivergingLegend max={max} theme={theme} label={view === "diff" ? "A − B" : "advantage"} clipped={clip} />
-            </div>
-          </div>
-          {view === "side" && db ? (
-            <div className="grid gap-4 xl:grid-cols-2">
-              <HeatmapPanel
-                view="side"
-                title={`A: ${sourceLabel(da, a)}`}
-                testId="heatmap-a"
-                data={da}
-                values={da.advantages}
-                max={max}
-                theme={theme}
-                rowLabels={rowLabels}
-                markers={markerOf}
-                related={related}
-                tooltip={tooltip}
-                describe={describe}
-                open={openTurn}
-              />
-              <HeatmapPanel
-                view="side"
-                title={`B: ${sourceLabel(db, b)}`}
-                testId="heatmap-b"
-                data={db}
-                values={db.advantages}
-                max={max}
-                theme={theme}
-                rowLabels={rowLabels}
-                markers={markerOf}
-                related={related}
-                tooltip={(c) => (da ? <CellTip d={da} b={db} c={c} view="side" anchors={anchors} /> : null)}
-                describe={describe}
-                open={openTurn}
-              />
-            </div>
-          ) : (
-            <HeatmapPanel
-              view={view}
-              title={view === "diff" ? `A − B: ${sourceLabel(da, a)} minus ${sourceLabel(db, b)}` : sourceLabel(da, a)}
-              testId="heatmap-a"
-              data={da}
-              values={shown}
-              max={max}
-              theme={theme}
-              rowLabels={rowLabels}
-              markers={markerOf}
-              related={related}
-              tooltip={tooltip}
-              describe={describe}
-              open={openTurn}
-            />
-          )}
-          <p className="text-xs text-zinc-500">
-            <MarkerIcon marker={0} /> cells with the same marker share a GiGPO anchor group (same state in this task group); hover outlines the group. Hatched:
-            no value. Click a cell (or Enter) to read the turn.
-          </p>
-        </section>
-      ) : null}
-
+      {da ? <HeatmapSection runId={runId} st={st} da={da} db={db} /> : null}
       {da ? (
         <div className="grid gap-4 lg:grid-cols-2">
-          <AnchorTable d={da} anchors={anchors} />
+          <AnchorTable d={da} anchors={groupsOf(da)} />
           <Diagnostics d={da} b={db} />
         </div>
       ) : null}
     </div>
+  );
+}
+
+/** Step and task group selects, previous/next group, and the link to the group's trajectories. */
+function GroupPicker({ runId, st }: { runId: string; st: GroupCreditState }) {
+  const { set, steps, step, groups, groupId, da } = st;
+  const groupIndex = groups?.groups.findIndex((g) => g.id === groupId) ?? -1;
+  return (
+    <div className="flex flex-wrap items-center gap-3">
+      <label className="flex items-center gap-2 text-sm">
+        <span className="text-zinc-500">Step</span>
+        <select className={inputCls} value={step ?? ""} aria-label="Training step" onChange={(e) => set({ step: e.target.value, group: undefined })}>
+          {steps?.steps.map((s) => (
+            <option key={s.id} value={s.step}>
+              step {s.step}
+              {s.estimator ? ` · ${s.estimator}` : ""}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label className="flex items-center gap-2 text-sm">
+        <span className="text-zinc-500">Task group</span>
+        <select className={`${inputCls} max-w-72`} value={groupId ?? ""} aria-label="Task group" onChange={(e) => set({ group: e.target.value })}>
+          {groups?.groups.map((g) => (
+            <option key={g.id} value={g.id}>
+              {g.uid} · {g.trajectories} traj · {Math.round(g.successRate * 100)}% success · R̄ {fmt(g.meanReward)}
+            </option>
+          ))}
+        </select>
+      </label>
+      <div className="flex gap-1">
+        <button
+          type="button"
+          className={btnCls}
+          disabled={groupIndex <= 0}
+          onClick={() => set({ group: groups!.groups[groupIndex - 1].id })}
+          aria-label="Previous group"
+        >
+          ←
+        </button>
+        <button
+          type="button"
+          className={btnCls}
+          disabled={!groups || groupIndex >= groups.groups.length - 1}
+          onClick={() => set({ group: groups!.groups[groupIndex + 1].id })}
+          aria-label="Next group"
+        >
+          →
+        </button>
+      </div>
+      {da ? (
+        <Link
+          className="ml-auto text-sm text-indigo-600 hover:underline dark:text-indigo-400"
+          href={`/runs/${runId}/trajectories?step=${da.step}&group=${da.group.id}`}
+        >
+          Read this group&apos;s trajectories →
+        </Link>
+      ) : null}
+    </div>
+  );
+}
+
+/** Source A (stored or an estimator), source B to compare with, and how B is shown. */
+function SourcePickers({ st, catalog }: { st: GroupCreditState; catalog: EstimatorInfo[] }) {
+  const { a, b, da, db, view, set, setSource } = st;
+  return (
+    <>
+      <EstimatorPicker
+        id="pa"
+        label="Advantages"
+        catalog={catalog}
+        trained={da?.trained.estimator ?? null}
+        value={a}
+        shownParams={da?.source === "recomputed" ? da.params : null}
+        fieldsAny={da?.fieldsAny}
+        onChange={(v) => setSource("a", v ?? {})}
+      />
+      <div className="flex flex-wrap items-start gap-3">
+        <EstimatorPicker
+          id="pb"
+          label="Compare with"
+          catalog={catalog}
+          trained={da?.trained.estimator ?? null}
+          value={b}
+          shownParams={db?.source === "recomputed" ? db.params : null}
+          fieldsAny={da?.fieldsAny}
+          onChange={(v) => setSource("b", v)}
+          allowNone
+        />
+        {b ? (
+          <div className="flex items-center gap-1 text-sm" role="radiogroup" aria-label="Comparison view">
+            {(["side", "diff"] as const).map((v) => (
+              // biome-ignore lint/a11y/useSemanticElements: a segmented control: buttons as the radios of a radiogroup (the ARIA radio group pattern)
+              <button
+                type="button"
+                key={v}
+                role="radio"
+                aria-checked={view === v}
+                className={`${btnCls} ${view === v ? "bg-zinc-100 font-medium dark:bg-zinc-800" : ""}`}
+                onClick={() => set({ view: v === "side" ? undefined : v })}
+              >
+                {v === "side" ? "side by side" : "difference (A − B)"}
+              </button>
+            ))}
+          </div>
+        ) : null}
+      </div>
+    </>
+  );
+}
+
+/** The heatmap card: A alone, A and B side by side, or A − B; anchor markers; colour scale. */
+function HeatmapSection({ runId, st, da, db }: { runId: string; st: GroupCreditState; da: GroupCredit; db: GroupCredit | undefined }) {
+  const router = useRouter();
+  const theme = useTheme();
+  const { get, set, a, b, view } = st;
+  const clip = get("scale") === "p98";
+  const showMarkers = get("markers") !== "0";
+  const shown: Matrix = view === "diff" && db ? diffMatrix(da.advantages, db.advantages) : da.advantages;
+  const max = useMemo(() => {
+    const vals: (number | null)[] = [];
+    for (const r of shown) vals.push(...r);
+    if (view === "side" && db) for (const r of db.advantages) vals.push(...r);
+    return symmetricMax(vals, clip ? 98 : undefined);
+  }, [shown, db, view, clip]);
+  const anchors = useMemo(() => groupsOf(da), [da]);
+  const markerOf = useMemo(() => (showMarkers ? markerMatrix(da, anchors) : undefined), [da, anchors, showMarkers]);
+  const related = (c: Cell) => {
+    const id = da.anchorGroup[c.row]?.[c.col] ?? null;
+    const g = id === null ? undefined : anchors[id];
+    return g && g.members.length > 1 ? g.members : [];
+  };
+  const openTurn = (c: Cell) => {
+    const t = da.trajectories[c.row];
+    const q = new URLSearchParams({ step: String(da.step), group: da.group.id, traj: t.id, turn: String(c.col) });
+    if (a?.estimator) q.set("est", a.estimator);
+    if (a?.params) q.set("p", JSON.stringify(a.params));
+    router.push(`/runs/${runId}/trajectories?${q}`);
+  };
+  const describe = (c: Cell) =>
+    `trajectory ${da.trajectories[c.row]?.index}, turn ${c.col + 1}: ${view === "diff" ? "difference" : "advantage"} ${fmtSigned(shown[c.row]?.[c.col] ?? null)}`;
+  const common = {
+    max,
+    theme,
+    rowLabels: da.trajectories.map((t) => `#${t.index} ${t.success ? "✓" : "✗"} ${fmt(t.reward)}`),
+    markers: markerOf,
+    related,
+    describe,
+    open: openTurn,
+  };
+  return (
+    <section className={`${cardCls} space-y-3 p-3`} aria-label="Credit heatmap">
+      <div className="flex flex-wrap items-end justify-between gap-3">
+        <div className="text-sm">
+          <span className="font-medium">{da.group.uid}</span>
+          <span className="text-zinc-500">
+            {" "}
+            · step {da.step} · {da.trajectories.length} trajectories · rows: trajectory # (✓ success) return · columns: turn
+          </span>
+          {da.source === "recomputed" ? (
+            <span className="text-zinc-500"> · recomputed over the whole step batch ({da.diagnostics?.counts.groups} groups)</span>
+          ) : null}
+        </div>
+        <div className="flex items-center gap-3">
+          <label className="flex items-center gap-1.5 text-xs">
+            <input type="checkbox" checked={showMarkers} onChange={(e) => set({ markers: e.target.checked ? undefined : "0" })} className="accent-indigo-600" />
+            anchor markers
+          </label>
+          <label className="flex items-center gap-1.5 text-xs">
+            <input type="checkbox" checked={clip} onChange={(e) => set({ scale: e.target.checked ? "p98" : undefined })} className="accent-indigo-600" />
+            clip colours at the 98th percentile
+          </label>
+          <DivergingLegend max={max} theme={theme} label={view === "diff" ? "A − B" : "advantage"} clipped={clip} />
+        </div>
+      </div>
+      {view === "side" && db ? (
+        <div className="grid gap-4 xl:grid-cols-2">
+          <HeatmapPanel
+            {...common}
+            view="side"
+            title={`A: ${sourceLabel(da, a)}`}
+            testId="heatmap-a"
+            data={da}
+            values={da.advantages}
+            tooltip={(c) => <CellTip d={da} b={db} c={c} view={view} anchors={anchors} />}
+          />
+          <HeatmapPanel
+            {...common}
+            view="side"
+            title={`B: ${sourceLabel(db, b)}`}
+            testId="heatmap-b"
+            data={db}
+            values={db.advantages}
+            tooltip={(c) => <CellTip d={da} b={db} c={c} view="side" anchors={anchors} />}
+          />
+        </div>
+      ) : (
+        <HeatmapPanel
+          {...common}
+          view={view}
+          title={view === "diff" ? `A − B: ${sourceLabel(da, a)} minus ${sourceLabel(db, b)}` : sourceLabel(da, a)}
+          testId="heatmap-a"
+          data={da}
+          values={shown}
+          tooltip={(c) => <CellTip d={da} b={db} c={c} view={view} anchors={anchors} />}
+        />
+      )}
+      <p className="text-xs text-zinc-500">
+        <MarkerIcon marker={0} /> cells with the same marker share a GiGPO anchor group (same state in this task group); hover outlines the group. Hatched: no
+        value. Click a cell (or Enter) to read the turn.
+      </p>
+    </section>
   );
 }
 
