@@ -39,9 +39,8 @@ import { StatusBadge } from "@/components/ui/status-badge";
 /** The line under the pointer (a run id, or a group's mean `m<i>`), highlighted in every chart. */
 const HoverCtx = createContext<{ hover: string | null; setHover: (k: string | null) => void }>({ hover: null, setHover: () => {} });
 
-export function CompareView() {
-  const [hover, setHover] = useState<string | null>(null);
-  const hoverCtx = useMemo(() => ({ hover, setHover }), [hover]);
+/** The page's state, all of it in the URL but the hovered line: runs, grouping, band, chart view. */
+function useCompare() {
   const { get, set } = useUrlState();
   const ids = useMemo(() => (get("runs") ?? "").split(",").filter(Boolean), [get]);
   const { data, error } = useQuery(compareQuery(ids));
@@ -56,19 +55,16 @@ export function CompareView() {
     return [...RUN_GROUP_FIELDS, ...[...cfg].sort()];
   }, [runs]);
   const keys = data?.keys ?? [];
-  const sections = useMemo(() => byNamespace(keys.map((k) => k.key)), [keys]);
   const envKey = envStepKey(keys.map((k) => k.key));
   // grouped: a run wears its group's colour (the colour of the mean line it contributes to)
-  const colorOfRun = (id: string) =>
-    groupKey
-      ? colorAt(
-          Math.max(
-            0,
-            groups.findIndex((g) => g.runIds.includes(id)),
-          ),
-        )
-      : colorAt(Math.max(0, ids.indexOf(id)));
+  const colorOfRun = (id: string) => colorAt(Math.max(0, groupKey ? groups.findIndex((g) => g.runIds.includes(id)) : ids.indexOf(id)));
+  return { set, ids, error, view, groupKey, band, runs, groups, groupOptions, keys, envKey, colorOfRun };
+}
+type CompareState = ReturnType<typeof useCompare>;
 
+export function CompareView() {
+  const st = useCompare();
+  const { ids, error, runs, colorOfRun } = st;
   if (ids.length === 0)
     return (
       <div className="space-y-3">
@@ -105,96 +101,122 @@ export function CompareView() {
           {error.message}
         </p>
       ) : null}
-      <ul className="flex flex-wrap gap-2" aria-label="Compared runs">
-        {runs.map((r) => (
-          <li
-            key={r.id}
-            className="flex items-center gap-1.5 rounded-full border border-zinc-200 bg-white py-0.5 pl-2 pr-1 text-sm dark:border-zinc-800 dark:bg-zinc-900"
-          >
-            <span className="size-2.5 rounded-full" style={{ background: colorOfRun(r.id) }} aria-hidden />
-            <Link href={`/runs/${r.id}`} className="hover:underline">
-              {r.name}
-            </Link>
-            <StatusBadge status={r.status} />
-            <button
-              type="button"
-              className="rounded-full px-1 text-zinc-500 hover:bg-zinc-100 dark:hover:bg-zinc-800"
-              aria-label={`Remove ${r.name}`}
-              onClick={() => set({ runs: ids.filter((x) => x !== r.id).join(",") || undefined })}
-            >
-              ×
-            </button>
-          </li>
-        ))}
-      </ul>
-      <div className={`${cardCls} space-y-3 p-3`}>
-        <div className="flex flex-wrap items-center gap-x-5 gap-y-2 text-sm">
-          <label className="flex items-center gap-2">
-            <span className="text-zinc-500">Group by</span>
-            <select className={inputCls} value={groupKey ?? ""} onChange={(e) => set({ group: e.target.value || undefined })} aria-label="Group by">
-              <option value="">none (one line per run)</option>
-              {groupOptions.map((k) => (
-                <option key={k} value={k}>
-                  {k}
-                </option>
-              ))}
-            </select>
-          </label>
-          <label className="flex items-center gap-2">
-            <span className="text-zinc-500">Band</span>
-            <select
-              className={inputCls}
-              value={band}
-              disabled={!groupKey}
-              onChange={(e) => set({ band: e.target.value === "minmax" ? undefined : e.target.value })}
-              aria-label="Band"
-            >
-              <option value="minmax">min – max</option>
-              <option value="std">± std</option>
-              <option value="stderr">± standard error</option>
-            </select>
-          </label>
-        </div>
-        <ChartControls envKey={envKey} />
-        {groupKey ? (
-          <ul className="flex flex-wrap gap-3 text-sm" aria-label="Groups" data-testid="compare-groups">
-            {groups.map((g, i) => (
-              <li key={g.value} className="flex items-center gap-1.5" data-testid="compare-group">
-                <span className="h-2.5 w-5 rounded-sm" style={{ background: colorAt(i) }} aria-hidden />
-                {g.label}{" "}
-                <span className="text-zinc-500">
-                  ({g.runIds.length} run{g.runIds.length === 1 ? "" : "s"})
-                </span>
-              </li>
-            ))}
-          </ul>
-        ) : null}
-      </div>
-      <HoverCtx.Provider value={hoverCtx}>
-        {/* the run page's namespace sections and order (lib/charts/namespaces.ts) */}
-        {sections.map(([ns, ks]) => (
-          <section key={ns} aria-label={`${ns} metrics`} data-testid={`compare-section-${ns}`}>
-            {sections.length > 1 ? <h2 className="mb-1.5 text-xs font-medium uppercase tracking-wide text-zinc-500">{ns}</h2> : null}
-            <div className="grid gap-3 md:grid-cols-2 xl:grid-cols-3">
-              {ks.map((k) => (
-                <CompareChart
-                  key={k}
-                  eager={keys.findIndex((x) => x.key === k) < EAGER_CHARTS}
-                  metricKey={k}
-                  runs={runs}
-                  groups={groupKey ? groups : null}
-                  band={band}
-                  view={view}
-                  envKey={envKey}
-                  colorOfRun={colorOfRun}
-                />
-              ))}
-            </div>
-          </section>
-        ))}
-      </HoverCtx.Provider>
+      <RunChips st={st} />
+      <CompareControls st={st} />
+      <CompareSections st={st} />
       {runs.length ? <ConfigDiff runs={runs} colorOfRun={colorOfRun} /> : null}
     </div>
+  );
+}
+
+/** The compared runs, each with its colour and a button that drops it from the comparison. */
+function RunChips({ st }: { st: CompareState }) {
+  const { ids, runs, set, colorOfRun } = st;
+  return (
+    <ul className="flex flex-wrap gap-2" aria-label="Compared runs">
+      {runs.map((r) => (
+        <li
+          key={r.id}
+          className="flex items-center gap-1.5 rounded-full border border-zinc-200 bg-white py-0.5 pl-2 pr-1 text-sm dark:border-zinc-800 dark:bg-zinc-900"
+        >
+          <span className="size-2.5 rounded-full" style={{ background: colorOfRun(r.id) }} aria-hidden />
+          <Link href={`/runs/${r.id}`} className="hover:underline">
+            {r.name}
+          </Link>
+          <StatusBadge status={r.status} />
+          <button
+            type="button"
+            className="rounded-full px-1 text-zinc-500 hover:bg-zinc-100 dark:hover:bg-zinc-800"
+            aria-label={`Remove ${r.name}`}
+            onClick={() => set({ runs: ids.filter((x) => x !== r.id).join(",") || undefined })}
+          >
+            ×
+          </button>
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+/** Group by, band, the chart view's controls, and the groups with their run counts. */
+function CompareControls({ st }: { st: CompareState }) {
+  const { set, groupKey, band, groups, groupOptions, envKey } = st;
+  return (
+    <div className={`${cardCls} space-y-3 p-3`}>
+      <div className="flex flex-wrap items-center gap-x-5 gap-y-2 text-sm">
+        <label className="flex items-center gap-2">
+          <span className="text-zinc-500">Group by</span>
+          <select className={inputCls} value={groupKey ?? ""} onChange={(e) => set({ group: e.target.value || undefined })} aria-label="Group by">
+            <option value="">none (one line per run)</option>
+            {groupOptions.map((k) => (
+              <option key={k} value={k}>
+                {k}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label className="flex items-center gap-2">
+          <span className="text-zinc-500">Band</span>
+          <select
+            className={inputCls}
+            value={band}
+            disabled={!groupKey}
+            onChange={(e) => set({ band: e.target.value === "minmax" ? undefined : e.target.value })}
+            aria-label="Band"
+          >
+            <option value="minmax">min – max</option>
+            <option value="std">± std</option>
+            <option value="stderr">± standard error</option>
+          </select>
+        </label>
+      </div>
+      <ChartControls envKey={envKey} />
+      {groupKey ? (
+        <ul className="flex flex-wrap gap-3 text-sm" aria-label="Groups" data-testid="compare-groups">
+          {groups.map((g, i) => (
+            <li key={g.value} className="flex items-center gap-1.5" data-testid="compare-group">
+              <span className="h-2.5 w-5 rounded-sm" style={{ background: colorAt(i) }} aria-hidden />
+              {g.label}{" "}
+              <span className="text-zinc-500">
+                ({g.runIds.length} run{g.runIds.length === 1 ? "" : "s"})
+              </span>
+            </li>
+          ))}
+        </ul>
+      ) : null}
+    </div>
+  );
+}
+
+/** The charts in the run page's namespace sections and order (lib/charts/namespaces.ts). */
+function CompareSections({ st }: { st: CompareState }) {
+  const [hover, setHover] = useState<string | null>(null);
+  const hoverCtx = useMemo(() => ({ hover, setHover }), [hover]);
+  const { keys, runs, groupKey, groups, band, view, envKey, colorOfRun } = st;
+  const sections = useMemo(() => byNamespace(keys.map((k) => k.key)), [keys]);
+  return (
+    <HoverCtx.Provider value={hoverCtx}>
+      {sections.map(([ns, ks]) => (
+        <section key={ns} aria-label={`${ns} metrics`} data-testid={`compare-section-${ns}`}>
+          {sections.length > 1 ? <h2 className="mb-1.5 text-xs font-medium uppercase tracking-wide text-zinc-500">{ns}</h2> : null}
+          <div className="grid gap-3 md:grid-cols-2 xl:grid-cols-3">
+            {ks.map((k) => (
+              <CompareChart
+                key={k}
+                eager={keys.findIndex((x) => x.key === k) < EAGER_CHARTS}
+                metricKey={k}
+                runs={runs}
+                groups={groupKey ? groups : null}
+                band={band}
+                view={view}
+                envKey={envKey}
+                colorOfRun={colorOfRun}
+              />
+            ))}
+          </div>
+        </section>
+      ))}
+    </HoverCtx.Provider>
   );
 }
 
@@ -225,15 +247,7 @@ function CompareChart({
   );
 }
 
-function CompareBody({
-  metricKey,
-  runs,
-  groups,
-  band,
-  view,
-  envKey,
-  colorOfRun,
-}: {
+type CompareBodyProps = {
   metricKey: string;
   runs: RunOut[];
   groups: RunGroup[] | null;
@@ -241,7 +255,14 @@ function CompareBody({
   view: ChartView;
   envKey: string | null;
   colorOfRun: (id: string) => string;
-}) {
+};
+type CompareLine = { key: string; color: string; name: string; band?: string };
+
+/**
+ * One chart's rows on a common x grid: a line per run, or per group its mean and band; and the
+ * y scale over them. Null while a run's series is loading.
+ */
+function useCompareLines({ metricKey, runs, groups, band, view, envKey, colorOfRun }: CompareBodyProps) {
   // as many points as a run page chart (the server prefetches these into the page: app/compare/page.tsx)
   const series = useQueries({ queries: runs.map((r) => seriesQuery(r.id, metricKey, CHART_POINTS)) });
   const wantEnv = view.x === "env" && !!envKey;
@@ -249,7 +270,7 @@ function CompareBody({
   const loaded = series.every((s) => s.data);
   // biome-ignore lint/correctness/useExhaustiveDependencies: series and env are compared by their update times (useQueries returns new arrays each render); colorOfRun is rebuilt each render from the runs and groups listed
   const { rows, lines } = useMemo(() => {
-    if (!loaded) return { rows: [], lines: [] as { key: string; color: string; name: string; band?: string }[] };
+    if (!loaded) return { rows: [], lines: [] as CompareLine[] };
     // per run: prepared (x, smoothed-or-raw y) of the stored points
     const xy = new Map<string, XYSeries>();
     runs.forEach((r, i) => {
@@ -262,7 +283,7 @@ function CompareBody({
     const all = [...xy.values()];
     const grid = commonGrid(all, 500);
     const cols: Record<string, (number | null | [number, number])[]> = {};
-    const lines: { key: string; color: string; name: string; band?: string }[] = [];
+    const lines: CompareLine[] = [];
     if (groups) {
       groups.forEach((g, i) => {
         const members = g.runIds.map((id) => xy.get(id)).filter((s): s is XYSeries => !!s);
@@ -310,10 +331,39 @@ function CompareBody({
       }
     return niceScale(vals);
   }, [rows, lines, view.log]);
+  return loaded ? { rows, lines, yScale } : null;
+}
+
+function CompareBody(props: CompareBodyProps) {
+  const data = useCompareLines(props);
+  if (!data) return <div className="h-64 animate-pulse rounded bg-zinc-100 dark:bg-zinc-800/50" />;
+  if (!data.lines.length)
+    return (
+      <p className="py-10 text-center text-sm text-zinc-500">none of the runs logs this metric{props.view.x === "env" ? " with an env-step counter" : ""}</p>
+    );
+  return <CompareLinesChart metricKey={props.metricKey} view={props.view} {...data} />;
+}
+
+type Rows = Record<string, unknown>[];
+
+/**
+ * First paint: the same lines as SVG (lib-free, as on the run page), swapped for the Recharts chart
+ * (tooltip, bands) on pointer or focus, or when the browser is idle.
+ */
+function CompareLinesChart({
+  metricKey,
+  view,
+  rows,
+  lines,
+  yScale,
+}: {
+  metricKey: string;
+  view: ChartView;
+  rows: Rows;
+  lines: CompareLine[];
+  yScale: ReturnType<typeof niceScale>;
+}) {
   const { hover, setHover } = useContext(HoverCtx);
-  const legend = useMemo(() => lines.map((l) => ({ ...l, last: lastValue(rows.map((r) => r[l.key])) })), [rows, lines]);
-  // First paint: the same lines as SVG (lib-free, as on the run page), swapped for the Recharts
-  // chart (tooltip, bands) on pointer or focus, or when the browser is idle.
   const [interactive, setInteractive] = useState(false);
   useEffect(() => (interactive ? undefined : whenIdle(() => setInteractive(true))), [interactive]);
   const staticLines = useMemo(() => {
@@ -327,9 +377,6 @@ function CompareBody({
     );
     return { per, scales: s && yScale ? { x: s.x, y: yScale } : s };
   }, [rows, lines, yScale, view.log, view.x]);
-  if (!loaded) return <div className="h-64 animate-pulse rounded bg-zinc-100 dark:bg-zinc-800/50" />;
-  if (!lines.length)
-    return <p className="py-10 text-center text-sm text-zinc-500">none of the runs logs this metric{view.x === "env" ? " with an env-step counter" : ""}</p>;
   const overlays: StaticOverlay[] = staticLines.per.map(({ l, points }) => ({
     id: l.key,
     points,
@@ -417,29 +464,37 @@ function CompareBody({
           </ResponsiveContainer>
         )}
       </div>
-      {/* legend: run or group, colour, last value; hovering an entry highlights its line in every chart */}
-      <ul className="mt-1.5 space-y-0.5 text-xs" aria-label={`Legend of ${metricKey}`} data-testid="chart-legend">
-        {legend.map((l) => (
-          <li
-            key={l.key}
-            className={`flex items-center gap-1.5 rounded px-1 ${hover === l.key ? "bg-zinc-100 dark:bg-zinc-800" : ""} ${hover && hover !== l.key ? "opacity-50" : ""}`}
-            onMouseEnter={() => setHover(l.key)}
-            onMouseLeave={() => setHover(null)}
-            data-testid="legend-item"
-            data-line={l.key}
-            data-highlight={hover === l.key || undefined}
-          >
-            <span className="h-0.5 w-4 shrink-0 rounded" style={{ background: l.color, height: 3 }} aria-hidden />
-            <span className="min-w-0 flex-1 truncate" title={l.name}>
-              {l.name}
-            </span>
-            <span className="tabular-nums text-zinc-500" title="last value" data-testid="legend-last">
-              {fmt(l.last)}
-            </span>
-          </li>
-        ))}
-      </ul>
+      <CompareLegend metricKey={metricKey} rows={rows} lines={lines} />
     </div>
+  );
+}
+
+/** Legend: run or group, colour, last value; hovering an entry highlights its line in every chart. */
+function CompareLegend({ metricKey, rows, lines }: { metricKey: string; rows: Rows; lines: CompareLine[] }) {
+  const { hover, setHover } = useContext(HoverCtx);
+  const legend = useMemo(() => lines.map((l) => ({ ...l, last: lastValue(rows.map((r) => r[l.key])) })), [rows, lines]);
+  return (
+    <ul className="mt-1.5 space-y-0.5 text-xs" aria-label={`Legend of ${metricKey}`} data-testid="chart-legend">
+      {legend.map((l) => (
+        <li
+          key={l.key}
+          className={`flex items-center gap-1.5 rounded px-1 ${hover === l.key ? "bg-zinc-100 dark:bg-zinc-800" : ""} ${hover && hover !== l.key ? "opacity-50" : ""}`}
+          onMouseEnter={() => setHover(l.key)}
+          onMouseLeave={() => setHover(null)}
+          data-testid="legend-item"
+          data-line={l.key}
+          data-highlight={hover === l.key || undefined}
+        >
+          <span className="h-0.5 w-4 shrink-0 rounded" style={{ background: l.color, height: 3 }} aria-hidden />
+          <span className="min-w-0 flex-1 truncate" title={l.name}>
+            {l.name}
+          </span>
+          <span className="tabular-nums text-zinc-500" title="last value" data-testid="legend-last">
+            {fmt(l.last)}
+          </span>
+        </li>
+      ))}
+    </ul>
   );
 }
 
