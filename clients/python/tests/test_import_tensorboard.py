@@ -55,3 +55,23 @@ def test_summary_writer_scalars_histograms_and_text(server, tmp_path):
     assert sorted((r.run_id, r.imported, r.already) for r in again) == sorted((r.run_id, 0, r.imported) for r in reps)
     assert len(server.metrics(main.run_id)["train/loss"]) == 20
 
+
+
+def test_current_folder_names_the_run(server, tmp_path, monkeypatch, capsys):
+    """`turnlens import tensorboard .` (and an event file given by its bare name) inside the log folder: the run is
+    named after the folder, not "" (Path(".").name), which the server refuses."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    from turnlens import cli
+
+    logdir = tmp_path / "ppo-here"
+    w = SummaryWriter(log_dir=str(logdir))
+    for step in range(3):
+        w.add_scalar("train/loss", 1.0 / (step + 1), step)
+    w.close()
+    monkeypatch.chdir(logdir)
+    [event_file] = [p.name for p in logdir.iterdir() if "tfevents" in p.name]
+    for path in (".", event_file):
+        assert cli.main(["import", "tensorboard", path, "--project", "tb-dot", "--json", "--url", server.url]) == 0, capsys.readouterr().err
+        [rep] = json.loads(capsys.readouterr().out)
+        assert server.get(f"/api/v1/runs/{rep['runId']}")["name"] == "ppo-here"

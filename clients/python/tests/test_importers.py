@@ -211,3 +211,28 @@ def test_generic_jsonl(server, tmp_path):
     assert server.steps(rep.run_id)["total"] == 1
     [again] = run_import("jsonl", str(f), project="imports", url=server.url)
     assert again.run_id == rep.run_id and (again.imported, again.already) == (0, 21)
+
+
+def test_empty_folder_says_nothing_to_import(tmp_path, capsys):
+    """A folder without one file of the format: exit 2 and say so (not a silent success)."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert cli.main(["import", "jsonl", str(empty)]) == 2
+    err = capsys.readouterr().err
+    assert f"nothing to import in {empty}" in err, err
+
+
+def test_name_on_reimport_is_reported_not_dropped(server, tmp_path, capsys):
+    """--name on a re-import that finds the run an earlier import made: the run keeps its name (a run's name cannot
+    be changed) and the report says so."""
+    f = tmp_path / "named.jsonl"
+    f.write_text(json.dumps({"type": "metrics", "step": 0, "values": {"train/reward": 0.5}}) + "\n")
+    assert cli.main(["import", "jsonl", str(f), "--project", "imports", "--name", "first-name", "--url", server.url]) == 0
+    capsys.readouterr()
+    assert cli.main(["import", "jsonl", str(f), "--project", "imports", "--name", "second-name", "--json", "--url", server.url]) == 0
+    [rep] = json.loads(capsys.readouterr().out)
+    assert server.get(f"/api/v1/runs/{rep['runId']}")["name"] == "first-name"
+    assert rep["note"].startswith("--name 'second-name' not applied") and "'first-name'" in rep["note"], rep
+    # the same name again: nothing to say
+    assert cli.main(["import", "jsonl", str(f), "--project", "imports", "--name", "first-name", "--json", "--url", server.url]) == 0
+    assert "note" not in json.loads(capsys.readouterr().out)[0]

@@ -267,11 +267,15 @@ def run_import(kind: str, path: str, project: str = "default", name: Optional[st
             if text.startswith(inner + " is "):
                 text = text[len(inner) + 4:]
             raise UnsupportedFile(f"{os.path.basename(path)} holds {text}") from None
+        if not sources:  # e.g. a folder without one file of the format: say so rather than report nothing
+            raise UnsupportedFile(f"nothing to import in {path}: {describe(read_path)}; the {kind} importer found no file it reads")
         if tmp:  # keys and paths name the archive, not the temporary folder: a re-import finds the same run
             _rebase(sources, read_path, os.path.abspath(path) + "!")
         for src in sources:
             log(f"read {src.key}: {len(src.records)} request(s), {src.rows()} row(s), {len(src.replaced)} replaced, {len(src.rejected)} rejected")
         one = name if len(sources) == 1 else None
+        if name and one is None:
+            log(f"--name not applied: {os.path.basename(os.path.normpath(path))} holds {len(sources)} runs, each named from its files")
         if mode == "offline":
             root = Path(spool_root) if spool_root else spool.home() / "spool"
             return [_spool_source(root, i, kind, src, project, one, env_id) for i, src in enumerate(sources)]
@@ -407,6 +411,10 @@ def _import_source(t: Transport, kind: str, src: Source, project: str, name: Opt
         if key:
             spool.save_write_key(run["id"], key)
     else:
+        if name and run.get("name") != create["name"]:
+            # the server has no rename: the run keeps its name, and the report says so instead of dropping --name silently
+            rep.note = (f"--name {create['name']!r} not applied: this source's run {run['id']} exists (from an earlier import) "
+                        f"as {run.get('name')!r} and a run's name cannot be changed; delete that run to import under the new name")
         key = write_key or spool.load_write_key(run["id"])
         if run.get("status") != "running":
             try:

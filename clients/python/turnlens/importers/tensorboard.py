@@ -250,7 +250,8 @@ def _event_files(root: Path) -> Dict[Path, List[Path]]:
 
 def read(path: str, env_id: str = "external") -> List[Source]:
     """TensorBoard event files (events.out.tfevents.*): scalar curves, one run per directory"""
-    root = Path(path)
+    # absolute: `turnlens import tensorboard .` names its run after the folder, not "" (Path(".").name)
+    root = Path(os.path.abspath(path))
     groups = _event_files(root)
     if not groups:
         raise unsupported(path, "tensorboard", _READS)
