@@ -10,7 +10,7 @@ import { useQueries, useQuery } from "@tanstack/react-query";
 import { useVirtualizer } from "@tanstack/react-virtual";
 import { runFiltersQuery, runListParams, runsPageQuery, RUNS_PAGE_SIZE } from "@/lib/queries";
 import { fmt } from "@/lib/charts/format";
-import type { RunOut } from "@/lib/schemas/runs";
+import type { RunFilters, RunOut } from "@/lib/schemas/runs";
 import { STATUSES as RUN_STATUSES } from "@/lib/schemas/common";
 import { StatusBadge } from "@/components/ui/status-badge";
 import { ProgressBar } from "@/components/ui/progress-bar";
@@ -96,11 +96,11 @@ function useColumns(metricKeys: { key: string }[] | undefined, cols: string | nu
   }, [metricKeys, cols]);
 }
 
-export function RunsTable() {
-  const { sp, get, set } = useUrlState();
-  const params = useMemo(() => runListParams(sp), [sp]);
-  const filters = useQuery(runFiltersQuery());
-  const columns = useColumns(filters.data?.metricKeys, get("cols"));
+type Params = ReturnType<typeof runListParams>;
+type SetUrl = ReturnType<typeof useUrlState>["set"];
+
+/** The list's pages, fetched as their rows scroll into view; only the visible rows are rendered. */
+function useRunPages(params: Params) {
   const first = useQuery(runsPageQuery(params, 1));
   const total = first.data?.total ?? 0;
   const box = useRef<HTMLDivElement>(null);
@@ -117,7 +117,11 @@ export function RunsTable() {
     const res = results[pages.indexOf(p)]?.data;
     return res?.runs[i % RUNS_PAGE_SIZE];
   };
-  // selection for comparison (kept for the session, so paging and filtering keep it)
+  return { first, total, box, v, items, rowAt };
+}
+
+/** Runs ticked for comparison, kept for the session so that paging and filtering keep them. */
+function useCompareSelection() {
   const [selected, setSelected] = useState<string[]>([]);
   useEffect(() => {
     try {
@@ -132,144 +136,32 @@ export function RunsTable() {
       sessionStorage.setItem(SELECT_KEY, JSON.stringify(next));
       return next;
     });
-  const clearSel = () => {
+  const clear = () => {
     sessionStorage.removeItem(SELECT_KEY);
     setSelected([]);
   };
-  const sort = params.sort ?? "createdAt";
-  const order = params.order ?? "desc";
-  const sortBy = (key: string) => set({ sort: key === "createdAt" ? undefined : key, order: sort === key && order === "desc" ? "asc" : undefined });
-  const arrow = (key: string) => (sort === key ? (order === "asc" ? " ▲" : " ▼") : "");
+  return { selected, toggle, clear };
+}
+
+export function RunsTable() {
+  const { sp, get, set } = useUrlState();
+  const params = useMemo(() => runListParams(sp), [sp]);
+  const filters = useQuery(runFiltersQuery());
+  const columns = useColumns(filters.data?.metricKeys, get("cols"));
+  const { first, total, box, v, items, rowAt } = useRunPages(params);
+  const { selected, toggle, clear: clearSel } = useCompareSelection();
   const { widthOf, resize } = useColumnWidths();
   const fixedCols = ["name", "project", "status", "envId", "estimator", "progress"];
   const grid = `2.25rem ${fixedCols.map((c) => `${widthOf(c)}px`).join(" ")} ${columns.map((k) => `${widthOf(k)}px`).join(" ")} ${widthOf("createdAt")}px`;
-  const header = (col: string, body: ReactNode, cls = "px-3") => (
-    <span role="columnheader" className={`relative py-2 ${cls}`}>
-      {body}
-      <ResizeHandle col={col} width={widthOf(col)} resize={resize} />
-    </span>
-  );
-  const [cfgDraft, setCfgDraft] = useState(params.config ?? "");
-  useEffect(() => setCfgDraft(params.config ?? ""), [params.config]);
   const removeCol = (k: string) => set({ cols: columns.filter((c) => c !== k).join(",") });
   const addCol = (k: string) => k && !columns.includes(k) && set({ cols: [...columns, k].join(",") });
   const bad = first.error;
-
   return (
     <div className="space-y-3">
+      <FilterBar params={params} filters={filters.data} set={set} totalLabel={first.data ? `${total.toLocaleString()} run${total === 1 ? "" : "s"}` : ""} />
       <div className="flex flex-wrap items-center gap-2">
-        <input
-          defaultValue={params.q ?? ""}
-          placeholder="Search run names…"
-          aria-label="Search run names"
-          className={`${inputCls} w-56`}
-          onKeyDown={(e) => e.key === "Enter" && set({ q: (e.target as HTMLInputElement).value || undefined })}
-        />
-        <select
-          aria-label="Filter by project"
-          value={params.project ?? ""}
-          onChange={(e) => set({ project: e.target.value || undefined })}
-          className={inputCls}
-        >
-          <option value="">any project</option>
-          {filters.data?.projects.map((s) => (
-            <option key={s} value={s}>
-              {s}
-            </option>
-          ))}
-        </select>
-        <select aria-label="Filter by status" value={params.status ?? ""} onChange={(e) => set({ status: e.target.value || undefined })} className={inputCls}>
-          <option value="">any status</option>
-          {STATUSES.map((s) => (
-            <option key={s} value={s}>
-              {s}
-            </option>
-          ))}
-        </select>
-        <select
-          aria-label="Filter by environment"
-          value={params.envId ?? ""}
-          onChange={(e) => set({ envId: e.target.value || undefined })}
-          className={inputCls}
-        >
-          <option value="">any environment</option>
-          {filters.data?.envIds.map((s) => (
-            <option key={s} value={s}>
-              {s}
-            </option>
-          ))}
-        </select>
-        <select
-          aria-label="Filter by estimator"
-          value={params.estimator ?? ""}
-          onChange={(e) => set({ estimator: e.target.value || undefined })}
-          className={inputCls}
-        >
-          <option value="">any estimator</option>
-          {filters.data?.estimators.map((s) => (
-            <option key={s} value={s}>
-              {s}
-            </option>
-          ))}
-        </select>
-        <select aria-label="Filter by tag" value={params.tag ?? ""} onChange={(e) => set({ tag: e.target.value || undefined })} className={inputCls}>
-          <option value="">any tag</option>
-          {filters.data?.tags.map((s) => (
-            <option key={s} value={s}>
-              {s}
-            </option>
-          ))}
-        </select>
-        <span className="ml-auto text-sm tabular-nums text-zinc-500" data-testid="runs-total">
-          {first.data ? `${total.toLocaleString()} run${total === 1 ? "" : "s"}` : ""}
-        </span>
-        <Link href="/runs/new" className={primaryBtnCls}>
-          Launch run
-        </Link>
-      </div>
-      <div className="flex flex-wrap items-center gap-2">
-        <form className="flex min-w-0 flex-1 items-center gap-2" onSubmit={(e) => (e.preventDefault(), set({ config: cfgDraft.trim() || undefined }))}>
-          <input
-            value={cfgDraft}
-            onChange={(e) => setCfgDraft(e.target.value)}
-            list="config-keys"
-            placeholder="Config filter, e.g. lr<=1e-4; envConfig.size=6; estimatorParams.gamma=0.95"
-            aria-label="Filter by config values"
-            className={`${inputCls} min-w-0 flex-1 font-mono`}
-          />
-          <datalist id="config-keys">
-            {filters.data?.configKeys.map((k) => (
-              <option key={k} value={k} />
-            ))}
-          </datalist>
-          <button type="submit" className={btnCls}>
-            Apply
-          </button>
-        </form>
-        <details className="relative" data-testid="column-chooser">
-          <summary className={`${btnCls} cursor-pointer list-none`}>Metric columns ({columns.length})</summary>
-          <div
-            className="absolute right-0 z-30 mt-1 max-h-80 w-80 overflow-auto rounded-md border border-zinc-200 bg-white p-2 text-sm shadow-lg dark:border-zinc-700 dark:bg-zinc-900"
-            role="group"
-            aria-label="Metric columns to show"
-          >
-            {filters.data?.metricKeys.length ? null : <p className="text-zinc-500">No metrics logged yet.</p>}
-            {filters.data?.metricKeys.map((k) => (
-              <label key={k.key} className="flex items-center gap-2 rounded px-1 py-0.5 hover:bg-zinc-100 dark:hover:bg-zinc-800">
-                <input
-                  type="checkbox"
-                  className="accent-indigo-600"
-                  checked={columns.includes(k.key)}
-                  onChange={(e) => (e.target.checked ? addCol(k.key) : removeCol(k.key))}
-                />
-                <span className="min-w-0 flex-1 break-all font-mono text-xs">{k.key}</span>
-                <span className="text-xs text-zinc-400" title="runs that log it">
-                  {k.runs}
-                </span>
-              </label>
-            ))}
-          </div>
-        </details>
+        <ConfigFilter params={params} configKeys={filters.data?.configKeys ?? []} set={set} />
+        <ColumnChooser metricKeys={filters.data?.metricKeys} columns={columns} addCol={addCol} removeCol={removeCol} />
         {Object.keys(params).length ? (
           <button type="button" className={btnCls} onClick={() => set(Object.fromEntries(Object.keys(params).map((k) => [k, undefined])))}>
             Clear filters
@@ -299,75 +191,7 @@ export function RunsTable() {
         aria-rowcount={total + 1}
       >
         <div ref={box} className="max-h-[calc(100vh-15rem)] min-h-40 overflow-auto" data-testid="runs-scroll">
-          <div
-            role="row"
-            className="sticky top-0 z-10 grid w-max min-w-full border-b border-zinc-200 bg-white text-left text-xs text-zinc-500 dark:border-zinc-800 dark:bg-zinc-900"
-            style={{ gridTemplateColumns: grid }}
-          >
-            <span role="columnheader" className="px-2 py-2">
-              <span className="sr-only">select</span>
-            </span>
-            {header(
-              "name",
-              <button type="button" onClick={() => sortBy("name")}>
-                Name{arrow("name")}
-              </button>,
-            )}
-            {header("project", "Project")}
-            {header(
-              "status",
-              <button type="button" onClick={() => sortBy("status")}>
-                Status{arrow("status")}
-              </button>,
-            )}
-            {header(
-              "envId",
-              <button type="button" onClick={() => sortBy("envId")}>
-                Env{arrow("envId")}
-              </button>,
-            )}
-            {header(
-              "estimator",
-              <button type="button" onClick={() => sortBy("estimator")}>
-                Estimator{arrow("estimator")}
-              </button>,
-            )}
-            {header("progress", "Progress")}
-            {columns.map((k) => (
-              <span
-                role="columnheader"
-                key={k}
-                className="relative flex items-start justify-end gap-1 px-2 py-1 text-right"
-                title={k}
-                data-testid="metric-header"
-                data-key={k}
-              >
-                {/* the namespace above the name: "eval/success_rate_cum" and "rollout/success_rate" stay apart */}
-                <button
-                  type="button"
-                  onClick={() => sortBy(`metric:${k}`)}
-                  title={`sort by the last value of ${k}`}
-                  className="min-w-0 text-right leading-tight"
-                >
-                  {k.includes("/") ? <span className="block truncate text-[10px] text-zinc-400">{k.slice(0, k.lastIndexOf("/") + 1)}</span> : null}
-                  <span className="block break-all">
-                    {k.split("/").pop()}
-                    {arrow(`metric:${k}`)}
-                  </span>
-                </button>
-                <button type="button" onClick={() => removeCol(k)} aria-label={`Remove column ${k}`} className="text-zinc-400 hover:text-zinc-700">
-                  ×
-                </button>
-                <ResizeHandle col={k} width={widthOf(k)} resize={resize} />
-              </span>
-            ))}
-            {header(
-              "createdAt",
-              <button type="button" onClick={() => sortBy("createdAt")}>
-                Created{arrow("createdAt")}
-              </button>,
-            )}
-          </div>
+          <HeaderRow grid={grid} columns={columns} params={params} set={set} widthOf={widthOf} resize={resize} removeCol={removeCol} />
           <div style={{ height: v.getTotalSize(), position: "relative" }} className="w-max min-w-full">
             {items.map((it) => {
               const r = rowAt(it.index);
@@ -401,6 +225,235 @@ export function RunsTable() {
           {first.isPending ? <p className="px-3 py-10 text-center text-sm text-zinc-400">Loading…</p> : null}
         </div>
       </div>
+    </div>
+  );
+}
+
+/** A filter on one field of the list: "any …" or one of the values the runs have. */
+function FilterSelect({
+  label,
+  any,
+  value,
+  options,
+  onChange,
+}: {
+  label: string;
+  any: string;
+  value: string;
+  options: readonly string[] | undefined;
+  onChange: (v: string | undefined) => void;
+}) {
+  return (
+    <select aria-label={label} value={value} onChange={(e) => onChange(e.target.value || undefined)} className={inputCls}>
+      <option value="">{any}</option>
+      {options?.map((s) => (
+        <option key={s} value={s}>
+          {s}
+        </option>
+      ))}
+    </select>
+  );
+}
+
+function FilterBar({ params, filters, set, totalLabel }: { params: Params; filters: RunFilters | undefined; set: SetUrl; totalLabel: string }) {
+  return (
+    <div className="flex flex-wrap items-center gap-2">
+      <input
+        defaultValue={params.q ?? ""}
+        placeholder="Search run names…"
+        aria-label="Search run names"
+        className={`${inputCls} w-56`}
+        onKeyDown={(e) => e.key === "Enter" && set({ q: (e.target as HTMLInputElement).value || undefined })}
+      />
+      <FilterSelect
+        label="Filter by project"
+        any="any project"
+        value={params.project ?? ""}
+        options={filters?.projects}
+        onChange={(v) => set({ project: v })}
+      />
+      <FilterSelect label="Filter by status" any="any status" value={params.status ?? ""} options={STATUSES} onChange={(v) => set({ status: v })} />
+      <FilterSelect
+        label="Filter by environment"
+        any="any environment"
+        value={params.envId ?? ""}
+        options={filters?.envIds}
+        onChange={(v) => set({ envId: v })}
+      />
+      <FilterSelect
+        label="Filter by estimator"
+        any="any estimator"
+        value={params.estimator ?? ""}
+        options={filters?.estimators}
+        onChange={(v) => set({ estimator: v })}
+      />
+      <FilterSelect label="Filter by tag" any="any tag" value={params.tag ?? ""} options={filters?.tags} onChange={(v) => set({ tag: v })} />
+      <span className="ml-auto text-sm tabular-nums text-zinc-500" data-testid="runs-total">
+        {totalLabel}
+      </span>
+      <Link href="/runs/new" className={primaryBtnCls}>
+        Launch run
+      </Link>
+    </div>
+  );
+}
+
+function ConfigFilter({ params, configKeys, set }: { params: Params; configKeys: string[]; set: SetUrl }) {
+  const [cfgDraft, setCfgDraft] = useState(params.config ?? "");
+  useEffect(() => setCfgDraft(params.config ?? ""), [params.config]);
+  return (
+    <form className="flex min-w-0 flex-1 items-center gap-2" onSubmit={(e) => (e.preventDefault(), set({ config: cfgDraft.trim() || undefined }))}>
+      <input
+        value={cfgDraft}
+        onChange={(e) => setCfgDraft(e.target.value)}
+        list="config-keys"
+        placeholder="Config filter, e.g. lr<=1e-4; envConfig.size=6; estimatorParams.gamma=0.95"
+        aria-label="Filter by config values"
+        className={`${inputCls} min-w-0 flex-1 font-mono`}
+      />
+      <datalist id="config-keys">
+        {configKeys.map((k) => (
+          <option key={k} value={k} />
+        ))}
+      </datalist>
+      <button type="submit" className={btnCls}>
+        Apply
+      </button>
+    </form>
+  );
+}
+
+function ColumnChooser({
+  metricKeys,
+  columns,
+  addCol,
+  removeCol,
+}: {
+  metricKeys: { key: string; runs: number }[] | undefined;
+  columns: string[];
+  addCol: (k: string) => void;
+  removeCol: (k: string) => void;
+}) {
+  return (
+    <details className="relative" data-testid="column-chooser">
+      <summary className={`${btnCls} cursor-pointer list-none`}>Metric columns ({columns.length})</summary>
+      <div
+        className="absolute right-0 z-30 mt-1 max-h-80 w-80 overflow-auto rounded-md border border-zinc-200 bg-white p-2 text-sm shadow-lg dark:border-zinc-700 dark:bg-zinc-900"
+        role="group"
+        aria-label="Metric columns to show"
+      >
+        {metricKeys?.length ? null : <p className="text-zinc-500">No metrics logged yet.</p>}
+        {metricKeys?.map((k) => (
+          <label key={k.key} className="flex items-center gap-2 rounded px-1 py-0.5 hover:bg-zinc-100 dark:hover:bg-zinc-800">
+            <input
+              type="checkbox"
+              className="accent-indigo-600"
+              checked={columns.includes(k.key)}
+              onChange={(e) => (e.target.checked ? addCol(k.key) : removeCol(k.key))}
+            />
+            <span className="min-w-0 flex-1 break-all font-mono text-xs">{k.key}</span>
+            <span className="text-xs text-zinc-400" title="runs that log it">
+              {k.runs}
+            </span>
+          </label>
+        ))}
+      </div>
+    </details>
+  );
+}
+
+/** The header row: sortable columns (a second click reverses), metric columns removable, every width dragged. */
+function HeaderRow({
+  grid,
+  columns,
+  params,
+  set,
+  widthOf,
+  resize,
+  removeCol,
+}: {
+  grid: string;
+  columns: string[];
+  params: Params;
+  set: SetUrl;
+  widthOf: (col: string) => number;
+  resize: (col: string, px: number) => void;
+  removeCol: (k: string) => void;
+}) {
+  const sort = params.sort ?? "createdAt";
+  const order = params.order ?? "desc";
+  const sortBy = (key: string) => set({ sort: key === "createdAt" ? undefined : key, order: sort === key && order === "desc" ? "asc" : undefined });
+  const arrow = (key: string) => (sort === key ? (order === "asc" ? " ▲" : " ▼") : "");
+  const header = (col: string, body: ReactNode, cls = "px-3") => (
+    <span role="columnheader" className={`relative py-2 ${cls}`}>
+      {body}
+      <ResizeHandle col={col} width={widthOf(col)} resize={resize} />
+    </span>
+  );
+  return (
+    <div
+      role="row"
+      className="sticky top-0 z-10 grid w-max min-w-full border-b border-zinc-200 bg-white text-left text-xs text-zinc-500 dark:border-zinc-800 dark:bg-zinc-900"
+      style={{ gridTemplateColumns: grid }}
+    >
+      <span role="columnheader" className="px-2 py-2">
+        <span className="sr-only">select</span>
+      </span>
+      {header(
+        "name",
+        <button type="button" onClick={() => sortBy("name")}>
+          Name{arrow("name")}
+        </button>,
+      )}
+      {header("project", "Project")}
+      {header(
+        "status",
+        <button type="button" onClick={() => sortBy("status")}>
+          Status{arrow("status")}
+        </button>,
+      )}
+      {header(
+        "envId",
+        <button type="button" onClick={() => sortBy("envId")}>
+          Env{arrow("envId")}
+        </button>,
+      )}
+      {header(
+        "estimator",
+        <button type="button" onClick={() => sortBy("estimator")}>
+          Estimator{arrow("estimator")}
+        </button>,
+      )}
+      {header("progress", "Progress")}
+      {columns.map((k) => (
+        <span
+          role="columnheader"
+          key={k}
+          className="relative flex items-start justify-end gap-1 px-2 py-1 text-right"
+          title={k}
+          data-testid="metric-header"
+          data-key={k}
+        >
+          {/* the namespace above the name: "eval/success_rate_cum" and "rollout/success_rate" stay apart */}
+          <button type="button" onClick={() => sortBy(`metric:${k}`)} title={`sort by the last value of ${k}`} className="min-w-0 text-right leading-tight">
+            {k.includes("/") ? <span className="block truncate text-[10px] text-zinc-400">{k.slice(0, k.lastIndexOf("/") + 1)}</span> : null}
+            <span className="block break-all">
+              {k.split("/").pop()}
+              {arrow(`metric:${k}`)}
+            </span>
+          </button>
+          <button type="button" onClick={() => removeCol(k)} aria-label={`Remove column ${k}`} className="text-zinc-400 hover:text-zinc-700">
+            ×
+          </button>
+          <ResizeHandle col={k} width={widthOf(k)} resize={resize} />
+        </span>
+      ))}
+      {header(
+        "createdAt",
+        <button type="button" onClick={() => sortBy("createdAt")}>
+          Created{arrow("createdAt")}
+        </button>,
+      )}
     </div>
   );
 }
