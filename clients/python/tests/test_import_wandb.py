@@ -60,3 +60,53 @@ def test_wandb_offline_run(server, tmp_path, capsys):
     # the whole wandb/ folder: the same run, nothing new
     [again] = run_import("wandb", str(tmp_path / "wandb"), project="wandb-imports", url=server.url)
     assert again.run_id == rep["runId"] and (again.imported, again.already) == (0, 61)
+
+
+# TRL's completions table as GRPOTrainer.log hands it to W&B (report_to="wandb": a wandb.Table of step, prompt,
+# completion, a column per reward function, advantage), 2 prompts x 4 completions at each of 2 steps, with
+# transformers' train/global_step beside the scalars.
+TABLES = r"""
+import json, statistics
+import pandas as pd
+import wandb
+
+run = wandb.init(project="grpo", name="wandb-tables", config={"num_generations": 4, "reward_weights": [1.0], "scale_rewards": "group"})
+logged = {}
+for step in (1, 2):
+    prompts = [f"prompt {step}-{p}" for p in range(2) for _ in range(4)]
+    completions = [f"answer {step}.{i}" for i in range(8)]
+    correct = [0.25 * ((i * (step + 1)) % 5) for i in range(8)]
+    adv = []
+    for g in range(2):
+        block = correct[4 * g:4 * g + 4]
+        m = sum(block) / 4
+        adv += [(x - m) / (statistics.stdev(block) + 1e-4) for x in block]
+    wandb.log({"completions": wandb.Table(dataframe=pd.DataFrame({"step": [step] * 8, "prompt": prompts, "completion": completions,
+                                                                  "correct": correct, "advantage": adv}))})
+    wandb.log({"train/reward": sum(correct) / 8, "train/global_step": step})
+    logged[step] = {"completions": completions, "advantages": adv}
+run.finish()
+print(json.dumps(logged))
+"""
+
+
+def test_wandb_trl_completions_table(server, tmp_path):
+    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_DIR": str(tmp_path), "WANDB_SILENT": "true", "WANDB_DISABLE_GIT": "true"}
+    env.pop("WANDB_API_KEY", None)
+    out = subprocess.run([sys.executable, "-c", TABLES], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    logged = {int(k): v for k, v in json.loads(out.stdout.strip().splitlines()[-1]).items()}
+
+    [rep] = run_import("wandb", str(tmp_path / "wandb"), project="wandb-imports", url=server.url)
+    assert rep.imported == 2 * 2 + 2 * 8 and not rep.rejected, rep.as_dict()
+    steps = sorted(server.steps(rep.run_id)["steps"], key=lambda s: s["step"])
+    assert [(s["step"], s["groups"], s["trajectories"], s["estimator"]) for s in steps] == [(1, 2, 8, "grpo"), (2, 2, 8, "grpo")]
+    for step in (1, 2):
+        trs = sorted(server.trajectories(rep.run_id, step), key=lambda t: (t["uid"], t["index"]))
+        turns = [server.get(f"/api/v1/trajectories/{t['id']}")["turns"][0] for t in trs]
+        assert [t["action"] for t in turns] == logged[step]["completions"]
+        assert [t["advantage"] for t in turns] == logged[step]["advantages"]  # exact: as TRL logged them
+    assert set(server.metrics(rep.run_id)["train/reward"]) == {1, 2}  # at the trainer's global step, not W&B's _step
+
+    [again] = run_import("wandb", str(tmp_path / "wandb"), project="wandb-imports", url=server.url)
+    assert (again.run_id, again.imported, again.already) == (rep.run_id, 0, rep.imported)

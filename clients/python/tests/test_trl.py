@@ -427,3 +427,96 @@ def test_importer_splits_tool_calling_completions(tmp_path):
     turns = body["groups"][0]["trajectories"][1]["turns"]
     assert [(t["observation"], t["action"]) for t in turns] == [("user: add 1 and 2", json.dumps([call])), ("tool: 3", "It is 1.")]
     assert [t["reward"] for t in turns] == [0.0, 1.0]
+
+
+TRAIN_TO_TRACKIO = r"""
+import json, sys
+from datasets import Dataset
+from trl import GRPOConfig, GRPOTrainer
+from test_trl import says_five, tiny_model_and_tokenizer, words
+
+model, tokenizer = tiny_model_and_tokenizer()
+dataset = Dataset.from_dict({"prompt": ["count the apples", "add two and three", "one two three", "left right up"]})
+args = GRPOConfig(output_dir=sys.argv[1], use_cpu=True, report_to="trackio", run_name="grpo-trackio", num_generations=4,
+                  max_steps=3, per_device_train_batch_size=8, max_completion_length=6, logging_steps=1, save_strategy="no",
+                  reward_weights=[1.0, 0.5], log_completions=True, seed=0)
+trainer = GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=[says_five, words], args=args, train_dataset=dataset)
+batches = []
+inner = trainer._generate_and_score_completions
+
+def spy(inputs):  # what TRL trained on: each batch's completions (decoded as TRL decodes them) and advantages
+    out = inner(inputs)
+    if trainer.model.training:
+        batches.append({"step": trainer.state.global_step + 1, "prompts": [x["prompt"] for x in inputs],
+                        "completions": tokenizer.batch_decode(out["completion_ids"], skip_special_tokens=True),
+                        "advantages": out["advantages"].tolist()})
+    return out
+
+trainer._generate_and_score_completions = spy
+trainer.train()
+print(json.dumps(batches))
+"""
+
+
+def test_grpo_report_to_trackio_imports_every_completion(server, tmp_path):
+    """GRPOTrainer with report_to="trackio" (Trackio's local project in TRACKIO_DIR): the completions table it logs at
+    every logging step imports as that step's rollouts, each completion and advantage as TRL trained on it; the
+    curves sit at the trainer's global step. The training runs in its own process: Trackio reads TRACKIO_DIR when
+    it is imported."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("trackio")
+    from turnlens.importers import run_import
+
+    here = Path(__file__).resolve().parent
+    env = {**os.environ, "TRACKIO_DIR": str(tmp_path / "trackio"), "PYTHONPATH": os.pathsep.join([str(here), str(here.parent)])}
+    out = subprocess.run([sys.executable, "-c", TRAIN_TO_TRACKIO, str(tmp_path / "out")], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    batches = json.loads(out.stdout.strip().splitlines()[-1])
+    assert [b["step"] for b in batches] == [1, 2, 3]
+
+    [rep] = run_import("trackio", str(tmp_path / "trackio"), project="client-tests", url=server.url)
+    # TRL logs the last table again when training ends: the repeat is reported, stored once
+    assert [w for w, why in rep.rejected if "same generation batch" in why] and \
+        all("same generation batch" in why or w == "system_metrics" for w, why in rep.rejected), rep.rejected
+    run = server.get(f"/api/v1/runs/{rep.run_id}")
+    assert run["name"] == "grpo-trackio" and run["config"]["num_generations"] == 4
+    steps = {s["step"]: s for s in server.steps(rep.run_id)["steps"]}
+    assert sorted(steps) == [1, 2, 3] and all((s["groups"], s["trajectories"], s["estimator"]) == (2, 8, "grpo") for s in steps.values())
+    for b in batches:
+        trs = sorted(server.trajectories(rep.run_id, b["step"]), key=lambda t: (t["uid"], t["index"]))
+        details = [server.get(f"/api/v1/trajectories/{t['id']}") for t in trs]
+        assert [d["turns"][0]["observation"] for d in details] == b["prompts"]
+        assert [d["turns"][0]["action"] for d in details] == b["completions"]
+        # the float32 advantages TRL trained with, as Trackio stored them: exact
+        assert [d["turns"][0]["advantage"] for d in details] == b["advantages"]
+        assert all(d["success"] == (d["reward"] > 0.0) for d in details)  # the callback's default rule
+    assert set(server.metrics(rep.run_id)["train/loss"]) == {1, 2, 3}
+
+    again = run_import("trackio", str(tmp_path / "trackio"), project="client-tests", url=server.url)
+    assert [(r.run_id, r.imported, r.already) for r in again] == [(rep.run_id, 0, rep.imported)]
+
+
+def test_importer_success_uses_the_callbacks_rule(tmp_path, monkeypatch):
+    """Completions imported from the parquet files carry the outcome TurnLensCallback gives them (the weighted
+    reward above success_threshold, 0.0 by default; TURNLENS_TRL_SUCCESS_THRESHOLD sets it), not all false."""
+    import pandas as pd
+
+    from turnlens.importers.trl import read
+
+    rewards = [-1.0, 0.0, 0.25, 1.0]
+    std = pd.Series(rewards).std()
+    pd.DataFrame({"step": [1] * 4, "prompt": ["p"] * 4, "completion": [f"c{i}" for i in range(4)], "score": rewards,
+                  "advantage": [(r - sum(rewards) / 4) / (std + 1e-4) for r in rewards]}).to_parquet(tmp_path / "completions_00001.parquet")
+
+    def successes():
+        body = next(r["body"] for r in read(str(tmp_path))[0].records if r["kind"] == "steps")
+        return [t.get("success") for t in body["groups"][0]["trajectories"]]
+
+    assert successes() == [False, False, True, True]
+    monkeypatch.setenv("TURNLENS_TRL_SUCCESS_THRESHOLD", "0.5")
+    assert successes() == [False, False, False, True]

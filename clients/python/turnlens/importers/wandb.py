@@ -8,10 +8,14 @@ last)`; a block's tail shorter than a header is zero padding) whose records are 
 (`pip install wandb`), so any field W&B adds is read as W&B defines it.
 Read: the run record (id, name, project, group, tags, start time), config records (the config,
 W&B's own `_wandb` key under config.wandb), history records (one `run.log()` call: `_step` and
-its values; numbers become rows; histograms, images, tables and text are rejected as not scalars;
-W&B's bookkeeping keys `_step`, `_runtime`, `_timestamp` give step and wall time) and the exit
-record (exit code 0: succeeded, else failed; none: the run did not finish). PATH: one run folder,
-its .wandb file, or a folder of run folders (./wandb).
+its values; numbers become rows; histograms, images, other tables and text are rejected as not
+scalars; W&B's bookkeeping keys `_step`, `_runtime`, `_timestamp` give step and wall time, and a
+`train/global_step` value, which transformers' WandbCallback logs beside every row, the step) and the exit
+record (exit code 0: succeeded, else failed; none: the run did not finish). A wandb.Table with TRL's
+completions columns (GRPOTrainer.log with report_to="wandb": step, prompt, completion, a column per
+reward function, advantage; the history record names its file, files/media/table/*.table.json) is
+that step's rollouts, read as importers/trl.py reads TRL's tables. PATH: one run folder, its .wandb
+file, or a folder of run folders (./wandb).
 """
 
 import json
@@ -22,6 +26,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from .. import shapes
+from . import trl
 from .base import Source, mapped, unsupported
 
 _READS = "W&B offline runs (a wandb/offline-run-* folder, its run-*.wandb file, or the wandb/ folder of them)"
@@ -98,7 +103,7 @@ def _json(text: str) -> Any:
 
 
 def read(path: str, env_id: str = "external") -> List[Source]:
-    """W&B offline runs (wandb/offline-run-* folders, WANDB_MODE=offline; needs the wandb package): config and logged scalars"""
+    """W&B offline runs (wandb/offline-run-* folders, WANDB_MODE=offline; needs the wandb package): config, logged scalars and TRL completions tables"""
     p = Path(path)
     files = _runs(p) if p.exists() else []
     if not files:
@@ -117,6 +122,7 @@ def _read_log(f: Path, pb: Any, env_id: str) -> Source:
     config: Dict[str, Any] = {}
     meta: Dict[str, Any] = {}
     points = []
+    tables: List[Tuple[str, int, List[Dict[str, Any]]]] = []  # (where, the record's step, rows) of TRL completions tables
     exit_code = None
     first = True
     for offset, rec, problem in log_records(data):
@@ -176,12 +182,19 @@ def _read_log(f: Path, pb: Any, env_id: str) -> Source:
                     continue
                 elif isinstance(v, bool) or isinstance(v, (int, float)) or v in ("NaN", "Infinity", "-Infinity"):
                     values[shapes.sanitize_key(key)] = v
+                elif isinstance(v, dict) and v.get("_type") == "table-file":
+                    rows = _table_rows(f.parent, v, src, f"{where} {key}")
+                    if rows is not None and trl.is_completions_table(rows):
+                        tables.append((f"{where} {key}", step, rows))
+                    elif rows is not None:
+                        src.reject(f"{where} {key}", "W&B table without TRL's completions columns (prompt, completion, advantage) is not imported")
                 elif isinstance(v, dict):
                     src.reject(f"{where} {key}", f"W&B {v.get('_type', 'object')} is not a scalar (TurnLens imports scalar curves)")
                 else:
                     src.reject(f"{where} {key}", f"{type(v).__name__} {str(v)[:40]!r} is not a number")
             if not values:
                 continue
+            step = trl.global_step(values, step)
             try:
                 pt = shapes.metric_point(values, step, wall, on_bad=lambda k, why: src.reject(f"{where} {k}", why))
             except shapes.ShapeError as e:
@@ -195,4 +208,20 @@ def _read_log(f: Path, pb: Any, env_id: str) -> Source:
     src.config = {**config, "wandb": {**meta, **({"internal": wb} if wb is not None else {})}}
     src.status = "succeeded" if exit_code == 0 else "failed"
     src.add_metrics(points, f"{src.name} history")
+    for step, body in sorted(trl.logged_tables(src, tables, config, env_id).items()):
+        src.add_step(body, sum(len(g["trajectories"]) for g in body["groups"]), f"{src.name} step {step}")
     return src
+
+
+def _table_rows(run_dir: Path, ref: Dict[str, Any], src: Source, where: str) -> Optional[List[Dict[str, Any]]]:
+    """A logged wandb.Table's rows: the history record holds a reference ({"_type": "table-file", "path"}); the
+    table itself is files/<path> in the run folder, {"columns": [...], "data": [[...], ...]}."""
+    path = run_dir / "files" / str(ref.get("path", ""))
+    try:
+        with open(path, encoding="utf-8") as fh:
+            table = json.load(fh)
+        cols, data = table["columns"], table["data"]
+        return [dict(zip(cols, row)) for row in data]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        src.reject(where, f"W&B table file {ref.get('path')!r} unreadable ({type(e).__name__}: {e})")
+        return None
