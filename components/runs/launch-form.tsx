@@ -52,19 +52,13 @@ export function LaunchForm({ catalog, estimators = [], prefill }: { catalog: Lau
   );
 }
 
-function LaunchFormFor({
-  catalog,
-  estimators,
-  job,
-  prefill,
-  pickJob,
-}: {
-  catalog: LaunchCatalog;
-  estimators: EstimatorInfo[];
-  job: LaunchCatalog["jobKinds"][number];
-  prefill?: LaunchPrefill;
-  pickJob?: (id: string) => void;
-}) {
+type JobKind = LaunchCatalog["jobKinds"][number];
+
+/**
+ * The form's state: job, environment and estimator values, name and tags; the body Launch sends,
+ * checked in the browser on every edit; the launch itself, whose server issues land on their fields.
+ */
+function useLaunchForm(catalog: LaunchCatalog, estimators: EstimatorInfo[], job: JobKind, prefill?: LaunchPrefill) {
   const router = useRouter();
   const estSection = useMemo(() => estimatorSection(job.configSchema, estimators), [job, estimators]);
   const jobFields = useMemo(() => schemaFields(job.configSchema, ["envId", "envConfig", ...ESTIMATOR_KEYS]), [job]);
@@ -158,20 +152,177 @@ function LaunchFormFor({
   // a field's own check first, then what the server said about it (until the field changes)
   const errorsOf = (section: string) => ({ ...(errors[section] ?? {}), ...(client.errs[section] ?? {}) });
   const clientInvalid = client.invalid;
-  const sections = layOut(job.id, jobFields, hasEnv, Boolean(estSection));
+  const editJob = (k: string, v: unknown) => {
+    setJobValues((s) => ({ ...s, [k]: v }));
+    setErrors((e) => ({ ...e, job: {} }));
+  };
+  const editEnv = (k: string, v: unknown) => {
+    setEnvValues((s) => ({ ...s, [k]: v }));
+    setErrors((e) => ({ ...e, env: {} }));
+  };
+  const editEst = (k: string, v: unknown) => {
+    setEstValues((s) => ({ ...s, [k]: v }));
+    setErrors((e) => ({ ...e, est: {} }));
+  };
+  const editTop = (set: (v: string) => void) => (v: string) => {
+    set(v);
+    setErrors((x) => ({ ...x, top: {} }));
+  };
+  return {
+    sections: layOut(job.id, jobFields, hasEnv, Boolean(estSection)),
+    hasEnv,
+    envId,
+    env,
+    envFields,
+    envValues,
+    pickEnv,
+    editEnv,
+    estSection,
+    estId,
+    est,
+    estFields,
+    estValues,
+    pickEstimator,
+    editEst,
+    jobValues,
+    editJob,
+    name,
+    setName: editTop(setName),
+    tags,
+    setTags: editTop(setTags),
+    errorsOf,
+    client,
+    clientInvalid,
+    launch,
+    serverBanner,
+  };
+}
+type LaunchState = ReturnType<typeof useLaunchForm>;
+
+function LaunchFormFor({
+  catalog,
+  estimators,
+  job,
+  prefill,
+  pickJob,
+}: {
+  catalog: LaunchCatalog;
+  estimators: EstimatorInfo[];
+  job: JobKind;
+  prefill?: LaunchPrefill;
+  pickJob?: (id: string) => void;
+}) {
+  const st = useLaunchForm(catalog, estimators, job, prefill);
   const fieldsGrid = (fields: Field[]) => (
-    <SchemaFields
-      idPrefix="job"
-      fields={fields}
-      values={jobValues}
-      errors={errorsOf("job")}
-      onChange={(k, v) => {
-        setJobValues((s) => ({ ...s, [k]: v }));
-        setErrors((e) => ({ ...e, job: {} }));
-      }}
-    />
+    <SchemaFields idPrefix="job" fields={fields} values={st.jobValues} errors={st.errorsOf("job")} onChange={st.editJob} />
   );
-  const envBlock = hasEnv ? (
+  return (
+    <form
+      className="space-y-6"
+      noValidate
+      onSubmit={(e) => {
+        e.preventDefault();
+        if (!st.clientInvalid) st.launch.mutate();
+      }}
+    >
+      {prefill?.note ? <p className="rounded-md bg-amber-50 p-3 text-sm text-amber-900 dark:bg-amber-950 dark:text-amber-200">{prefill.note}</p> : null}
+      <RunIdentity catalog={catalog} job={job} pickJob={pickJob} st={st} />
+      {st.sections.map((sec) => (
+        <section key={sec.title} className={card} data-testid={`section-${sec.title}`}>
+          <h2 className="mb-3 font-medium">{sec.title}</h2>
+          {sec.slot === "env" && st.hasEnv ? <EnvironmentBlock catalog={catalog} st={st} /> : null}
+          {sec.slot === "estimator" && st.estSection ? <EstimatorBlock st={st} /> : null}
+          {sec.basic.length ? fieldsGrid(sec.basic) : null}
+          {sec.advanced.length ? (
+            // folded unless one of its fields has an error (a hidden error would block Launch silently)
+            <details
+              className="mt-4"
+              open={sec.advanced.some((f) => Object.keys(st.errorsOf("job")).some((k) => k === f.name || k.startsWith(`${f.name}.`))) || undefined}
+            >
+              <summary className="cursor-pointer text-sm text-zinc-600 dark:text-zinc-400">
+                Advanced ({sec.advanced.length}): {sec.advanced.map((f) => f.name).join(", ")}
+              </summary>
+              <div className="mt-3">{fieldsGrid(sec.advanced)}</div>
+            </details>
+          ) : null}
+        </section>
+      ))}
+      <LaunchStatus st={st} />
+    </form>
+  );
+}
+
+/** A one-line text input with its label and its error (name, tags). */
+function TextField({
+  id,
+  label,
+  value,
+  onChange,
+  placeholder,
+  error,
+}: {
+  id: string;
+  label: string;
+  value: string;
+  onChange: (v: string) => void;
+  placeholder: string;
+  error?: string;
+}) {
+  return (
+    <div>
+      <label htmlFor={`run-${id}`} className="mb-1 block text-sm font-medium">
+        {label}
+      </label>
+      <input
+        id={`run-${id}`}
+        value={value}
+        onChange={(e) => onChange(e.target.value)}
+        placeholder={placeholder}
+        className={inputCls}
+        aria-invalid={error ? true : undefined}
+        aria-describedby={error ? `run-${id}-error` : undefined}
+      />
+      {error ? (
+        <p id={`run-${id}-error`} className="mt-1 text-xs text-red-600" role="alert" data-testid={`error-${id}`}>
+          {error}
+        </p>
+      ) : null}
+    </div>
+  );
+}
+
+/** Job kind (when there is a choice), what it does, and the run's name and tags. */
+function RunIdentity({ catalog, job, pickJob, st }: { catalog: LaunchCatalog; job: JobKind; pickJob?: (id: string) => void; st: LaunchState }) {
+  const topErr = st.errorsOf("top");
+  return (
+    <section className={card}>
+      {pickJob ? (
+        <div className="mb-3">
+          <label htmlFor="job-kind" className="mb-1 block text-sm font-medium">
+            Job kind
+          </label>
+          <select id="job-kind" value={job.id} onChange={(e) => pickJob(e.target.value)} className={`${inputCls} sm:w-80`}>
+            {catalog.jobKinds.map((j) => (
+              <option key={j.id} value={j.id}>
+                {j.title} ({j.id})
+              </option>
+            ))}
+          </select>
+        </div>
+      ) : null}
+      <h2 className="mb-1 font-medium">{job.title}</h2>
+      <p className="mb-4 text-sm text-zinc-500">{job.description}</p>
+      <div className="grid gap-4 sm:grid-cols-2">
+        <TextField id="name" label="name" value={st.name} onChange={st.setName} placeholder="generated from the config" error={topErr.name} />
+        <TextField id="tags" label="tags" value={st.tags} onChange={st.setTags} placeholder="comma separated" error={topErr.tags} />
+      </div>
+    </section>
+  );
+}
+
+function EnvironmentBlock({ catalog, st }: { catalog: LaunchCatalog; st: LaunchState }) {
+  const { envId, env, envFields, envValues, pickEnv, editEnv, errorsOf } = st;
+  return (
     <div className="mb-4">
       <label htmlFor="env-select" className="mb-1 block text-sm font-medium">
         Environment
@@ -184,19 +335,15 @@ function LaunchFormFor({
         ))}
       </select>
       <p className="mb-4 text-sm text-zinc-500">{env.description}</p>
-      <SchemaFields
-        idPrefix="env"
-        fields={envFields}
-        values={envValues}
-        errors={errorsOf("env")}
-        onChange={(k, v) => {
-          setEnvValues((s) => ({ ...s, [k]: v }));
-          setErrors((e) => ({ ...e, env: {} }));
-        }}
-      />
+      <SchemaFields idPrefix="env" fields={envFields} values={envValues} errors={errorsOf("env")} onChange={editEnv} />
     </div>
-  ) : null;
-  const estBlock = estSection ? (
+  );
+}
+
+function EstimatorBlock({ st }: { st: LaunchState }) {
+  const { estSection, estId, est, estFields, estValues, pickEstimator, editEst, errorsOf } = st;
+  if (!estSection) return null;
+  return (
     <div data-testid="estimator-section">
       <label htmlFor="estimator-select" className="mb-1 block text-sm font-medium">
         Credit estimator
@@ -229,118 +376,19 @@ function LaunchFormFor({
         </p>
       ) : null}
       {estFields.length ? (
-        <SchemaFields
-          idPrefix="est"
-          fields={estFields}
-          values={estValues}
-          errors={errorsOf("est")}
-          onChange={(k, v) => {
-            setEstValues((s) => ({ ...s, [k]: v }));
-            setErrors((e) => ({ ...e, est: {} }));
-          }}
-        />
+        <SchemaFields idPrefix="est" fields={estFields} values={estValues} errors={errorsOf("est")} onChange={editEst} />
       ) : (
         <p className="text-sm text-zinc-500">This estimator has no parameters.</p>
       )}
     </div>
-  ) : null;
-  const topErr = errorsOf("top");
+  );
+}
 
+/** What blocks Launch (the browser's checks, the server's answer) and the button. */
+function LaunchStatus({ st }: { st: LaunchState }) {
+  const { launch, serverBanner, client, clientInvalid } = st;
   return (
-    <form
-      className="space-y-6"
-      noValidate
-      onSubmit={(e) => {
-        e.preventDefault();
-        if (!clientInvalid) launch.mutate();
-      }}
-    >
-      {prefill?.note ? <p className="rounded-md bg-amber-50 p-3 text-sm text-amber-900 dark:bg-amber-950 dark:text-amber-200">{prefill.note}</p> : null}
-      <section className={card}>
-        {pickJob ? (
-          <div className="mb-3">
-            <label htmlFor="job-kind" className="mb-1 block text-sm font-medium">
-              Job kind
-            </label>
-            <select id="job-kind" value={job.id} onChange={(e) => pickJob(e.target.value)} className={`${inputCls} sm:w-80`}>
-              {catalog.jobKinds.map((j) => (
-                <option key={j.id} value={j.id}>
-                  {j.title} ({j.id})
-                </option>
-              ))}
-            </select>
-          </div>
-        ) : null}
-        <h2 className="mb-1 font-medium">{job.title}</h2>
-        <p className="mb-4 text-sm text-zinc-500">{job.description}</p>
-        <div className="grid gap-4 sm:grid-cols-2">
-          <div>
-            <label htmlFor="run-name" className="mb-1 block text-sm font-medium">
-              name
-            </label>
-            <input
-              id="run-name"
-              value={name}
-              onChange={(e) => {
-                setName(e.target.value);
-                setErrors((x) => ({ ...x, top: {} }));
-              }}
-              placeholder="generated from the config"
-              className={inputCls}
-              aria-invalid={topErr.name ? true : undefined}
-              aria-describedby={topErr.name ? "run-name-error" : undefined}
-            />
-            {topErr.name ? (
-              <p id="run-name-error" className="mt-1 text-xs text-red-600" role="alert" data-testid="error-name">
-                {topErr.name}
-              </p>
-            ) : null}
-          </div>
-          <div>
-            <label htmlFor="run-tags" className="mb-1 block text-sm font-medium">
-              tags
-            </label>
-            <input
-              id="run-tags"
-              value={tags}
-              onChange={(e) => {
-                setTags(e.target.value);
-                setErrors((x) => ({ ...x, top: {} }));
-              }}
-              placeholder="comma separated"
-              className={inputCls}
-              aria-invalid={topErr.tags ? true : undefined}
-              aria-describedby={topErr.tags ? "run-tags-error" : undefined}
-            />
-            {topErr.tags ? (
-              <p id="run-tags-error" className="mt-1 text-xs text-red-600" role="alert" data-testid="error-tags">
-                {topErr.tags}
-              </p>
-            ) : null}
-          </div>
-        </div>
-      </section>
-
-      {sections.map((sec) => (
-        <section key={sec.title} className={card} data-testid={`section-${sec.title}`}>
-          <h2 className="mb-3 font-medium">{sec.title}</h2>
-          {sec.slot === "env" ? envBlock : sec.slot === "estimator" ? estBlock : null}
-          {sec.basic.length ? fieldsGrid(sec.basic) : null}
-          {sec.advanced.length ? (
-            // folded unless one of its fields has an error (a hidden error would block Launch silently)
-            <details
-              className="mt-4"
-              open={sec.advanced.some((f) => Object.keys(errorsOf("job")).some((k) => k === f.name || k.startsWith(`${f.name}.`))) || undefined}
-            >
-              <summary className="cursor-pointer text-sm text-zinc-600 dark:text-zinc-400">
-                Advanced ({sec.advanced.length}): {sec.advanced.map((f) => f.name).join(", ")}
-              </summary>
-              <div className="mt-3">{fieldsGrid(sec.advanced)}</div>
-            </details>
-          ) : null}
-        </section>
-      ))}
-
+    <>
       {launch.error && (!(launch.error instanceof ApiClientError) || serverBanner.length || !launch.error.issues.length) ? (
         <div
           className="rounded-md border border-red-300 bg-red-50 p-3 text-sm text-red-800 dark:border-red-900 dark:bg-red-950 dark:text-red-300"
@@ -363,6 +411,6 @@ function LaunchFormFor({
       >
         {launch.isPending ? "Launching…" : "Launch run"}
       </button>
-    </form>
+    </>
   );
 }
