@@ -12,6 +12,7 @@ import { fmtSigned } from "@/lib/charts/format";
 import { EnvView } from "./env-view";
 import { LongText } from "./long-text";
 import { TokenView } from "./token-view";
+import { spanRows } from "./trace-spans";
 import { estimateTurnHeight } from "./turn-height";
 
 function num(v: number | null, digits = 3) {
@@ -132,7 +133,8 @@ function TurnCard({
   style?: React.CSSProperties;
   "data-index"?: number;
 }) {
-  const info = (t.info ?? {}) as { view?: View };
+  const info = (t.info ?? {}) as { view?: View; spans?: unknown };
+  const spans = spanRows(info.spans);
   const on = highlight === t.index;
   const re = recomputed?.values[t.index] ?? null;
   const adv = recomputed ? re : t.advantage;
@@ -211,6 +213,22 @@ function TurnCard({
           </div>
         ) : null}
       </div>
+      {spans.length ? (
+        <details className="mt-2 text-xs text-zinc-600 dark:text-zinc-400" data-testid="turn-spans">
+          <summary className="cursor-pointer select-none">
+            {spans.length} trace span{spans.length === 1 ? "" : "s"}
+          </summary>
+          <ul className="mt-1 space-y-0.5">
+            {spans.map((s, i) => (
+              // biome-ignore lint/suspicious/noArrayIndexKey: the list is fixed for the turn; spans need not carry ids
+              <li key={i} style={{ paddingLeft: `${s.depth * 12}px` }}>
+                <span className="font-mono text-zinc-800 dark:text-zinc-200">{s.name}</span>
+                {s.detail ? <span> · {s.detail}</span> : null}
+              </li>
+            ))}
+          </ul>
+        </details>
+      ) : null}
     </li>
   );
 }
