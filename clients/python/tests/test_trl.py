@@ -429,7 +429,7 @@ def test_importer_splits_tool_calling_completions(tmp_path):
     assert [t["reward"] for t in turns] == [0.0, 1.0]
 
 
-TRAIN_TO_TRACKIO = r"""
+TRAIN_REPORTING_TO = r"""
 import json, sys
 from datasets import Dataset
 from trl import GRPOConfig, GRPOTrainer
@@ -437,7 +437,7 @@ from test_trl import says_five, tiny_model_and_tokenizer, words
 
 model, tokenizer = tiny_model_and_tokenizer()
 dataset = Dataset.from_dict({"prompt": ["count the apples", "add two and three", "one two three", "left right up"]})
-args = GRPOConfig(output_dir=sys.argv[1], use_cpu=True, report_to="trackio", run_name="grpo-trackio", num_generations=4,
+args = GRPOConfig(output_dir=sys.argv[1], use_cpu=True, report_to=sys.argv[2], run_name="grpo-" + sys.argv[2], num_generations=4,
                   max_steps=3, per_device_train_batch_size=8, max_completion_length=6, logging_steps=1, save_strategy="no",
                   reward_weights=[1.0, 0.5], log_completions=True, seed=0)
 trainer = GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=[says_five, words], args=args, train_dataset=dataset)
@@ -458,33 +458,37 @@ print(json.dumps(batches))
 """
 
 
-def test_grpo_report_to_trackio_imports_every_completion(server, tmp_path):
-    """GRPOTrainer with report_to="trackio" (Trackio's local project in TRACKIO_DIR): the completions table it logs at
-    every logging step imports as that step's rollouts, each completion and advantage as TRL trained on it; the
-    curves sit at the trainer's global step. The training runs in its own process: Trackio reads TRACKIO_DIR when
-    it is imported."""
+@pytest.mark.parametrize("backend", ["trackio", "wandb"])
+def test_grpo_report_to_imports_every_completion(server, tmp_path, backend):
+    """GRPOTrainer with report_to="trackio" (Trackio's local project in TRACKIO_DIR) or "wandb" (an offline run in
+    WANDB_DIR): the completions table it logs at every logging step imports as that step's rollouts, each
+    completion and advantage as TRL trained on it; the curves sit at the trainer's global step. The training runs
+    in its own process: Trackio reads TRACKIO_DIR when it is imported."""
     import os
     import subprocess
     import sys
     from pathlib import Path
 
-    pytest.importorskip("trackio")
+    pytest.importorskip(backend)
     from turnlens.importers import run_import
 
     here = Path(__file__).resolve().parent
-    env = {**os.environ, "TRACKIO_DIR": str(tmp_path / "trackio"), "PYTHONPATH": os.pathsep.join([str(here), str(here.parent)])}
-    out = subprocess.run([sys.executable, "-c", TRAIN_TO_TRACKIO, str(tmp_path / "out")], cwd=tmp_path, env=env,
+    env = {**os.environ, "TRACKIO_DIR": str(tmp_path / "trackio"), "PYTHONPATH": os.pathsep.join([str(here), str(here.parent)]),
+           "WANDB_MODE": "offline", "WANDB_DIR": str(tmp_path), "WANDB_SILENT": "true", "WANDB_DISABLE_GIT": "true"}
+    env.pop("WANDB_API_KEY", None)
+    out = subprocess.run([sys.executable, "-c", TRAIN_REPORTING_TO, str(tmp_path / "out"), backend], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     batches = json.loads(out.stdout.strip().splitlines()[-1])
     assert [b["step"] for b in batches] == [1, 2, 3]
 
-    [rep] = run_import("trackio", str(tmp_path / "trackio"), project="client-tests", url=server.url)
+    where = str(tmp_path / ("trackio" if backend == "trackio" else "wandb"))
+    [rep] = run_import(backend, where, project="client-tests", url=server.url)
     # TRL logs the last table again when training ends: the repeat is reported, stored once
     assert [w for w, why in rep.rejected if "same generation batch" in why] and \
         all("same generation batch" in why or w == "system_metrics" for w, why in rep.rejected), rep.rejected
     run = server.get(f"/api/v1/runs/{rep.run_id}")
-    assert run["name"] == "grpo-trackio" and run["config"]["num_generations"] == 4
+    assert run["name"] == f"grpo-{backend}" and run["config"]["num_generations"] == 4
     steps = {s["step"]: s for s in server.steps(rep.run_id)["steps"]}
     assert sorted(steps) == [1, 2, 3] and all((s["groups"], s["trajectories"], s["estimator"]) == (2, 8, "grpo") for s in steps.values())
     for b in batches:
@@ -492,12 +496,12 @@ def test_grpo_report_to_trackio_imports_every_completion(server, tmp_path):
         details = [server.get(f"/api/v1/trajectories/{t['id']}") for t in trs]
         assert [d["turns"][0]["observation"] for d in details] == b["prompts"]
         assert [d["turns"][0]["action"] for d in details] == b["completions"]
-        # the float32 advantages TRL trained with, as Trackio stored them: exact
+        # the float32 advantages TRL trained with, as the tracker stored them: exact
         assert [d["turns"][0]["advantage"] for d in details] == b["advantages"]
         assert all(d["success"] == (d["reward"] > 0.0) for d in details)  # the callback's default rule
     assert set(server.metrics(rep.run_id)["train/loss"]) == {1, 2, 3}
 
-    again = run_import("trackio", str(tmp_path / "trackio"), project="client-tests", url=server.url)
+    again = run_import(backend, where, project="client-tests", url=server.url)
     assert [(r.run_id, r.imported, r.already) for r in again] == [(rep.run_id, 0, rep.imported)]
 
 
