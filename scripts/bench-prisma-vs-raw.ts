@@ -165,7 +165,7 @@ async function benchStore(kind: StoreKind): Promise<Row[]> {
   };
   try {
     // the same run (same id) in both databases: replayed statements name it
-    const { runId } = createRun(importedRun(importRunSchema.parse({ project: "bench", name: "prisma-vs-raw", config: {} })), undefined, rawDb);
+    const { runId } = createRun(importedRun(importRunSchema.parse({ project: "bench", name: "prisma-vs-raw", config: {} })), rawDb);
     await prisma.run.create({
       data: { id: runId, name: "prisma-vs-raw", kind: "imported", status: "running", config: {}, project: { create: { name: "bench" } } },
     });

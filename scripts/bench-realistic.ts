@@ -130,6 +130,7 @@ async function ingest(): Promise<{ runId: string; json: number; zstd: number | n
 async function writeDirect(): Promise<string> {
   const { createRun } = await import("../lib/db/runs");
   const { writeRolloutStep } = await import("../lib/db/rollouts");
+  const { summarizeStepInput } = await import("../lib/schemas/step-summary");
   const runId = createRun({
     project: "bench",
     name: `alfworld-${STEPS}x6400`,
@@ -142,7 +143,8 @@ async function writeDirect(): Promise<string> {
   }).runId;
   const t0 = performance.now();
   for (let step = 0; step < STEPS; step++) {
-    writeRolloutStep(runId, await realisticStep(step, STEPS, TOKENS));
+    const input = await realisticStep(step, STEPS, TOKENS);
+    writeRolloutStep(runId, input, null, undefined, { summary: summarizeStepInput(input) });
     if (step % 10 === 9) console.log(`  wrote ${step + 1}/${STEPS} steps, ${((performance.now() - t0) / 1000).toFixed(0)} s`);
   }
   return runId;

@@ -49,8 +49,9 @@ export const LAYERS = {
   // Services (launch, actions, catalog) and the ingest pipeline.
   "lib/runs": ["lib/db", "lib/jobs", "lib/schemas", "lib/credit", "lib/envs", "lib/rollout"],
   "lib/ingest": ["lib/db", "lib/schemas"],
-  // Stores: SQL and the job queue (the queue is built on the database client; runs enqueue in a transaction).
-  "lib/db": ["lib/jobs", "lib/schemas", "lib/credit", "lib/generated"],
+  // Stores: SQL only; lib/db never imports lib/jobs (the queue is built on it, not the other way:
+  // lib/runs opens the transaction that writes a run and its job).
+  "lib/db": ["lib/schemas", "lib/credit", "lib/generated"],
   "lib/jobs": ["lib/db", "lib/schemas", "lib/generated"],
   // Browser side: the typed fetch client and the react-query hooks over it.
   // Browser side: the typed fetch client and the react-query hooks over it. lib/queries reads the

@@ -51,6 +51,13 @@ try {
   console.error(`web-server: ${e.message}`);
   process.exit(1);
 }
+// Steps whose deferred work (search index, credit summary) a stop cut off are finished before serving (lib/runs/pending-steps.ts).
+try {
+  const n = (await import("../lib/runs/pending-steps.ts")).finishPendingSteps();
+  if (n) console.log(`web-server: finished the deferred work of ${n} stored step(s)`);
+} catch (e) {
+  console.error(`web-server: could not finish stored steps' deferred work (${e.message}); their reads do it instead`);
+}
 const { ROUTES } = await import("../lib/api/routes.ts");
 
 const hostname = process.env.TURNLENS_HOST || "127.0.0.1";

@@ -5,10 +5,11 @@
 // The database stores the estimators' inputs (rewards, anchors, validity), not every estimator's
 // output; the service recomputes other estimators from what this loads.
 import type { Group, Turn } from "../credit";
-import { creditTurn, INFO_CREDIT_FIELDS, type TurnText } from "../schemas/credit";
+import { INFO_CREDIT_FIELDS, type TurnText } from "../schemas/credit";
 import { NotFoundError } from "../schemas/errors";
+import { trajectoryTexts } from "../schemas/step-summary";
+import { storedCreditTurn, storedTurnEntropy } from "../schemas/turn-columns";
 import { getRawDb, type RawDb } from "./raw";
-import { trajectoryTexts, turnEntropy } from "./credit-summary";
 import { decodeTokenData } from "./token-data";
 import { unpackTurnColumns, unpackTurnTexts, unpackTurnTokens } from "./trajectory-pack";
 
@@ -97,22 +98,14 @@ export function loadStep(meta: StepMeta, db: RawDb = getRawDb()): LoadedStep {
     const anchors: (string | null)[] = [];
     const entropies: (number | null)[] = [];
     for (let i = 0; i < t.length; i++) {
-      const anchor = c.anchor?.[i] ?? null;
-      const turn = creditTurn({
-        reward: c.reward[i],
-        valid: c.valid[i] !== 0,
-        anchor,
-        agent: c.agent?.[i] ?? null,
-        tokenCount: c.tokenCount?.[i] ?? null,
-        info: c.creditInfo?.[i] ?? null,
-      });
+      const turn = storedCreditTurn(c, i);
       const rec = turn as unknown as Record<string, unknown>;
       for (const f of OPTIONAL_FIELDS) if (rec[f] !== undefined) present.set(f, (present.get(f) ?? 0) + 1);
       turns.push(turn);
       advantages.push(c.advantage?.[i] ?? null);
-      anchors.push(anchor);
+      anchors.push(c.anchor?.[i] ?? null);
       const tok = tokens?.[i];
-      entropies.push(c.entropy?.[i] ?? c.tokenEntropy?.[i] ?? (tok ? tokenEntropyMean(tok) : null));
+      entropies.push(storedTurnEntropy(c, i, tok ? tokenEntropies(tok) : null));
       n++;
     }
     const lt: LoadedTrajectory = {
@@ -144,10 +137,10 @@ export function loadStep(meta: StepMeta, db: RawDb = getRawDb()): LoadedStep {
   return loaded;
 }
 
-/** The mean of a turn's stored token entropies (null without any, or when the BLOB cannot be read). */
-function tokenEntropyMean(blob: Uint8Array): number | null {
+/** A turn's stored token entropies (null without any, or when the BLOB cannot be read). */
+function tokenEntropies(blob: Uint8Array): ArrayLike<number> | null {
   try {
-    return turnEntropy(null, decodeTokenData(blob).entropies);
+    return decodeTokenData(blob).entropies;
   } catch {
     return null;
   }

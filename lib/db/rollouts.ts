@@ -1,13 +1,15 @@
 // Rollout storage: step -> group -> trajectory, a trajectory's turns packed into its row
 // (lib/db/trajectory-pack.ts). Written in bulk (one IMMEDIATE transaction per step, fenced by the
-// job's lease), read in pages by cursor.
+// job's lease), read in pages by cursor. What a reader does not need at once (the step's search
+// index and credit summary, computed by the caller) goes in with the step, or after it: then the
+// step carries a pending mark (lib/db/credit-summary.ts) until completeStoredStep.
 import { orderedId } from "./ids";
 import { ConflictError } from "../schemas/errors";
 import type { GroupOut, RolloutStepInput, RolloutStepOut, TrajectoryOut, TurnOut } from "../schemas/rollouts";
 import { assertRunExists, getRawDb, dbDateTime, insertRows, writeTransaction, type Fence, type RawDb } from "./raw";
 import { dialect } from "./dialect";
 import { packTurns, unpackTurns } from "./trajectory-pack";
-import { summarizeStepInput, writeStepSummary } from "./credit-summary";
+import { finishPendingStep, markStepPending, type StepSummary } from "./credit-summary";
 import { indexTrajectories, type IndexEntry } from "./trajectory-search";
 
 export class StepExistsError extends ConflictError {
@@ -92,33 +94,25 @@ function nextTurnSeq(runId: string, db: RawDb): number {
   );
 }
 
-/** The step's trajectories as the search index takes them (`trajectories`: rolloutRows' rows, in input order). */
-function searchEntries(runId: string, input: RolloutStepInput, trajectories: unknown[][]): IndexEntry[] {
-  const at = (name: string) => TRAJECTORY_COLS.indexOf(name);
-  const out: IndexEntry[] = [];
-  for (const g of input.groups)
-    for (const t of g.trajectories) {
-      const row = trajectories[out.length];
-      out.push({
-        id: row[at("id")] as string,
-        runId,
-        step: input.step,
-        success: t.success,
-        reward: row[at("reward")] as number,
-        length: t.turns.length,
-        observations: t.turns.map((u) => u.observation),
-        actions: t.turns.map((u) => u.action),
-      });
-    }
-  return out;
-}
+/**
+ * What a stored step has beside its rows: its credit summary (computed by the caller,
+ * lib/schemas/step-summary.ts summarizeStepInput; null: made on first read). "deferred": neither
+ * its summary nor its search index now; the step is marked pending and the caller completes it
+ * after answering (lib/ingest/deferred.ts), or the next start does (lib/runs/pending-steps.ts).
+ */
+export type StepExtras = { summary: StepSummary | null } | "deferred";
 
-/** Writes one step's rollouts. Throws StepExistsError if the step is already stored (nothing written twice). */
+/**
+ * Writes one step's rollouts, readable when the transaction commits, with its search index and
+ * summary or (`extras` "deferred") its pending mark. Throws StepExistsError if the step is already
+ * stored (nothing written twice).
+ */
 export function writeRolloutStep(
   runId: string,
   input: RolloutStepInput,
   fence: Fence | null = null,
   db: RawDb = getRawDb(),
+  extras: StepExtras = { summary: null },
 ): { stepId: string; turns: number } {
   return writeTransaction(
     fence,
@@ -131,21 +125,58 @@ export function writeRolloutStep(
       // a trajectory row carries its turns' packed texts (~2-100 KB): 64 rows a statement keeps a
       // statement's parameters to a few MB, in two round trips for a 128-trajectory step on PostgreSQL
       insertRows(db, `INSERT INTO "Trajectory" (${cols(TRAJECTORY_COLS)})`, TRAJECTORY_COLS.length, rows.trajectories.flat(), "", 64);
-      indexTrajectories(db, searchEntries(runId, input, rows.trajectories));
-      // credit over training's summary of the step, kept with it (a few ms at 6,400 turns); should it
-      // fail, the step is still stored and its summary is made on its first read instead
-      let summary = null;
-      try {
-        summary = summarizeStepInput(input);
-      } catch {
-        /* made on read */
-      }
-      if (summary) writeStepSummary(runId, rows.stepId, summary, db);
+      markStepPending(runId, rows.stepId, db);
+      if (extras !== "deferred") completeStoredStep(runId, rows.stepId, input, extras.summary, db);
       return { stepId: rows.stepId, turns: rows.turns };
     },
     db,
     { runId },
   );
+}
+
+/**
+ * A pending step's deferred work, inside the caller's write transaction: its search index from
+ * `input` (the step as written) and its summary in place of its pending mark.
+ */
+export function completeStoredStep(runId: string, stepId: string, input: RolloutStepInput, summary: StepSummary | null, db: RawDb): void {
+  indexStoredStep(runId, stepId, input, db);
+  finishPendingStep(stepId, summary, db);
+}
+
+/**
+ * Adds a stored step's trajectories to the search index, from the texts they were stored with
+ * (`input`, the step as written); trajectories already indexed (a search indexes what it finds
+ * missing) are skipped. Inside the caller's write transaction.
+ */
+export function indexStoredStep(runId: string, stepId: string, input: RolloutStepInput, db: RawDb): void {
+  const rows = db
+    .prepare(
+      `SELECT g."uid", t."index", t."id", t."reward" FROM "RolloutGroup" g JOIN "Trajectory" t ON t."groupId" = g."id"
+       WHERE g."stepId" = ? AND NOT EXISTS (SELECT 1 FROM "TrajectorySearch" x WHERE x."trajectoryId" = t."id")`,
+    )
+    .raw()
+    .all(stepId) as [string, number, string, number][];
+  if (!rows.length) return;
+  const byGroup = new Map(input.groups.map((g) => [g.uid, g.trajectories]));
+  const at = new Map(input.groups.map((g, i) => [g.uid, i]));
+  // in the step's own order (index keys break ties in a search's sort)
+  rows.sort((a, b) => at.get(a[0])! - at.get(b[0])! || a[1] - b[1]);
+  const entries: IndexEntry[] = [];
+  for (const [uid, index, id, reward] of rows) {
+    const t = byGroup.get(uid)?.[index];
+    if (!t) continue;
+    entries.push({
+      id,
+      runId,
+      step: input.step,
+      success: t.success,
+      reward,
+      length: t.turns.length,
+      observations: t.turns.map((u) => u.observation),
+      actions: t.turns.map((u) => u.action),
+    });
+  }
+  indexTrajectories(db, entries);
 }
 
 /** A run's stored trajectories counted: how many, successes, summed return and turns (a resumed evaluation continues from them). */

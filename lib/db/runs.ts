@@ -1,7 +1,5 @@
 // Runs: create (with the job that produces them), list with filters/sort/pagination, get, delete.
 import { randomUUID } from "node:crypto";
-import { enqueueInTransaction } from "../jobs/queue";
-import type { EnqueueInput } from "../jobs/schemas";
 import { ConflictError, NotFoundError } from "../schemas/errors";
 import { parseConfigFilter, type ImportRun, type RunFilters, type RunListQuery, type RunOut } from "../schemas/runs";
 import { deleteRunMetrics } from "./metrics";
@@ -50,11 +48,12 @@ export function importedRun(body: ImportRun): NewRun {
 }
 
 /**
- * Creates the run and, for launched runs, the queued job that produces it (lib/jobs), atomically.
+ * Creates the run (and its project when new). Inside a caller's write transaction it joins it: a
+ * launched run and the queued job that produces it are written together by lib/runs/launch.ts.
  * Raw and synchronous on purpose: a Prisma interactive transaction would hold SQLite's write lock
  * across awaits, and a fenced raw write in the same process would then deadlock against it.
  */
-export function createRun(input: NewRun, job?: Omit<EnqueueInput, "runId">, db: RawDb = getRawDb()): { runId: string; jobId: string | null } {
+export function createRun(input: NewRun, db: RawDb = getRawDb()): { runId: string } {
   return writeTransaction(
     null,
     (db) => {
@@ -93,9 +92,7 @@ export function createRun(input: NewRun, job?: Omit<EnqueueInput, "runId">, db: 
         input.startedAt ? dbDateTime(input.startedAt) : status === "running" ? now : null,
         input.finishedAt ? dbDateTime(input.finishedAt) : null,
       );
-      if (!job) return { runId, jobId: null };
-      // the queue's one enqueue implementation, inside this transaction
-      return { runId, jobId: enqueueInTransaction(db, { ...job, runId }) };
+      return { runId };
     },
     db,
   );

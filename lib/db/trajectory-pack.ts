@@ -13,30 +13,14 @@
 // The one encoder and decoder of the three. A column written as JSON text (not deflated: it starts
 // with "{") is read the same way: that is what the migration from one row per turn wrote.
 import zlib from "node:zlib";
-import { INFO_CREDIT_FIELDS } from "../schemas/credit";
 import { tokenValues, type TurnInput, type TurnOut } from "../schemas/rollouts";
+import { readTurnColumns, turnColumns, type TurnColumns } from "../schemas/turn-columns";
 import { decodeTokenData, encodeTokenData } from "./token-data";
-import { turnEntropy } from "./credit-summary";
+
+export type { TurnColumns };
 
 /** Level 6: 52 bytes a turn of ALFWorld-like texts against 83 at level 1, for 50 ms a 6,400-turn step against 27. */
 const DEFLATE = { level: 6 };
-
-/** What credit and the turn lists read, one array per field, one entry per turn. */
-export interface TurnColumns {
-  reward: number[];
-  valid: number[];
-  done: number[];
-  anchor: (string | null)[];
-  agent: (number | null)[];
-  tokenCount: (number | null)[];
-  logprob: (number | null)[];
-  entropy: (number | null)[];
-  /** mean of the turn's token entropies (null without them); missing in columns migrated from per-turn rows */
-  tokenEntropy?: (number | null)[];
-  advantage: (number | null)[];
-  /** the turn's info reduced to the fields credit reads (INFO_CREDIT_FIELDS), null without any */
-  creditInfo: (Record<string, unknown> | null)[];
-}
 
 export interface TurnTexts {
   observation: string[];
@@ -59,48 +43,12 @@ function unpack<T>(blob: Uint8Array): T {
   return JSON.parse((buf[0] === 0x7b ? buf : zlib.inflateSync(buf)).toString("utf8")) as T;
 }
 
-function creditInfo(info: Record<string, unknown> | null | undefined): Record<string, unknown> | null {
-  if (!info) return null;
-  let out: Record<string, unknown> | null = null;
-  for (const f of INFO_CREDIT_FIELDS)
-    if (f in info) {
-      out ??= {};
-      out[f] = info[f];
-    }
-  return out;
-}
-
 /** Packs one trajectory's turns (ingest's validated shape). Throws TokenDataError naming a bad token array. */
 export function packTurns(turns: readonly TurnInput[]): PackedTurns {
-  const cols: Required<TurnColumns> = {
-    reward: [],
-    valid: [],
-    done: [],
-    anchor: [],
-    agent: [],
-    tokenCount: [],
-    logprob: [],
-    entropy: [],
-    tokenEntropy: [],
-    advantage: [],
-    creditInfo: [],
-  };
   const texts: TurnTexts = { observation: [], action: [], info: [] };
   const tokens: Buffer[] = [];
   let anyTokens = false;
   for (const u of turns) {
-    const entropies = tokenValues(u.tokenEntropies);
-    cols.reward.push(u.reward);
-    cols.valid.push(u.valid === false ? 0 : 1);
-    cols.done.push(u.done ? 1 : 0);
-    cols.anchor.push(u.anchor ?? null);
-    cols.agent.push(u.agent ?? null);
-    cols.tokenCount.push(u.tokenCount ?? null);
-    cols.logprob.push(u.logprob ?? null);
-    cols.entropy.push(u.entropy ?? null);
-    cols.tokenEntropy.push(turnEntropy(null, entropies));
-    cols.advantage.push(u.advantage ?? null);
-    cols.creditInfo.push(creditInfo(u.info));
     texts.observation.push(u.observation);
     texts.action.push(u.action);
     texts.info.push(u.info ?? null);
@@ -111,14 +59,14 @@ export function packTurns(turns: readonly TurnInput[]): PackedTurns {
         texts: u.tokenTexts ?? null,
         logprobs: tokenValues(u.tokenLogprobs),
         advantages: tokenValues(u.tokenAdvantages),
-        entropies,
+        entropies: tokenValues(u.tokenEntropies),
       });
       len.writeUInt32BE(blob.length);
       tokens.push(len, blob);
       anyTokens = true;
     } else tokens.push(len);
   }
-  return { turnData: pack(cols), turnTexts: pack(texts), turnTokens: anyTokens ? Buffer.concat(tokens) : null };
+  return { turnData: pack(turnColumns(turns)), turnTexts: pack(texts), turnTokens: anyTokens ? Buffer.concat(tokens) : null };
 }
 
 export function unpackTurnColumns(blob: Uint8Array): TurnColumns {
@@ -156,7 +104,6 @@ export function unpackTurns(
   const c = unpackTurnColumns(turnData);
   const x = unpackTurnTexts(turnTexts);
   const tokens = unpackTurnTokens(turnTokens, length);
-  const at = <T>(col: T[] | undefined, i: number): T | null => col?.[i] ?? null;
   return Array.from({ length }, (_, i) => {
     const tok = tokens[i];
     return {
@@ -165,16 +112,8 @@ export function unpackTurns(
       index: i,
       observation: x.observation?.[i] ?? "",
       action: x.action?.[i] ?? "",
-      reward: c.reward?.[i] ?? 0,
-      valid: c.valid?.[i] !== 0,
-      done: c.done?.[i] === 1,
-      anchor: at(c.anchor, i),
-      agent: at(c.agent, i),
-      tokenCount: at(c.tokenCount, i),
-      logprob: at(c.logprob, i),
-      entropy: at(c.entropy, i),
-      advantage: at(c.advantage, i),
-      info: at(x.info, i),
+      ...readTurnColumns(c, i),
+      info: x.info?.[i] ?? null,
       tokens: tok ? decodeTokenData(tok) : null,
     };
   });

@@ -11,6 +11,7 @@ import { getRawDb, writeTransaction, type RawDb } from "../db/raw";
 import type { LogMetrics } from "../schemas/metrics";
 import type { RolloutStepInput, RolloutStepPart, RolloutStepsBatch } from "../schemas/rollouts";
 import { ConflictError } from "../schemas/errors";
+import { deferStepWork } from "./deferred";
 
 export interface IngestAnswer {
   status: 200 | 201;
@@ -61,7 +62,11 @@ export function ingestStep(runId: string, input: RolloutStepInput, db: RawDb = g
       new ConflictError(`step ${input.step} of run ${runId} is already stored with other content; a step is written once`, [
         { path: "body.step", message: `step ${input.step} exists with other content` },
       ]),
-    (db) => writeRolloutStep(runId, input, null, db),
+    (db) => {
+      const stored = writeRolloutStep(runId, input, null, db, "deferred");
+      deferStepWork(runId, stored.stepId, input); // after the answer (lib/ingest/deferred.ts)
+      return stored;
+    },
     db,
   );
 }

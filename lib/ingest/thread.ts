@@ -17,6 +17,7 @@ import {
   rolloutStepsBatchSchema,
 } from "../schemas/rollouts";
 import { ingestMetrics, ingestStep, ingestStepPart, ingestSteps } from "./batches";
+import { makeRoomForDeferred, scheduleDeferred } from "./deferred";
 
 export interface IngestRequest {
   id: number;
@@ -46,6 +47,7 @@ export function handleIngest(req: IngestRequest, conn?: RawDb): IngestReply {
       }
       conn = db;
     }
+    makeRoomForDeferred(conn);
     const value = parseJsonBytes(req.bytes);
     const ans =
       req.kind === "steps"
@@ -66,6 +68,9 @@ export function handleIngest(req: IngestRequest, conn?: RawDb): IngestReply {
       error: err?.message ?? String(e),
       issues: err?.issues ?? [],
     };
+  } finally {
+    // the stored steps' index and summary after this answer is sent (lib/ingest/deferred.ts)
+    if (conn) scheduleDeferred(conn);
   }
 }
 

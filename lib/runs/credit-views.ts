@@ -11,7 +11,8 @@
 // (lib/db/credit-summary.ts: written with the step), so it never loads a step's turns: tens of ms
 // at 150 steps x 6,400 turns, where loading the 50 sampled steps took seconds.
 import { runCreditWithParams, groupAnchorIds, renumberGroups, type CreditDiagnostics } from "../credit";
-import { readStepSummaries, summarizeStep, writeStepSummary, type StepSummary } from "../db/credit-summary";
+import { readStepSummaries, writeStepSummary } from "../db/credit-summary";
+import { summarizeStep, type StepSummary } from "../schemas/step-summary";
 import { loadStep as loadStepRows, groupTexts, runSteps, stepMeta, stepTexts, type LoadedStep, type StepMeta } from "../db/credit";
 import { getRawDb, type RawDb } from "../db/raw";
 import { NotFoundError } from "../schemas/errors";
@@ -180,6 +181,11 @@ function summarizeLoaded(loaded: LoadedStep, source: CreditSource, db: RawDb): S
     success,
     texts: byId ? texts : null,
   });
+}
+
+/** A stored step's summary of its stored advantages, from its rows (a step whose deferred work was cut off, lib/runs/pending-steps.ts). */
+export function storedStepSummary(meta: StepMeta, db: RawDb = getRawDb()): StepSummary {
+  return summarizeLoaded(loadStep(meta, db), {}, db);
 }
 
 const sourceKey = (source: CreditSource) => (isStoredSource(source) ? "stored" : `${source.estimator}|${JSON.stringify(source.params ?? null)}`);

@@ -4,6 +4,8 @@ import { envRegistry, getEnvSpec } from "../envs/registry";
 import { getEstimator, ESTIMATOR_IDS } from "../credit";
 import { createRun, getRun, importedRun, type NewRun } from "../db/runs";
 import { getJobKind, launchableKinds, type LaunchableKindId } from "../jobs/kinds";
+import { enqueueInTransaction } from "../jobs/queue";
+import { writeTransaction } from "../db/raw";
 import type { EnqueueInput } from "../jobs/schemas";
 import { errorKind, InvalidInputError, zodIssues, type Issue } from "../schemas/errors";
 import { checkpointToEvaluate, type ImportRun, type LaunchRun } from "../schemas/runs";
@@ -161,7 +163,7 @@ export async function launchRun(body: LaunchRun): Promise<{ runId: string; jobId
     ]);
   }
   const { run, payload } = (prepare[body.jobKind] as (b: LaunchRun) => Prepared)(body);
-  return createRun(
+  return createRunWithJob(
     { ...run, project: body.project, tags: body.tags, notes: body.notes, jobKind: spec.id },
     {
       kind: spec.id,
@@ -187,7 +189,19 @@ export function parseEstimatorParams(estimator: string, params: unknown, root: s
   );
 }
 
+/**
+ * A run and the queued job that produces it, in one transaction (lib/db stores the run, lib/jobs
+ * the job; neither imports the other).
+ */
+export function createRunWithJob(input: NewRun, job: Omit<EnqueueInput, "runId">): { runId: string; jobId: string } {
+  return writeTransaction(null, (db) => {
+    const { runId } = createRun(input, db);
+    // the queue's one enqueue implementation, inside this transaction
+    return { runId, jobId: enqueueInTransaction(db, { ...job, runId }) };
+  });
+}
+
 /** A run from an external trainer: no job; it streams metrics and rollouts through the ingest API. */
 export async function importRun(body: ImportRun): Promise<{ runId: string; jobId: string | null }> {
-  return createRun(importedRun(body));
+  return { ...createRun(importedRun(body)), jobId: null };
 }

@@ -28,6 +28,17 @@ describe("checkLayers", () => {
     expect(violations.map((v: string) => v.split(" imports ")[0]).sort()).toEqual(["lib/db/runs.ts", "lib/schemas/runs.ts"]);
   });
 
+  it("rejects a store that imports the job queue (lib/db -> lib/jobs): lib/runs writes a run with its job", () => {
+    const root = tree({
+      "lib/jobs/queue.ts": "export const enqueue = 1;",
+      "lib/db/runs.ts": 'import { enqueue } from "../jobs/queue"; export const r = enqueue;',
+      "lib/runs/launch.ts": 'import { enqueue } from "../jobs/queue"; export const l = enqueue;',
+    });
+    const { violations } = checkLayers(root);
+    expect(violations).toHaveLength(1);
+    expect(violations[0]).toMatch(/^lib\/db\/runs\.ts imports \.\.\/jobs\/queue: lib\/db may not import lib\/jobs/);
+  });
+
   it("passes the allowed direction and imports inside one layer", () => {
     const root = tree({
       "lib/schemas/runs.ts": "export const q = 1;",

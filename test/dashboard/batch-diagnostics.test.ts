@@ -11,7 +11,7 @@ const { createRun } = await import("@/lib/db/runs");
 const { writeRolloutStep } = await import("@/lib/db/rollouts");
 const { forgetStepSummaries } = await import("@/lib/db/inspect");
 const { creditOverview } = await import("@/lib/runs/credit-views");
-const { summarizeStepInput } = await import("@/lib/db/credit-summary");
+const { summarizeStepInput } = await import("@/lib/schemas/step-summary");
 
 const OBJECTS = ["apple", "mug", "knife", "towel"];
 type Traj = RolloutStepInput["groups"][number]["trajectories"][number];

@@ -9,6 +9,7 @@ import type { RolloutStepInput } from "@/lib/schemas/rollouts";
 useTempDatabase("credit-summary");
 const { createRun } = await import("@/lib/db/runs");
 const { writeRolloutStep } = await import("@/lib/db/rollouts");
+const { summarizeStepInput } = await import("@/lib/schemas/step-summary");
 const { countRows, forgetStepSummaries } = await import("@/lib/db/inspect");
 const { creditOverview } = await import("@/lib/runs/credit-views");
 const { rolloutStepInputSchema } = await import("@/lib/schemas/rollouts");
@@ -89,7 +90,8 @@ beforeAll(() => {
   written = newRun("written");
   backfilled = newRun("backfilled");
   for (const s of steps) {
-    writeRolloutStep(written, s);
+    // the summary ingest computes and stores with a step
+    writeRolloutStep(written, s, null, undefined, { summary: summarizeStepInput(s) });
     writeRolloutStep(backfilled, s);
   }
   // a store whose steps were written before summaries existed (or bulk-loaded around writeRolloutStep)

@@ -9,7 +9,7 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { killAllWorkers, spawnWorker, useTempDatabase, waitFor, ROOT } from "../helpers/workers";
 
 const db = useTempDatabase("checkpoint-eval");
-const { launchRun } = await import("../../lib/runs/launch");
+const { createRunWithJob, launchRun } = await import("../../lib/runs/launch");
 const { launchRunSchema, runListQuerySchema } = await import("../../lib/schemas/runs");
 const { createRun, getRun, listRuns } = await import("../../lib/db/runs");
 const { readSeries } = await import("../../lib/db/metrics");
@@ -280,7 +280,7 @@ describe("checkpoint-eval job", () => {
     );
 
     // A job whose source vanished after launch fails with the same kind of message, naming the field.
-    const { runId } = createRun(
+    const { runId } = createRunWithJob(
       { project: "default", name: "orphan", kind: "eval", config: {}, envId: null, estimator: null, seed: 0, tags: [], notes: "", jobKind: "checkpoint-eval" },
       { kind: "checkpoint-eval", payload: { sourceRunId: "gone-run" } },
     );

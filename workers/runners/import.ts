@@ -154,7 +154,7 @@ export const importUpload: JobRunner = async (ctx) => {
         const found = findImportedRun(db, create.project, imp.id!);
         if (found) return { runId: found.id, created: false, name: found.name };
         // the source's own times come with it: the run shows when it trained, not when it was uploaded
-        const { runId } = createRun(importedRun(create), undefined, db);
+        const { runId } = createRun(importedRun(create), db);
         // a write key nobody holds: the run takes no writes from outside, only from a re-upload
         issueWriteKey(runId, db);
         return { runId, created: true, name: create.name };
