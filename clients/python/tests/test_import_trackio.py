@@ -94,6 +94,8 @@ trackio.log({"episode": trackio.Trace(
     metadata={"reward": 1.0, "advantage": 0.625, "step": 2, "episode": 7},
     spans=[{"id": "s1", "name": "policy", "kind": "generation", "duration_ms": 12.5},
            {"id": "s2", "name": "look", "kind": "tool", "parent_id": "s1", "duration_ms": 3.0}])})
+trackio.log({"unscored": trackio.Trace(messages=[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}],
+                                        metadata={"step": 3})})
 trackio.finish()
 print(json.dumps(logged))
 """
@@ -112,7 +114,10 @@ def test_trl_completions_table_and_trace(server, tmp_path):
     logged = {int(k): v for k, v in json.loads(out.stdout.strip().splitlines()[-1]).items()}
 
     [rep] = run_import("trackio", str(tmp_path / "trackio"), project="trackio-imports", url=server.url)
-    assert rep.imported == 2 * 3 + 3 * 8 + 1 and [w for w, _ in rep.rejected] in ([], ["system_metrics"]), rep.as_dict()
+    unscored = [(w, why) for w, why in rep.rejected if w != "system_metrics"]
+    assert rep.imported == 2 * 3 + 3 * 8 + 1 and len(unscored) == 1, rep.as_dict()
+    assert unscored[0][0].startswith("trace ") and unscored[0][0].endswith(":unscored")
+    assert unscored[0][1] == "metadata.reward: required (a trajectory needs the episode's reward)"
     steps = {s["step"]: s for s in server.steps(rep.run_id)["steps"]}
     assert sorted(steps) == [1, 2, 3]
     assert [(steps[s]["groups"], steps[s]["trajectories"], steps[s]["estimator"]) for s in (1, 2, 3)] == \
