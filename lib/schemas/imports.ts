@@ -16,11 +16,13 @@ export const IMPORT_FORMATS = {
   },
   trackio: {
     title: "Trackio project",
-    accepts: "a project's <project>.db from TRACKIO_DIR (default ~/.cache/huggingface/trackio), or a .tar/.tar.gz/.zip of that folder",
+    accepts:
+      "a project's <project>.db from TRACKIO_DIR (default ~/.cache/huggingface/trackio), or a .tar/.tar.gz/.zip of that folder (curves; TRL completions tables and traces as trajectories)",
   },
   wandb: {
     title: "W&B offline run",
-    accepts: "a run-<id>.wandb file, or a .tar/.tar.gz/.zip of a wandb/offline-run-* folder (or of wandb/); needs the wandb package where the worker runs",
+    accepts:
+      "a run-<id>.wandb file, or a .tar/.tar.gz/.zip of a wandb/offline-run-* folder (or of wandb/); needs the wandb package where the worker runs (curves; TRL completions tables as trajectories)",
   },
   inspect: {
     title: "Inspect eval log",

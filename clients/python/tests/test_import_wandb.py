@@ -110,3 +110,13 @@ def test_wandb_trl_completions_table(server, tmp_path):
 
     [again] = run_import("wandb", str(tmp_path / "wandb"), project="wandb-imports", url=server.url)
     assert (again.run_id, again.imported, again.already) == (rep.run_id, 0, rep.imported)
+
+    # the .wandb log alone: its records name the table files, which are not beside it
+    import shutil
+
+    from turnlens.importers.wandb import read
+
+    [log] = (tmp_path / "wandb").glob("offline-run-*/run-*.wandb")
+    (tmp_path / "lone").mkdir()
+    [src] = read(shutil.copy(log, tmp_path / "lone"))
+    assert len(src.rejected) == 2 and all("not in the run folder (import the whole offline-run-* folder" in why for _, why in src.rejected)

@@ -217,6 +217,10 @@ def _table_rows(run_dir: Path, ref: Dict[str, Any], src: Source, where: str) -> 
     """A logged wandb.Table's rows: the history record holds a reference ({"_type": "table-file", "path"}); the
     table itself is files/<path> in the run folder, {"columns": [...], "data": [[...], ...]}."""
     path = run_dir / "files" / str(ref.get("path", ""))
+    if not path.is_file():
+        src.reject(where, f"the table's file files/{ref.get('path')} is not in the run folder (import the whole "
+                          "offline-run-* folder, not only its .wandb log)")
+        return None
     try:
         with open(path, encoding="utf-8") as fh:
             table = json.load(fh)
