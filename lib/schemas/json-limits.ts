@@ -30,6 +30,19 @@ function fieldPath(root: string, path: (string | number)[]): string {
 // store as null: refused instead (x - x is NaN only for a non-finite number).
 const NOT_FINITE = "number out of range: it overflows to Infinity (a double holds at most about 1.8e308)";
 
+// A JSON escape can spell half of a UTF-16 surrogate pair ("\ud800"), which is no character: stored
+// as UTF-8 it would become U+FFFD, so it is refused as invalid UTF-8 is. isWellFormed is one pass
+// over a two-byte string and free on a one-byte (Latin-1) one, which most text is.
+const LONE_SURROGATE = "holds a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape), which is not text";
+type Es2024String = string & { isWellFormed(): boolean; toWellFormed(): string };
+const wellFormed = (s: string) => (s as Es2024String).isWellFormed();
+
+/** What is wrong with a string of a JSON value (too long, a lone surrogate), or null. */
+function stringProblem(s: string, limits: JsonLimits): string | null {
+  if (s.length > limits.maxString) return `string longer than ${limits.maxString} characters`;
+  return wellFormed(s) ? null : LONE_SURROGATE;
+}
+
 /** The first violation as `{path, message}`, or null. Never recurses. */
 export function findJsonViolation(value: unknown, limits: JsonLimits = DEFAULT_JSON_LIMITS): { path: (string | number)[]; message: string } | null {
   // explicit stack of [value, depth, path]; paths are materialised only on a violation
@@ -37,7 +50,8 @@ export function findJsonViolation(value: unknown, limits: JsonLimits = DEFAULT_J
   while (stack.length) {
     const [v, depth, path] = stack.pop()!;
     if (typeof v === "string") {
-      if (v.length > limits.maxString) return { path, message: `string longer than ${limits.maxString} characters` };
+      const bad = stringProblem(v, limits);
+      if (bad) return { path, message: bad };
       continue;
     }
     if (typeof v === "number" && v - v !== 0) return { path, message: NOT_FINITE };
@@ -50,8 +64,10 @@ export function findJsonViolation(value: unknown, limits: JsonLimits = DEFAULT_J
         if (x !== null && typeof x === "object") stack.push([x, depth + 1, [...path, i]]);
         else if (typeof x === "number") {
           if (x - x !== 0) return { path: [...path, i], message: NOT_FINITE };
-        } else if (typeof x === "string" && x.length > limits.maxString)
-          return { path: [...path, i], message: `string longer than ${limits.maxString} characters` };
+        } else if (typeof x === "string") {
+          const bad = stringProblem(x, limits);
+          if (bad) return { path: [...path, i], message: bad };
+        }
       }
     } else {
       const keys = Object.keys(v);
@@ -59,11 +75,15 @@ export function findJsonViolation(value: unknown, limits: JsonLimits = DEFAULT_J
       for (let i = keys.length - 1; i >= 0; i--) {
         const x = (v as Record<string, unknown>)[keys[i]];
         if (keys[i].length > limits.maxString) return { path, message: "key too long" };
+        // the key named as it reads (U+FFFD in the surrogate's place), as an invalid UTF-8 key is
+        if (!wellFormed(keys[i])) return { path: [...path, (keys[i] as Es2024String).toWellFormed()], message: `its key ${LONE_SURROGATE}` };
         if (x !== null && typeof x === "object") stack.push([x, depth + 1, [...path, keys[i]]]);
         else if (typeof x === "number") {
           if (x - x !== 0) return { path: [...path, keys[i]], message: NOT_FINITE };
-        } else if (typeof x === "string" && x.length > limits.maxString)
-          return { path: [...path, keys[i]], message: `string longer than ${limits.maxString} characters` };
+        } else if (typeof x === "string") {
+          const bad = stringProblem(x, limits);
+          if (bad) return { path: [...path, keys[i]], message: bad };
+        }
       }
     }
   }
