@@ -111,7 +111,7 @@ function resolveInput(
 /**
  * The one implementation of adding a job: inserts the queued row inside the caller's open write
  * transaction (`db` from writeTransaction), so a caller can create a Run and its job atomically
- * (lib/db/runs.ts createRun). Does not touch the Run. Returns the job id. Throws a ZodError on bad input.
+ * (lib/runs/launch.ts createRunWithJob). Does not touch the Run. Returns the job id. Throws a ZodError on bad input.
  */
 export function enqueueInTransaction(db: RawDb, input: EnqueueInput, now: Date = new Date()): string {
   const p = resolveInput(input);
