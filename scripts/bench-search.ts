@@ -6,7 +6,8 @@
 // each size in --turns times a set of searches: over one run and over the whole project, by text,
 // phrase, per-turn condition, filters and sort. Each search is the API's handler function called
 // in-process (the route is a thin wrapper), first page of 50; the figure is the median and the
-// slowest of --repeats calls against different runs (the first call of each search is cold).
+// slowest of --repeats calls against different runs (the first call of each search is cold), and
+// "stall" the longest the event loop waited during them (what a concurrent request would wait).
 // Also prints the index's bytes a turn and what indexing adds to a step's write.
 //
 // Twenty distinct steps are generated and written round-robin under new step numbers (generating
@@ -112,7 +113,27 @@ const SEARCHES: [string, (run: string) => Record<string, string>][] = [
   ["project: phrase, successes", () => ({ project: "bench-search", text: '"clean knife"', outcome: "success" })],
   ["project: invalid turn after 45", () => ({ project: "bench-search", valid: "false", minTurn: "45" })],
   ["project: step 80, by return", () => ({ project: "bench-search", step: "80", sort: "return" })],
+  ["every run: an anchor no turn has", () => ({ anchor: "zz-no-such-anchor" })],
 ];
+
+/** The search's answer and the longest the event loop waited meanwhile (what a concurrent request would have waited), in ms. */
+async function timedSearch(raw: Record<string, string>) {
+  const q = trajectorySearchQuerySchema.parse(raw);
+  // a timer every millisecond: the longest gap between its ticks is the longest the loop was held
+  const s0 = performance.now();
+  let last = s0;
+  let stall = 0;
+  const tick = setInterval(() => {
+    const now = performance.now();
+    stall = Math.max(stall, now - last);
+    last = now;
+  }, 1);
+  const res = await searchTrajectories(q);
+  const ms = performance.now() - s0;
+  await new Promise((r) => setTimeout(r, 5)); // the tick due during the search's last slice
+  clearInterval(tick);
+  return { res, ms, stall };
+}
 
 for (const size of sizes) {
   const t0 = performance.now();
@@ -124,27 +145,43 @@ for (const size of sizes) {
       (kind === "sqlite" ? `, database ${(sqliteBytesInUse(getRawDb() as never) / turns).toFixed(0)} bytes a turn` : ""),
   );
   console.log(
-    `  ${"search".padEnd(38)} ${"hits".padStart(5)} ${"scanned".padStart(8)} ${"cold ms".padStart(8)} ${"p50 ms".padStart(8)} ${"max ms".padStart(8)}`,
+    `  ${"search".padEnd(38)} ${"hits".padStart(5)} ${"scanned".padStart(8)} ${"cold ms".padStart(8)} ${"p50 ms".padStart(8)} ${"max ms".padStart(8)} ${"stall ms".padStart(8)}`,
   );
   for (const [name, make] of SEARCHES) {
     const ms: number[] = [];
     let hits = 0;
     let scanned = 0;
+    let stall = 0;
     for (let i = 0; i < repeats; i++) {
-      const q = trajectorySearchQuerySchema.parse({ ...make(runs[i % runs.length]), pageSize: "50" });
-      const s0 = performance.now();
-      const res = searchTrajectories(q);
-      ms.push(performance.now() - s0);
-      hits = res.trajectories.length;
-      scanned = res.scanned;
+      const t = await timedSearch({ ...make(runs[i % runs.length]), pageSize: "50" });
+      ms.push(t.ms);
+      hits = t.res.trajectories.length;
+      scanned = t.res.scanned;
+      stall = Math.max(stall, t.stall);
     }
     console.log(
       `  ${name.padEnd(38)} ${String(hits).padStart(5)} ${String(scanned).padStart(8)} ${ms[0].toFixed(1).padStart(8)} ${percentile(ms, 50).toFixed(1).padStart(8)} ${Math.max(
         ...ms,
       )
         .toFixed(1)
-        .padStart(8)}`,
+        .padStart(8)} ${stall.toFixed(1).padStart(8)}`,
     );
   }
+  // a search no trajectory matches, every page of it (pages of 200, as the Python client asks)
+  let cursor: string | undefined;
+  let pages = 0;
+  let total = 0;
+  let stall = 0;
+  for (;;) {
+    const t = await timedSearch({ anchor: "zz-no-such-anchor", pageSize: "200", ...(cursor ? { cursor } : {}) });
+    pages++;
+    total += t.ms;
+    stall = Math.max(stall, t.stall);
+    if (!t.res.next) break;
+    cursor = t.res.next;
+  }
+  console.log(
+    `  every page of "an anchor no turn has" over every run: ${pages} page(s) in ${total.toFixed(0)} ms; the event loop waited at most ${stall.toFixed(1)} ms`,
+  );
 }
 console.log(`\nload ${loadAverage()}`);

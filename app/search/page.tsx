@@ -1,6 +1,6 @@
 import { Suspense } from "react";
 import { SearchView } from "@/components/search/search-view";
-import { Hydrate, tryRead } from "@/components/ui/hydrate";
+import { Hydrate } from "@/components/ui/hydrate";
 import { searchTrajectories } from "@/lib/db/trajectory-search";
 import { searchParamsOf, searchQuery } from "@/lib/queries/search";
 import { trajectorySearchQuerySchema } from "@/lib/schemas/search";
@@ -13,7 +13,8 @@ export default async function SearchPage({ searchParams }: { searchParams: Promi
   const sp = await searchParams;
   const params = searchParamsOf((k) => (typeof sp[k] === "string" ? (sp[k] as string) : undefined));
   const parsed = trajectorySearchQuerySchema.safeParse(params);
-  const seed: [readonly unknown[], unknown][] = parsed.success ? [[searchQuery(params).queryKey, tryRead(() => searchTrajectories(parsed.data))]] : [];
+  const first = parsed.success ? await searchTrajectories(parsed.data).catch(() => undefined) : undefined;
+  const seed: [readonly unknown[], unknown][] = parsed.success ? [[searchQuery(params).queryKey, first]] : [];
   return (
     <Hydrate seed={seed}>
       <Suspense fallback={<p className="text-sm text-zinc-500">Loading…</p>}>

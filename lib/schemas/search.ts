@@ -97,6 +97,11 @@ export const trajectorySearchResultSchema = z
   .object({
     trajectories: z.array(trajectoryHitSchema),
     next: z.string().nullable().describe("Cursor of the next page; null when the search is exhausted."),
+    partial: z
+      .boolean()
+      .describe(
+        "The page stopped before it was full, with more left to check (its time or candidate budget spent): ask `next` for the rest. Its hits are the first of the page, in order.",
+      ),
     scanned: z.number().describe("Trajectories this page examined (index hits checked against the per-turn conditions and phrases)."),
   })
   .meta({ id: "TrajectorySearchResult" });

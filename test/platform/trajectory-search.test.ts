@@ -153,12 +153,12 @@ function turnMeets(q: TrajectorySearchQuery, u: TurnOut): boolean {
 }
 
 /** Every page of a search, in order. */
-function allPages(raw: Record<string, string>) {
+async function allPages(raw: Record<string, string>, budgetMs?: number) {
   const q = trajectorySearchQuerySchema.parse(raw);
   const hits = [];
   let cursor: string | undefined;
   for (let i = 0; i < 500; i++) {
-    const page = searchTrajectories({ ...q, cursor });
+    const page = await searchTrajectories({ ...q, cursor }, undefined, { budgetMs });
     hits.push(...page.trajectories);
     if (!page.next) return { q, hits };
     cursor = page.next;
@@ -189,8 +189,8 @@ const QUERIES: Record<string, string>[] = [
 ];
 
 describe("searchTrajectories", () => {
-  it.each(QUERIES.map((q, i) => [i, q] as const))("query %i gives exactly the trajectories a scan finds, in order, once", (_, raw) => {
-    const { q, hits } = allPages(raw);
+  it.each(QUERIES.map((q, i) => [i, q] as const))("query %i gives exactly the trajectories a scan finds, in order, once", async (_, raw) => {
+    const { q, hits } = await allPages(raw);
     const want = scan(q);
     expect(new Set(hits.map((h) => h.id)).size).toBe(hits.length); // no trajectory on two pages
     expect(hits.map((h) => h.id).sort()).toEqual(want.map((t) => t.id).sort());
@@ -209,42 +209,48 @@ describe("searchTrajectories", () => {
     if (raw.text !== "nothingmatchesthis") expect(want.length).toBeGreaterThan(0); // each query tests something
   });
 
-  it("pages without per-turn conditions answer the page size and a cursor while more remain", () => {
-    const q = trajectorySearchQuerySchema.parse({ runs: runA, pageSize: "5" });
-    const first = searchTrajectories(q);
-    expect(first.trajectories).toHaveLength(5);
-    expect(first.next).not.toBeNull();
-    expect(searchTrajectories({ ...q, cursor: first.next! }).trajectories[0].id).not.toBe(first.trajectories[4].id);
+  it.each(QUERIES.map((q, i) => [i, q] as const))("query %i gives the same pages put together when each page checks one candidate", async (_, raw) => {
+    // a time budget of 0: a page with a phrase or a per-turn condition stops after its first candidate, partial
+    const one = await allPages(raw, 0);
+    expect(one.hits).toEqual((await allPages(raw)).hits);
   });
 
-  it("refuses a non-finite number and a forged cursor, naming the field; a reversed range or a word too long to index matches nothing", () => {
-    expect(searchTrajectories(trajectorySearchQuerySchema.parse({ runs: runA, minLength: "5", maxLength: "2" })).trajectories).toEqual([]);
+  it("pages without per-turn conditions answer the page size and a cursor while more remain", async () => {
+    const q = trajectorySearchQuerySchema.parse({ runs: runA, pageSize: "5" });
+    const first = await searchTrajectories(q);
+    expect(first.trajectories).toHaveLength(5);
+    expect(first.next).not.toBeNull();
+    expect((await searchTrajectories({ ...q, cursor: first.next! })).trajectories[0].id).not.toBe(first.trajectories[4].id);
+  });
+
+  it("refuses a non-finite number and a forged cursor, naming the field; a reversed range or a word too long to index matches nothing", async () => {
+    expect((await searchTrajectories(trajectorySearchQuerySchema.parse({ runs: runA, minLength: "5", maxLength: "2" }))).trajectories).toEqual([]);
     expect(trajectorySearchQuerySchema.safeParse({ runs: runA, minReturn: "1e999" }).success).toBe(false);
     // every finite number as Python or JavaScript prints it is a number here
     for (const x of ["-1.5509206760962212e-233", "1e+16", "-0.0", "0.30000000000000004", "5e-324"])
       expect(trajectorySearchQuerySchema.safeParse({ maxReward: x }).success, x).toBe(true);
     expect(trajectorySearchQuerySchema.safeParse({ runs: runA, cursor: "bm90LWEtY3Vyc29y" }).error?.issues[0].path).toEqual(["cursor"]);
     // any cursor of the documented form is a position: past the ends, the page starts at an end
-    const top = searchTrajectories(trajectorySearchQuerySchema.parse({ runs: runA, cursor: "1e999_999999999999999", pageSize: "3" }));
+    const top = await searchTrajectories(trajectorySearchQuerySchema.parse({ runs: runA, cursor: "1e999_999999999999999", pageSize: "3" }));
     expect(top.trajectories.map((h) => h.id)).toEqual(
-      searchTrajectories(trajectorySearchQuerySchema.parse({ runs: runA, pageSize: "3" })).trajectories.map((h) => h.id),
+      (await searchTrajectories(trajectorySearchQuerySchema.parse({ runs: runA, pageSize: "3" }))).trajectories.map((h) => h.id),
     );
-    expect(searchTrajectories(trajectorySearchQuerySchema.parse({ runs: runA, sort: "return", cursor: "-1e999_0" })).trajectories).toEqual([]);
+    expect((await searchTrajectories(trajectorySearchQuerySchema.parse({ runs: runA, sort: "return", cursor: "-1e999_0" }))).trajectories).toEqual([]);
     // a word too long to be indexed is in no turn
-    expect(searchTrajectories(trajectorySearchQuerySchema.parse({ runs: runA, text: `desk ${"a".repeat(65)}` })).trajectories).toEqual([]);
+    expect((await searchTrajectories(trajectorySearchQuerySchema.parse({ runs: runA, text: `desk ${"a".repeat(65)}` }))).trajectories).toEqual([]);
   });
 
-  it("indexes trajectories stored without index entries on their run's first search", () => {
+  it("indexes trajectories stored without index entries on their run's first search", async () => {
     const runD = seed("p", "d", rng(11));
-    const before = allPages({ runs: runD, text: "desk" }).hits.map((h) => h.id);
+    const before = (await allPages({ runs: runD, text: "desk" })).hits.map((h) => h.id);
     const runE = seed("p", "e", rng(11)); // the same content, never searched
     dropSearchIndex(runE);
-    const after = allPages({ runs: runE, text: "desk" }).hits;
+    const after = (await allPages({ runs: runE, text: "desk" })).hits;
     expect(after.length).toBe(before.length);
     expect(after.length).toBeGreaterThan(0);
   });
 
-  it("indexes every trajectory of a step larger than one insert statement under its own key", () => {
+  it("indexes every trajectory of a step larger than one insert statement under its own key", async () => {
     // 300 trajectories: the index rows go in statements of 200, 64, 32 and 4 rows, each returning
     // the keys it generated; each trajectory's word must lead back to it alone
     const runG = createRun({ project: "big", name: "g", kind: "imported", jobKind: null, config: {}, status: "running" }).runId;
@@ -264,7 +270,7 @@ describe("searchTrajectories", () => {
     const byTask = new Map(stored(runG).map((x) => [x.turns[0].observation, x.id]));
     expect(byTask.size).toBe(300);
     for (let i = 0; i < 300; i++) {
-      const hits = allPages({ runs: runG, text: `marker${i}` }).hits.map((h) => h.id);
+      const hits = (await allPages({ runs: runG, text: `marker${i}` })).hits.map((h) => h.id);
       expect(hits).toEqual([byTask.get(`room marker${i}`)]);
     }
   });
@@ -279,6 +285,6 @@ describe("searchTrajectories", () => {
     await deleteRun(runF);
     expect(keys()).toBe(0);
     expect(count()).toBe(n - 48);
-    expect(allPages({ project: "z", text: "desk" }).hits).toEqual([]);
+    expect((await allPages({ project: "z", text: "desk" })).hits).toEqual([]);
   });
 });
