@@ -258,7 +258,7 @@ export const routes = {
     method: "POST",
     path: "/runs/{id}/steps/parts",
     summary:
-      "Ingest one part of a step too large for one request (split by groups; each part carries the step's estimator, params and diagnostics): parts wait until the last arrives, then the step is stored whole in one transaction; each part is idempotent (identical again 200, other content 409)",
+      "Ingest one part of a step too large for one request (split by groups; each part carries the step's estimator, params and diagnostics): parts wait until the last arrives, then the step is stored whole in one transaction; each part is idempotent (identical again 200); while the step is incomplete a part sent again with other content replaces the waiting one, once stored other content is a 409; a part that takes the step's parts past TURNLENS_MAX_STEP_PARTS_MB (256 MB of JSON) is a 413 and drops the step's waiting parts",
     tag: "ingest",
     body: rolloutStepPartSchema,
     response: z.object({
@@ -266,10 +266,24 @@ export const routes = {
       part: z.number(),
       parts: z.number(),
       received: z.number().describe("parts stored so far"),
+      replaced: z.boolean().optional().describe("true when this part took the place of a waiting part of the same index sent with other content"),
       stepId: z.string().optional(),
       turns: z.number().optional(),
     }),
     idempotent: true,
+    ingest: true,
+  }),
+  stepPartsDiscard: defineRoute({
+    id: "discardStepParts",
+    method: "DELETE",
+    path: "/runs/{id}/steps/parts",
+    summary:
+      "Drop the waiting parts of a step sent in parts that never completed (every such step of the run when step is omitted), with their records, so its parts can be sent afresh; waiting parts are also dropped when the run finishes and TURNLENS_STEP_PARTS_TTL_HOURS (24) after the step's newest part",
+    tag: "ingest",
+    query: z.object({ step: queryInt(0, 2 ** 31 - 1).optional() }).strict(),
+    response: z.object({
+      discarded: z.array(z.object({ step: z.number(), parts: z.number().describe("waiting parts dropped") })).describe("each step whose parts were dropped"),
+    }),
     ingest: true,
   }),
   groupsList: defineRoute({

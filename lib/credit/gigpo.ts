@@ -455,6 +455,8 @@ export const gigpo = defineEstimator({
   needs: ["reward", "anchor"],
   reads: ["invalid"],
   paramsSchema: gigpoParams,
+  // verl-agent's config names (algorithm.gigpo.*, actor.invalid_action_penalty_coef); gamma, mode and epsilon are the same
+  trainerNames: { step_advantage_w: "omega", invalid_action_penalty_coef: "invalidPenalty", similarity_thresh: "similarityThreshold" },
   run(flat, params) {
     const out = gigpoCompute(flat, params);
     return buildResult(

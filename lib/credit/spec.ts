@@ -58,6 +58,11 @@ export interface EstimatorSpec<S extends z.ZodObject = z.ZodObject> {
   /** Parameters, every field with .default() and .describe(); the launch form renders these. */
   paramsSchema: S;
   /**
+   * The reference trainer's names of parameters that are named otherwise here (verl-agent's
+   * `step_advantage_w` is gigpo's `omega`): a step's params given in them are stored under ours.
+   */
+  trainerNames?: Record<string, string>;
+  /**
    * Compute per-turn advantages. `params` is parsed with `paramsSchema` (defaults applied);
    * `options.components: false` leaves every trajectory's `components` empty (faster, smaller).
    */
@@ -75,6 +80,7 @@ export function defineEstimator<S extends z.ZodObject>(def: {
   reads?: (keyof Turn)[];
   neededOn?: EstimatorSpec["neededOn"];
   paramsSchema: S;
+  trainerNames?: Record<string, string>;
   run(flat: FlatBatch, params: z.output<S>): CreditResult;
 }): EstimatorSpec<S> {
   const { run, ...rest } = def;

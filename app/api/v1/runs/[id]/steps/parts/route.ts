@@ -1,5 +1,6 @@
 import { route, Ok } from "@/lib/api/route";
 import { routes } from "@/lib/api/routes";
+import { discardHeldParts } from "@/lib/ingest/batches";
 import { admitIngest, runIngest } from "@/lib/ingest/pool";
 import { assertExternalWrite } from "@/lib/ingest/write-access";
 
@@ -13,3 +14,9 @@ export const POST = route(
   },
   { rawBody: true, admit: admitIngest },
 );
+
+/** Drop the waiting parts of a step that never completed (lib/ingest/batches.ts discardHeldParts). */
+export const DELETE = route(routes.stepPartsDiscard, ({ req, params, query }) => {
+  assertExternalWrite(params.id, req.headers);
+  return discardHeldParts(params.id, query.step);
+});
