@@ -524,3 +524,20 @@ def test_importer_success_uses_the_callbacks_rule(tmp_path, monkeypatch):
     assert successes() == [False, False, True, True]
     monkeypatch.setenv("TURNLENS_TRL_SUCCESS_THRESHOLD", "0.5")
     assert successes() == [False, False, False, True]
+
+
+def test_table_of_unique_prompts_is_reported(tmp_path, monkeypatch):
+    """log_unique_prompts=True keeps one row per prompt: the groups TRL normalised cannot be rebuilt, so the table is
+    reported (saying why), not imported as groups of unrelated prompts."""
+    import pandas as pd
+
+    from turnlens.importers.trl import read
+
+    pd.DataFrame({"step": [1] * 4, "prompt": [f"p{i}" for i in range(4)], "completion": [f"c{i}" for i in range(4)],
+                  "score": [0.0, 1.0, 0.0, 1.0], "advantage": [-0.8, 0.8, -0.8, 0.8]}).to_parquet(tmp_path / "completions_00001.parquet")
+    [src] = read(str(tmp_path))
+    assert not any(r["kind"] == "steps" for r in src.records)
+    assert [w for w, _ in src.rejected] == ["completions_00001.parquet"] and "log_unique_prompts=True" in src.rejected[0][1]
+    monkeypatch.setenv("TURNLENS_TRL_NUM_GENERATIONS", "2")  # what the run's config says: still not one prompt per group
+    [src] = read(str(tmp_path))
+    assert "rows 0-1 hold several prompts" in src.rejected[0][1] and "log_unique_prompts=True" in src.rejected[0][1]

@@ -139,13 +139,17 @@ def table_step(src: Source, where: str, rows: List[Dict[str, Any]], cols: List[s
             bad[i] = "prompt/completion: required"
         elif advantages[i] is None:
             bad[i] = "advantage: not a number"
+    unique = "(TRL's log_unique_prompts=True keeps one row per prompt, so its groups cannot be rebuilt)"
+    keys = [json.dumps(x, sort_keys=True, default=str) for x in prompts]
     if n % G:
-        src.reject(where, f"{n} rows are not a whole number of groups of num_generations={G}")
+        src.reject(where, f"{n} rows are not a whole number of groups of num_generations={G}" + (f" {unique}" if len(set(keys)) == n else ""))
         return None
-    mixed = [g for g in range(n // G) if len({json.dumps(prompts[i], sort_keys=True, default=str) for i in range(g * G, g * G + G)}) > 1]
+    if G == 1 and n > 1 and g_given is None:  # GRPO needs num_generations >= 2: no prompt repeats, so no groups
+        src.reject(where, f"no prompt repeats in its {n} rows {unique}; if each row really is a group, set TURNLENS_TRL_NUM_GENERATIONS=1")
+        return None
+    mixed = [g for g in range(n // G) if len(set(keys[g * G:g * G + G])) > 1]
     if mixed:  # TRL repeats one prompt num_generations times in a row: a group of several prompts is not its batch
-        src.reject(where, f"rows {mixed[0] * G}-{mixed[0] * G + G - 1} hold several prompts, not one prompt's {G} completions "
-                          "(TRL's log_unique_prompts=True keeps one row per prompt, so its groups cannot be rebuilt)")
+        src.reject(where, f"rows {mixed[0] * G}-{mixed[0] * G + G - 1} hold several prompts, not one prompt's {G} completions {unique}")
         return None
     keep = [g for g in range(n // G) if not any(i in bad for i in range(g * G, (g + 1) * G))]
     for i, why in sorted(bad.items()):
