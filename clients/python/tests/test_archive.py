@@ -106,7 +106,8 @@ def test_json_lines_are_read_a_line_at_a_time_and_an_overlong_line_is_rejected(t
     lines = list(text_lines(f, src, f.name, max_line=1 << 20))
     assert [n for n, _ in lines] == [1, 3, 4]  # line 2 skipped unread, the numbering kept
     assert lines[1][1] == ROW.decode().rstrip("\n") and lines[2][1] == '{"a": "\u2028"}'
-    assert src.rejected == [("1.jsonl:2", "line longer than 1 MB; skipped")]
+    assert src.rejected == [("1.jsonl:2", "line 2 is 3.0 MB, longer than the 1.0 MB a line may hold (the server's body limit: "
+                                          "no request could carry it); skipped")]
     rows = [row for _, row in json_objects(f, Source(name="n", config={}, key="k"))]
     assert rows == [json.loads(ROW), json.loads(ROW), {"a": "\u2028"}]  # the long line is not JSON: rejected, not fatal
 

@@ -474,6 +474,10 @@ def _import_source(t: Transport, kind: str, src: Source, project: str, name: Opt
 MAX_LINE = 64 << 20
 
 
+def _mb(n: int) -> str:
+    return f"{n / (1 << 20):.1f} MB"
+
+
 def text_lines(f: Path, src: Source, where: str, max_line: int = MAX_LINE) -> Iterator[Tuple[int, str]]:
     """(line number, text) of each line of `f`, read a line at a time, never the whole file (an
     archive's member can be gigabytes); a line longer than `max_line` is rejected on `src` as
@@ -486,9 +490,12 @@ def text_lines(f: Path, src: Source, where: str, max_line: int = MAX_LINE) -> It
                 return
             n += 1
             if len(raw) > max_line and not raw.endswith(b"\n"):
+                size = len(raw)
                 while raw and not raw.endswith(b"\n"):
                     raw = fh.readline(1 << 20)
-                src.reject(f"{where}:{n}", f"line longer than {max_line >> 20} MB; skipped")
+                    size += len(raw)
+                src.reject(f"{where}:{n}", f"line {n} is {_mb(size)}, longer than the {_mb(max_line)} a line may hold "
+                                           "(the server's body limit: no request could carry it); skipped")
                 continue
             yield n, raw.decode("utf-8", "replace").rstrip("\r\n")
 
