@@ -20,8 +20,8 @@ import { defaultGroup } from "@/lib/charts/prepare-heatmap";
 
 const numOrNull = (s: string | null) => (s === null || s === "" || !Number.isFinite(Number(s)) ? null : Number(s));
 
-export function TrajectoryBrowser({ runId }: { runId: string }) {
-  const theme = useTheme();
+/** The browser's state, all of it in the URL: step, group, filters, trajectory, turn, estimator, tint. */
+function useTrajectoryBrowser(runId: string) {
   const { get, set, steps, step, groups } = useStepGroups(runId);
   const mixedOnly = get("mixed") === "1";
   const shownGroups = useMemo(() => (groups?.groups ?? []).filter((g) => !mixedOnly || (g.successRate > 0 && g.successRate < 1)), [groups, mixedOnly]);
@@ -65,7 +65,40 @@ export function TrajectoryBrowser({ runId }: { runId: string }) {
   const tint: TokenTint = hasTokens && (TOKEN_TINTS as readonly string[]).includes(get("tint") ?? "") ? (get("tint") as TokenTint) : "advantage";
   const tintMax = useMemo(() => (tint === "advantage" || !traj ? 1 : tokenTintMax(traj.turns, tint)), [traj, tint]);
 
-  // keyboard: j/k turn, h/l trajectory, n/p group (not while typing)
+  return {
+    get,
+    set,
+    steps,
+    step,
+    groups,
+    mixedOnly,
+    shownGroups,
+    groupId,
+    est,
+    pRaw,
+    stored,
+    recomputed,
+    g,
+    r,
+    outcome,
+    rows,
+    trajId,
+    traj,
+    trajError,
+    turnParam,
+    selRow,
+    values,
+    max,
+    tokens,
+    hasTokens,
+    tint,
+    tintMax,
+  };
+}
+type BrowserState = ReturnType<typeof useTrajectoryBrowser>;
+
+/** j/k turn, h/l trajectory, n/p group (not while typing). */
+function useBrowserKeys({ traj, turnParam, rows, trajId, shownGroups, groupId, set }: BrowserState) {
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       const el = e.target as HTMLElement;
@@ -88,135 +121,27 @@ export function TrajectoryBrowser({ runId }: { runId: string }) {
     window.addEventListener("keydown", onKey);
     return () => window.removeEventListener("keydown", onKey);
   }, [traj, turnParam, rows, trajId, shownGroups, groupId, set]);
+}
 
-  const filterInput = (k: string, label: string) => (
-    <label className="flex items-center gap-1">
-      <span className="sr-only">{label}</span>
-      <input
-        type="number"
-        className={`${inputCls} w-16`}
-        placeholder={label.split(" ")[0]}
-        aria-label={label}
-        defaultValue={get(k) ?? ""}
-        onChange={(e) => set({ [k]: e.target.value || undefined, traj: undefined, turn: undefined })}
-      />
-    </label>
-  );
-
+export function TrajectoryBrowser({ runId }: { runId: string }) {
+  const theme = useTheme();
+  const st = useTrajectoryBrowser(runId);
+  useBrowserKeys(st);
+  const { g, stored, recomputed, est, tokens, traj, hasTokens, rows, trajId, turnParam, max, values, set } = st;
   return (
     <div className="space-y-4">
       <RunCrumbs runId={runId} section="trajectories" active="trajectories" />
       <div className="grid gap-4 lg:grid-cols-[18rem_1fr]">
         <aside className="space-y-4 lg:sticky lg:top-16 lg:max-h-[calc(100vh-5rem)] lg:self-start lg:overflow-y-auto">
-          <div className={cardCls}>
-            <label htmlFor="step-select" className={`block border-b border-zinc-200 px-3 py-2 dark:border-zinc-800 ${labelCls}`}>
-              Step / batch
-            </label>
-            <select
-              id="step-select"
-              className={`m-2 w-[calc(100%-1rem)] min-w-0 truncate pr-7 ${inputCls}`}
-              value={step ?? ""}
-              onChange={(e) => set({ step: e.target.value, group: undefined, traj: undefined, turn: undefined })}
-            >
-              {steps?.steps.map((s) => (
-                <option key={s.id} value={s.step}>
-                  step {s.step} · {s.trajectories} traj · {s.successRate === null ? "—" : `${Math.round(s.successRate * 100)} % ok`}
-                </option>
-              ))}
-            </select>
-            {steps && steps.steps.length === 0 ? <p className="px-3 pb-3 text-sm text-zinc-500">No rollouts stored yet.</p> : null}
-          </div>
-          <fieldset className={`${cardCls} min-w-0 space-y-2 p-3 text-sm`} aria-label="Filter trajectories">
-            <div className={labelCls}>Filter trajectories</div>
-            <select
-              className={`${inputCls} w-full`}
-              aria-label="Outcome"
-              value={outcome}
-              onChange={(e) => set({ outcome: e.target.value || undefined, traj: undefined, turn: undefined })}
-            >
-              <option value="">any outcome</option>
-              <option value="success">successes</option>
-              <option value="failure">failures</option>
-            </select>
-            <div className="flex items-center gap-1.5 text-zinc-500">
-              length {filterInput("minLen", "min length")} – {filterInput("maxLen", "max length")}
-            </div>
-            <div className="flex items-center gap-1.5 text-zinc-500">
-              return {filterInput("minR", "min return")} – {filterInput("maxR", "max return")}
-            </div>
-            <label className="flex items-center gap-2">
-              <input
-                type="checkbox"
-                checked={mixedOnly}
-                onChange={(e) => set({ mixed: e.target.checked ? "1" : undefined, group: undefined, traj: undefined, turn: undefined })}
-                className="accent-indigo-600"
-              />
-              groups with mixed outcomes only
-            </label>
-          </fieldset>
-          <div className={cardCls}>
-            <div className={`border-b border-zinc-200 px-3 py-2 dark:border-zinc-800 ${labelCls}`}>Task groups {groups ? `(${shownGroups.length})` : ""}</div>
-            <ul className="max-h-[28rem] overflow-auto p-1">
-              {shownGroups.map((x) => (
-                <li key={x.id}>
-                  <button
-                    type="button"
-                    onClick={() => set({ group: x.id, traj: undefined, turn: undefined })}
-                    aria-current={x.id === groupId}
-                    data-testid="group-item"
-                    data-success-rate={x.successRate}
-                    className={`flex w-full items-center justify-between rounded px-2 py-1 text-left text-sm ${x.id === groupId ? "bg-indigo-50 text-indigo-900 dark:bg-indigo-950 dark:text-indigo-200" : "hover:bg-zinc-100 dark:hover:bg-zinc-800"}`}
-                  >
-                    <span className="truncate font-mono text-xs">{x.uid}</span>
-                    <span className="text-xs tabular-nums text-zinc-500">{Math.round(x.successRate * 100)} %</span>
-                  </button>
-                </li>
-              ))}
-            </ul>
-          </div>
+          <StepSelect st={st} />
+          <TrajectoryFilters st={st} />
+          <GroupList st={st} />
           <p className="text-xs text-zinc-500">
             <kbd>j</kbd>/<kbd>k</kbd> next/previous turn · <kbd>h</kbd>/<kbd>l</kbd> trajectory · <kbd>n</kbd>/<kbd>p</kbd> group
           </p>
         </aside>
         <section className="min-w-0 space-y-4">
-          {g ? (
-            <div className="flex flex-wrap items-center gap-3 text-sm">
-              <span className="font-medium">{g.group.uid}</span>
-              <span className="text-zinc-500">
-                showing {rows.length} of {g.trajectories.length} trajectories
-              </span>
-              {est ? (
-                <span className="rounded bg-indigo-50 px-1.5 text-xs text-indigo-800 dark:bg-indigo-950 dark:text-indigo-200">
-                  advantages under {est} (recomputed)
-                </span>
-              ) : null}
-              <Link
-                className="text-indigo-600 hover:underline dark:text-indigo-400"
-                href={`/runs/${runId}/credit/group?step=${g.step}&group=${g.group.id}${est ? `&est=${est}` : ""}${pRaw ? `&p=${encodeURIComponent(pRaw)}` : ""}`}
-              >
-                Credit heatmap of this group →
-              </Link>
-              <label className="ml-auto flex items-center gap-1.5 text-xs" title={tokenNote(hasTokens)}>
-                <input type="checkbox" checked={tokens} onChange={(e) => set({ tokens: e.target.checked ? undefined : "0" })} className="accent-indigo-600" />
-                tint action tokens by
-              </label>
-              <select
-                className={`${inputCls} py-0.5 text-xs`}
-                aria-label="Tint tokens by"
-                value={tint}
-                disabled={!tokens}
-                onChange={(e) => set({ tint: e.target.value === "advantage" ? undefined : e.target.value })}
-              >
-                <option value="advantage">advantage</option>
-                <option value="logprob" disabled={!hasTokens}>
-                  log-prob{hasTokens ? "" : " (no token data)"}
-                </option>
-                <option value="entropy" disabled={!hasTokens}>
-                  entropy{hasTokens ? "" : " (no token data)"}
-                </option>
-              </select>
-            </div>
-          ) : null}
+          {g ? <GroupHeader runId={runId} st={st} g={g} /> : null}
           {stored.error ? <p className="text-sm text-red-600">{stored.error.message}</p> : null}
           {recomputed.error && est ? <p className="text-sm text-red-600">{recomputed.error.message}</p> : null}
           {g && tokens && traj ? (
@@ -236,32 +161,177 @@ export function TrajectoryBrowser({ runId }: { runId: string }) {
               onPick={(id, turn) => set({ traj: id, turn })}
             />
           ) : null}
-          {traj && traj.id === trajId ? (
-            <TurnList
-              turns={traj.turns}
-              highlight={turnParam}
-              max={max}
-              tint={tint}
-              tintMax={tintMax}
-              theme={theme}
-              tokens={tokens}
-              recomputed={r && selRow >= 0 ? { label: `under ${r.estimator}`, values: r.advantages[selRow] } : null}
-            />
-          ) : rows.length === 0 && g ? (
-            <p className="text-sm text-zinc-500">No trajectory of this group matches the filters.</p>
-          ) : trajError ? (
-            <p className="text-sm text-red-600">{trajError.message}</p>
-          ) : trajId ? (
-            <p className="text-sm text-zinc-500" data-testid="turns-loading">
-              Loading the turns…
-            </p>
-          ) : (
-            <p className="text-sm text-zinc-500">Select a trajectory.</p>
-          )}
+          <TurnsPanel st={st} theme={theme} />
         </section>
       </div>
     </div>
   );
+}
+
+function StepSelect({ st }: { st: BrowserState }) {
+  const { step, steps, set } = st;
+  return (
+    <div className={cardCls}>
+      <label htmlFor="step-select" className={`block border-b border-zinc-200 px-3 py-2 dark:border-zinc-800 ${labelCls}`}>
+        Step / batch
+      </label>
+      <select
+        id="step-select"
+        className={`m-2 w-[calc(100%-1rem)] min-w-0 truncate pr-7 ${inputCls}`}
+        value={step ?? ""}
+        onChange={(e) => set({ step: e.target.value, group: undefined, traj: undefined, turn: undefined })}
+      >
+        {steps?.steps.map((s) => (
+          <option key={s.id} value={s.step}>
+            step {s.step} · {s.trajectories} traj · {s.successRate === null ? "—" : `${Math.round(s.successRate * 100)} % ok`}
+          </option>
+        ))}
+      </select>
+      {steps && steps.steps.length === 0 ? <p className="px-3 pb-3 text-sm text-zinc-500">No rollouts stored yet.</p> : null}
+    </div>
+  );
+}
+
+/** Outcome, length and return ranges, and mixed-outcome groups only. */
+function TrajectoryFilters({ st }: { st: BrowserState }) {
+  const { get, set, outcome, mixedOnly } = st;
+  const filterInput = (k: string, label: string) => (
+    <label className="flex items-center gap-1">
+      <span className="sr-only">{label}</span>
+      <input
+        type="number"
+        className={`${inputCls} w-16`}
+        placeholder={label.split(" ")[0]}
+        aria-label={label}
+        defaultValue={get(k) ?? ""}
+        onChange={(e) => set({ [k]: e.target.value || undefined, traj: undefined, turn: undefined })}
+      />
+    </label>
+  );
+
+  return (
+    <fieldset className={`${cardCls} min-w-0 space-y-2 p-3 text-sm`} aria-label="Filter trajectories">
+      <div className={labelCls}>Filter trajectories</div>
+      <select
+        className={`${inputCls} w-full`}
+        aria-label="Outcome"
+        value={outcome}
+        onChange={(e) => set({ outcome: e.target.value || undefined, traj: undefined, turn: undefined })}
+      >
+        <option value="">any outcome</option>
+        <option value="success">successes</option>
+        <option value="failure">failures</option>
+      </select>
+      <div className="flex items-center gap-1.5 text-zinc-500">
+        length {filterInput("minLen", "min length")} – {filterInput("maxLen", "max length")}
+      </div>
+      <div className="flex items-center gap-1.5 text-zinc-500">
+        return {filterInput("minR", "min return")} – {filterInput("maxR", "max return")}
+      </div>
+      <label className="flex items-center gap-2">
+        <input
+          type="checkbox"
+          checked={mixedOnly}
+          onChange={(e) => set({ mixed: e.target.checked ? "1" : undefined, group: undefined, traj: undefined, turn: undefined })}
+          className="accent-indigo-600"
+        />
+        groups with mixed outcomes only
+      </label>
+    </fieldset>
+  );
+}
+
+function GroupList({ st }: { st: BrowserState }) {
+  const { groups, shownGroups, groupId, set } = st;
+  return (
+    <div className={cardCls}>
+      <div className={`border-b border-zinc-200 px-3 py-2 dark:border-zinc-800 ${labelCls}`}>Task groups {groups ? `(${shownGroups.length})` : ""}</div>
+      <ul className="max-h-[28rem] overflow-auto p-1">
+        {shownGroups.map((x) => (
+          <li key={x.id}>
+            <button
+              type="button"
+              onClick={() => set({ group: x.id, traj: undefined, turn: undefined })}
+              aria-current={x.id === groupId}
+              data-testid="group-item"
+              data-success-rate={x.successRate}
+              className={`flex w-full items-center justify-between rounded px-2 py-1 text-left text-sm ${x.id === groupId ? "bg-indigo-50 text-indigo-900 dark:bg-indigo-950 dark:text-indigo-200" : "hover:bg-zinc-100 dark:hover:bg-zinc-800"}`}
+            >
+              <span className="truncate font-mono text-xs">{x.uid}</span>
+              <span className="text-xs tabular-nums text-zinc-500">{Math.round(x.successRate * 100)} %</span>
+            </button>
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}
+
+/** The group's name and counts, the estimator shown, the link to its heatmap, and the token tint. */
+function GroupHeader({ runId, st, g }: { runId: string; st: BrowserState; g: GroupCredit }) {
+  const { rows, est, pRaw, tokens, hasTokens, tint, set } = st;
+  return (
+    <div className="flex flex-wrap items-center gap-3 text-sm">
+      <span className="font-medium">{g.group.uid}</span>
+      <span className="text-zinc-500">
+        showing {rows.length} of {g.trajectories.length} trajectories
+      </span>
+      {est ? (
+        <span className="rounded bg-indigo-50 px-1.5 text-xs text-indigo-800 dark:bg-indigo-950 dark:text-indigo-200">advantages under {est} (recomputed)</span>
+      ) : null}
+      <Link
+        className="text-indigo-600 hover:underline dark:text-indigo-400"
+        href={`/runs/${runId}/credit/group?step=${g.step}&group=${g.group.id}${est ? `&est=${est}` : ""}${pRaw ? `&p=${encodeURIComponent(pRaw)}` : ""}`}
+      >
+        Credit heatmap of this group →
+      </Link>
+      <label className="ml-auto flex items-center gap-1.5 text-xs" title={tokenNote(hasTokens)}>
+        <input type="checkbox" checked={tokens} onChange={(e) => set({ tokens: e.target.checked ? undefined : "0" })} className="accent-indigo-600" />
+        tint action tokens by
+      </label>
+      <select
+        className={`${inputCls} py-0.5 text-xs`}
+        aria-label="Tint tokens by"
+        value={tint}
+        disabled={!tokens}
+        onChange={(e) => set({ tint: e.target.value === "advantage" ? undefined : e.target.value })}
+      >
+        <option value="advantage">advantage</option>
+        <option value="logprob" disabled={!hasTokens}>
+          log-prob{hasTokens ? "" : " (no token data)"}
+        </option>
+        <option value="entropy" disabled={!hasTokens}>
+          entropy{hasTokens ? "" : " (no token data)"}
+        </option>
+      </select>
+    </div>
+  );
+}
+
+function TurnsPanel({ st, theme }: { st: BrowserState; theme: "light" | "dark" }) {
+  const { traj, trajId, turnParam, max, tint, tintMax, tokens, r, selRow, rows, g, trajError } = st;
+  if (traj && traj.id === trajId)
+    return (
+      <TurnList
+        turns={traj.turns}
+        highlight={turnParam}
+        max={max}
+        tint={tint}
+        tintMax={tintMax}
+        theme={theme}
+        tokens={tokens}
+        recomputed={r && selRow >= 0 ? { label: `under ${r.estimator}`, values: r.advantages[selRow] } : null}
+      />
+    );
+  if (rows.length === 0 && g) return <p className="text-sm text-zinc-500">No trajectory of this group matches the filters.</p>;
+  if (trajError) return <p className="text-sm text-red-600">{trajError.message}</p>;
+  if (trajId)
+    return (
+      <p className="text-sm text-zinc-500" data-testid="turns-loading">
+        Loading the turns…
+      </p>
+    );
+  return <p className="text-sm text-zinc-500">Select a trajectory.</p>;
 }
 
 /** The group's trajectories as columns, their turns as rows: action, reward and advantage (tinted) at a glance. */
