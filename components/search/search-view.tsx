@@ -1,13 +1,23 @@
 "use client";
 // Trajectory search over runs or a project: the query lives in the URL (a search is a link), the
 // form edits a draft of it and applies it on submit. Each hit links to the trajectory beside its
-// group's credit heatmap, opened at the turns that matched.
+// group's credit heatmap, opened at the turns that matched. A page the server answers `partial`
+// (its time budget spent before the page filled) is continued from its cursor until the page is
+// full or the search ends, the view showing how many candidates were checked meanwhile.
 import Link from "next/link";
-import { useQuery } from "@tanstack/react-query";
+import { useQueries, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState, type FormEvent } from "react";
 import { runFiltersQuery } from "@/lib/queries";
-import { SEARCH_KEYS as KEYS, searchParamsOf as paramsOf, searchQuery, type SearchKey as Key, type SearchParams } from "@/lib/queries/search";
-import { SEARCH_SORTS, TEXT_FIELDS } from "@/lib/schemas/search";
+import {
+  SEARCH_KEYS as KEYS,
+  joinParts,
+  pageParts,
+  searchParamsOf as paramsOf,
+  searchQuery,
+  type SearchKey as Key,
+  type SearchParams,
+} from "@/lib/queries/search";
+import { SEARCH_SORTS, TEXT_FIELDS, type TrajectorySearchResult } from "@/lib/schemas/search";
 import { useUrlState } from "@/components/ui/use-url-state";
 import { btnCls, cardCls, inputCls, labelCls, primaryBtnCls } from "@/components/ui/controls";
 import { fmt } from "@/lib/charts/format";
@@ -24,7 +34,10 @@ export function SearchView() {
   const cursor = cursors[cursors.length - 1];
   // biome-ignore lint/correctness/useExhaustiveDependencies: other search parameters start again at the first page
   useEffect(() => setCursors([]), [appliedKey]);
-  const query = useQuery(searchQuery(cursor ? { ...applied, cursor } : applied));
+  const [stopped, setStopped] = useState(false);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: a new page or search searches on
+  useEffect(() => setStopped(false), [appliedKey, cursor]);
+  const query = usePage(cursor ? { ...applied, cursor } : applied, stopped);
   const filters = useQuery(runFiltersQuery());
   const d = (k: Key) => draft[k] ?? "";
   const edit = (k: Key) => (e: { target: { value: string } }) => setDraft((p) => ({ ...p, [k]: e.target.value }));
@@ -165,6 +178,7 @@ export function SearchView() {
         params={applied}
         query={query}
         page={cursors.length}
+        onStop={() => setStopped(true)}
         onNext={(c) => setCursors((p) => [...p, c])}
         onPrev={() => setCursors((p) => p.slice(0, -1))}
       />
@@ -181,7 +195,27 @@ function Field({ label, children }: { label: string; children: React.ReactNode }
   );
 }
 
-type Query = ReturnType<typeof useQuery<Awaited<ReturnType<NonNullable<ReturnType<typeof searchQuery>["queryFn"]>>>>>;
+interface Query {
+  /** the page's parts put together (lib/queries/search.ts joinParts) */
+  data?: TrajectorySearchResult;
+  error: Error | null;
+  isFetching: boolean;
+  /** a part answered `partial` and the next one is on its way */
+  searching: boolean;
+}
+
+/** One page of the search from `params`: its parts (pageParts), as the query cache knows them, fetched and put together. */
+function usePage(params: SearchParams, stopped: boolean): Query {
+  const client = useQueryClient();
+  const parts = pageParts(params, (p) => client.getQueryData(searchQuery(p).queryKey), stopped);
+  const results = useQueries({ queries: parts.map(searchQuery) });
+  const error = results.find((r) => r.error)?.error ?? null;
+  const isFetching = results.some((r) => r.isFetching);
+  const answers = results.filter((r) => r.data).map((r) => r.data!);
+  if (!answers.length || !results[0].data) return { error, isFetching, searching: false };
+  const data = joinParts(answers);
+  return { data, error, isFetching, searching: !stopped && data.partial && !error };
+}
 
 function Results({
   params,
@@ -189,14 +223,16 @@ function Results({
   page,
   onNext,
   onPrev,
+  onStop,
 }: {
   params: SearchParams;
   query: Query;
   page: number;
   onNext: (cursor: string) => void;
   onPrev: () => void;
+  onStop: () => void;
 }) {
-  const { data, error, isFetching } = query;
+  const { data, error, isFetching, searching } = query;
   if (error)
     return (
       <p className="rounded-md border border-red-300 bg-red-50 p-3 text-sm text-red-800 dark:border-red-900 dark:bg-red-950 dark:text-red-300" role="alert">
@@ -208,12 +244,19 @@ function Results({
   return (
     <div className="space-y-2">
       <p className="text-sm text-zinc-500" data-testid="search-summary">
-        {hits.length ? `${hits.length} trajector${hits.length === 1 ? "y" : "ies"} on this page` : "No trajectory matches"}
+        {searching
+          ? `Searching… ${data.scanned.toLocaleString()} candidates checked, ${hits.length} trajector${hits.length === 1 ? "y" : "ies"} found`
+          : hits.length
+            ? `${hits.length} trajector${hits.length === 1 ? "y" : "ies"} on this page`
+            : "No trajectory matches"}
         {page > 0 ? ` (page ${page + 1})` : ""}
-        {data.next && hits.length < Number(params.pageSize ?? 50)
-          ? ` · ${data.scanned.toLocaleString()} candidates checked so far; more may match further on`
-          : ""}
-        {isFetching ? " · updating…" : ""}
+        {!searching && data.partial ? ` · ${data.scanned.toLocaleString()} candidates checked so far; more may match further on` : ""}
+        {isFetching && !searching ? " · updating…" : ""}
+        {searching ? (
+          <button type="button" className={`${btnCls} ml-2`} onClick={onStop}>
+            Stop
+          </button>
+        ) : null}
       </p>
       {!hits.length && params.step ? <NearestSteps params={params} /> : null}
       {hits.length ? (
@@ -278,7 +321,7 @@ function Results({
         <button type="button" className={btnCls} disabled={page === 0} onClick={onPrev}>
           ← Previous
         </button>
-        <button type="button" className={btnCls} disabled={!data.next} onClick={() => data.next && onNext(data.next)}>
+        <button type="button" className={btnCls} disabled={!data.next || searching} onClick={() => data.next && onNext(data.next)}>
           Next →
         </button>
       </div>

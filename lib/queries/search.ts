@@ -2,6 +2,7 @@
 import { queryOptions } from "@tanstack/react-query";
 import { callRoute, type RouteQuery } from "../client/api";
 import { routes } from "../api/routes";
+import type { TrajectorySearchResult } from "../schemas/search";
 
 /** Every query parameter the search page keeps in its URL (the API's, less the page cursor). */
 export const SEARCH_KEYS = [
@@ -53,3 +54,34 @@ export const searchQuery = (params: SearchParams) =>
     queryFn: () => callRoute(routes.searchTrajectories, { query: params as RouteQuery<typeof routes.searchTrajectories> }),
     staleTime: 10_000,
   });
+
+/**
+ * The server's answers that make one page of the search from `params` (its cursor, if any): the
+ * answer to `params` and, while the last one known is `partial` (its time spent before the page
+ * filled), the one that goes on from its cursor, asked for the hits still missing. `known` gives an
+ * answer already fetched (the query cache); `stopped`: the parts already fetched, no new one.
+ */
+export function pageParts(params: SearchParams, known: (p: SearchParams) => TrajectorySearchResult | undefined, stopped = false): SearchParams[] {
+  const size = Number(params.pageSize ?? 50) || 50;
+  const parts = [params];
+  let found = 0;
+  for (;;) {
+    const d = known(parts[parts.length - 1]);
+    if (!d?.partial || !d.next) return parts;
+    found += d.trajectories.length;
+    const next = { ...params, cursor: d.next, pageSize: String(size - found) };
+    if (stopped && !known(next)) return parts;
+    parts.push(next);
+  }
+}
+
+/** The answers of a page's parts fetched so far, in order, as one page: their hits, the last one's cursor, the candidates all checked. */
+export function joinParts(answers: readonly TrajectorySearchResult[]): TrajectorySearchResult {
+  const last = answers[answers.length - 1];
+  return {
+    trajectories: answers.flatMap((a) => a.trajectories),
+    next: last.next,
+    partial: last.partial,
+    scanned: answers.reduce((n, a) => n + a.scanned, 0),
+  };
+}
