@@ -19,11 +19,18 @@ verl (volcengine/verl >= 0.6 agent loop): one row per trajectory; the response i
   is the sum of token_level_rewards over its tokens and the tool tokens after it, so the turns of a
   trajectory add up to the score verl's estimators use.
 
+verl's v1 trainer (verl 0.9's default): one row per agent-loop output, keyed "{uid}_{session}_{index}"
+  in the trainer's TransferQueue; `hook_compute_advantage` reads the rows back after the trainer's
+  `_compute_advantage` and `v1_groups` makes one trajectory of each session (its outputs' turns).
+
 The estimator: pass the trainer's config (`config=self.config`, OmegaConf or dict) and the step is
 labelled with TurnLens's equivalent estimator and every one of its parameters, or with
 "verl:<name>" / "verl-agent:<name>" and the trainer's settings where TurnLens cannot recompute it.
 """
 
+import re
+import threading
+import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
 _TEXT_LIMIT = 200_000
@@ -168,12 +175,16 @@ def _token_arrays(tensors: Any) -> Dict[str, Any]:
     return out
 
 
-def _token_fields(arrays: Dict[str, Any], tokenizer: Any, i: int, keep: Any) -> Dict[str, Any]:
-    """Turn fields: the token ids at positions `keep` of row i and the per-token values for them; texts with a tokenizer."""
-    row: Dict[str, Any] = {"token_ids": [int(x) for x in arrays["token_ids"][i][keep]]}
-    for name, vals in arrays.items():
+def _row(arrays: Dict[str, Any], i: int) -> Dict[str, Any]:
+    return {name: vals[i] for name, vals in arrays.items()}
+
+
+def _token_fields(row_arrays: Dict[str, Any], tokenizer: Any, keep: Any) -> Dict[str, Any]:
+    """Turn fields: the token ids at positions `keep` of one row and the per-token values for them; texts with a tokenizer."""
+    row: Dict[str, Any] = {"token_ids": [int(x) for x in row_arrays["token_ids"][keep]]}
+    for name, vals in row_arrays.items():
         if name != "token_ids":
-            row[name] = [float(x) for x in vals[i][keep]]
+            row[name] = [float(x) for x in vals[keep]]
     if tokenizer is not None:
         row["token_texts"] = [tokenizer.decode([t]) for t in row["token_ids"]]
     return row
@@ -225,7 +236,7 @@ def _agent_groups(tensors: Any, nt: Dict[str, Any], tokenizer: Any, observations
         if mask is not None:
             turn["tokenCount"] = int(mask[i].sum())
         if has_tokens:
-            turn.update(_token_fields(arrays, tokenizer, i, mask[i]))
+            turn.update(_token_fields(_row(arrays, i), tokenizer, mask[i]))
         if copies.get(i):
             # adjust_batch trained this row more than once; its copies also weigh in the group statistics
             turn["batch_copies"] = copies[i]
@@ -273,6 +284,45 @@ def _runs(mask: Any) -> List[Tuple[int, int]]:
     return out
 
 
+def _row_turns(mask: Any, rewards: Any, adv: Any, tokens: Optional[Dict[str, Any]], prompt: Any,
+               tokenizer: Any) -> Optional[List[Dict[str, Any]]]:
+    """One agent-loop output (1-D arrays over its response tokens) -> its turns, or None when no token
+    is the model's. A turn's reward is the sum over its tokens and the tool tokens after it."""
+    runs = _runs(mask)
+    if not runs:
+        return None
+    width = len(mask)
+    turns: List[Dict[str, Any]] = []
+    for k, (s, e) in enumerate(runs):
+        nxt = runs[k + 1][0] if k + 1 < len(runs) else width
+        lo = 0 if k == 0 else s
+        turn: Dict[str, Any] = {
+            "observation": "",
+            "action": "",
+            # the turn's tokens and the tool tokens after it; the first turn also takes any leading tool tokens
+            "reward": float(rewards[lo:nxt].sum()),
+            "tokenCount": e - s,
+            "turn_index": k,
+        }
+        if adv is not None:
+            turn["advantage"] = float(adv[s:e].mean())
+        if tokens is not None:
+            turn.update(_token_fields(tokens, tokenizer, slice(s, e)))
+            if tokenizer is not None:
+                turn["action"] = _decode(tokenizer, tokens["token_ids"][s:e])
+                if k + 1 < len(runs) and nxt > e:
+                    turn["tool_response"] = _decode(tokenizer, tokens["token_ids"][e:nxt])
+        turns.append(turn)
+    if tokenizer is not None:
+        if prompt is not None:
+            turns[0]["observation"] = _decode(tokenizer, prompt)
+        for k in range(1, len(turns)):
+            turns[k]["observation"] = turns[k - 1].pop("tool_response", "")
+        turns[-1].pop("tool_response", None)
+    turns[-1]["done"] = True
+    return turns
+
+
 def _loop_groups(tensors: Any, nt: Dict[str, Any], tokenizer: Any) -> Tuple[Dict[str, List[Dict[str, Any]]], Dict[str, Any]]:
     if not _has(tensors, "response_mask"):
         raise KeyError("batch['response_mask'] is missing: cannot tell the model's tokens from tool tokens")
@@ -285,48 +335,23 @@ def _loop_groups(tensors: Any, nt: Dict[str, Any], tokenizer: Any) -> Tuple[Dict
     tok_rewards = _np(tensors[reward_key]).astype("float64")
     adv = _np(tensors["advantages"]).astype("float64") if _has(tensors, "advantages") else None
     arrays = _token_arrays(tensors) if _has(tensors, "responses") else None
-    responses = arrays["token_ids"] if arrays else None
     extras = {k: _col(nt, k, n, None) for k in ("__num_turns__", "turn_scores", "tool_rewards")}
     groups: Dict[str, List[Dict[str, Any]]] = {}
     empty = 0
     # rows with a reward on a tool token: verl's token-level return-to-go estimators skip it
     off_mask = int(((tok_rewards != 0) & ~mask).any(axis=1).sum())
     for i in range(n):
-        runs = _runs(mask[i])
-        if not runs:
+        prompt = None
+        if tokenizer is not None and _has(tensors, "prompts"):
+            prompt = _np(tensors["prompts"][i])[_prompt_keep(tensors, i)]
+        turns = _row_turns(mask[i], tok_rewards[i], adv[i] if adv is not None else None,
+                           _row(arrays, i) if arrays else None, prompt, tokenizer)
+        if turns is None:
             empty += 1  # no model token: nothing was trained on this row
             continue
-        turns: List[Dict[str, Any]] = []
-        for k, (s, e) in enumerate(runs):
-            nxt = runs[k + 1][0] if k + 1 < len(runs) else mask.shape[1]
-            lo = 0 if k == 0 else s
-            turn: Dict[str, Any] = {
-                "observation": "",
-                "action": "",
-                # the turn's tokens and the tool tokens after it; the first turn also takes any leading tool tokens
-                "reward": float(tok_rewards[i, lo:nxt].sum()),
-                "tokenCount": e - s,
-                "turn_index": k,
-            }
-            if adv is not None:
-                turn["advantage"] = float(adv[i, s:e].mean())
-            if responses is not None:
-                turn.update(_token_fields(arrays, tokenizer, i, slice(s, e)))
-                if tokenizer is not None:
-                    turn["action"] = _decode(tokenizer, responses[i, s:e])
-                    if k + 1 < len(runs) and nxt > e:
-                        turn["tool_response"] = _decode(tokenizer, responses[i, e:nxt])
-            turns.append(turn)
-        if tokenizer is not None:
-            if _has(tensors, "prompts"):
-                turns[0]["observation"] = _decode(tokenizer, _np(tensors["prompts"][i])[_prompt_keep(tensors, i)])
-            for k in range(1, len(turns)):
-                turns[k]["observation"] = turns[k - 1].pop("tool_response", "")
-            turns[-1].pop("tool_response", None)
         for key, col in extras.items():
             if col[i] is not None:
                 turns[0][key.strip("_")] = col[i]
-        turns[-1]["done"] = True
         score = float(tok_rewards[i].sum())
         groups.setdefault(str(uids[i]), []).append({"turns": turns, "reward": score, "success": score > 0})
     if not groups:
@@ -454,11 +479,35 @@ def log_verl_step(run: Any, batch: Any, step: int, tokenizer: Any = None, config
     A verl-agent batch must carry `mark_rollout`'s marks; copies `adjust_batch` made are dropped. The
     trainer's statistics counted them: GiGPO (and verl-agent's GRPO, GiGPO with omega 0) gets them as
     `params.rowCopies`, so the recompute still equals what trained; for another estimator such a step
-    is labelled "verl-agent:<name>" (the TurnLens estimator that matches the other groups in its params)."""
-    groups, meta = _convert(batch, tokenizer)
+    is labelled "verl-agent:<name>" (the TurnLens estimator that matches the other groups in its params).
+    Never raises into the trainer: a batch that cannot be logged is warned about and dropped."""
+    try:
+        groups, meta = _convert(batch, tokenizer)
+        _send(run, step, groups, meta, config, estimator, params)
+    except Exception as e:  # a logging failure must not stop training
+        _warn_dropped(step, e)
+
+
+def _warn_dropped(step: Any, e: BaseException) -> None:
+    warnings.warn(f"turnlens: the rollouts of step {step} were not logged ({type(e).__name__}: {e})", stacklevel=3)
+
+
+def _send(run: Any, step: int, groups: Dict[str, List[Dict[str, Any]]], meta: Dict[str, Any], config: Any,
+          estimator: Optional[str], params: Optional[Dict[str, Any]]) -> None:
+    """Labels converted groups with the trainer's estimator and sends them as one step."""
     diagnostics: Dict[str, Any] = {"verl": {k: v for k, v in meta.items() if k != "copiedGroups"}}
     if config is not None and estimator is None:
         estimator, params = training_estimator(config, meta["layout"])
+    if meta.get("multiOutputSessions") and estimator and ":" not in estimator:
+        algo = _get(config, "algorithm") if _get(config, "algorithm") is not None else config
+        name = str(_get(algo, "adv_estimator", estimator)).lower()
+        # only verl's GRPO (not grpo_vectorized, not the others) credits a session by its final output alone
+        if name not in ("grpo", "drgrpo"):
+            params = {"trainer": {"turnlens_estimator": estimator, "turnlens_params": params},
+                      "note": (f"{meta['multiOutputSessions']} sessions have several agent-loop outputs; verl's v1 trainer credits "
+                               f"each output as its own sample of the group under {name}, while TurnLens stores a session as one "
+                               "trajectory")}
+            estimator = f"verl:{name}"
     if meta.get("rewardOnToolTokens") and estimator == "reinforcepp":
         params = {"trainer": {"turnlens_estimator": estimator, "turnlens_params": params},
                   "note": (f"{meta['rewardOnToolTokens']} rows carry their reward on a tool token, which verl's token-level "
@@ -479,56 +528,236 @@ def log_verl_step(run: Any, batch: Any, step: int, tokenizer: Any = None, config
     run.log_rollouts(step, groups, estimator=estimator, params=params, diagnostics=diagnostics)
 
 
-# ---------------------------------------------------------------- verl's trainer: the advantage hook
+# ---------------------------------------------------------------- verl's v1 trainer: one row per agent-loop output
+
+# What the v1 trainer's TransferQueue holds for each output once its advantage step has run (absent ones are skipped).
+_V1_FIELDS = ["uid", "prompts", "responses", "response_mask", "rm_scores", "token_level_rewards", "advantages",
+              "old_log_probs", "entropy", "num_turns", "extra_fields"]
+_V1_PER_TOKEN = (("token_logprobs", "old_log_probs"), ("token_advantages", "advantages"), ("token_entropies", "entropy"))
+_V1_EXTRAS = ("turn_scores", "tool_rewards", "reward_extra_info")
+# verl's AgentLoopWorkerTQ keys each output "{prompt uid}_{session}_{output index}"
+_OUTPUT_KEY = re.compile(r"^(.+)_(\d+)_(\d+)$")
+
+
+def _rows(value: Any) -> List[Any]:
+    """One TransferQueue field as per-row values: jagged tensors unbound, tensors as numpy."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [_np(t) for t in (value.unbind() if value.is_nested else value)]
+    return list(value.tolist()) if hasattr(value, "tolist") else list(value)  # NonTensorStack
+
+
+def v1_groups(keys: List[str], fields: Dict[str, List[Any]], tokenizer: Any = None) -> Tuple[Dict[str, List[Dict[str, Any]]], Dict[str, Any]]:
+    """verl's v1 trainer batch -> ({uid: [trajectory]}, diagnostics): one trajectory per session.
+
+    keys: the batch keys, "{uid}_{session}_{index}"; fields: {name: per-row values in key order}
+    (response_mask, rm_scores or token_level_rewards, and optionally responses, prompts, advantages,
+    old_log_probs, entropy, num_turns, extra_fields). A session's outputs are its turns in index
+    order (each output split into turns by response_mask). verl copies the final output's score onto
+    the earlier outputs and its GRPO credits a session by the final output alone, so only the final
+    output's turns carry reward; an earlier output keeps its copied score as `output_score`."""
+    if "response_mask" not in fields:
+        raise KeyError("response_mask is missing: cannot tell the model's tokens from tool tokens")
+    reward_key = next((k for k in ("token_level_rewards", "rm_scores") if k in fields), None)
+    if reward_key is None:
+        raise KeyError("rm_scores is missing: log the batch after the reward step")
+    uids = fields.get("uid")
+    sessions: Dict[Tuple[str, str], List[Tuple[int, int]]] = {}
+    for i, key in enumerate(keys):
+        m = _OUTPUT_KEY.match(str(key))
+        if m:
+            sessions.setdefault((m.group(1), m.group(2)), []).append((int(m.group(3)), i))
+        else:  # not an agent-loop key: the row is its own session
+            sessions.setdefault((str(uids[i]) if uids is not None else str(key), str(key)), []).append((0, i))
+    groups: Dict[str, List[Dict[str, Any]]] = {}
+    multi = empty = off_mask = 0
+    for (uid, _), outs in sorted(sessions.items(), key=lambda kv: (kv[0][0], int(kv[0][1]) if kv[0][1].isdigit() else 0, kv[0][1])):
+        outs.sort()
+        turns: List[Dict[str, Any]] = []
+        for j, (idx, i) in enumerate(outs):
+            mask = fields["response_mask"][i] > 0
+            rewards = fields[reward_key][i].astype("float64")
+            off_mask += bool(((rewards != 0) & ~mask).any())
+            tokens = None
+            if "responses" in fields:
+                tokens = {"token_ids": fields["responses"][i]}
+                tokens.update({name: fields[key][i] for name, key in _V1_PER_TOKEN if key in fields})
+            adv = fields["advantages"][i].astype("float64") if "advantages" in fields else None
+            prompt = fields["prompts"][i] if tokenizer is not None and "prompts" in fields else None
+            out = _row_turns(mask, rewards, adv, tokens, prompt, tokenizer)
+            if out is None:
+                empty += 1  # no model token: nothing was trained on this output
+                continue
+            for t in out:
+                t["output_index"] = idx
+            if "num_turns" in fields:
+                out[0]["num_turns"] = fields["num_turns"][i]
+            extra = fields["extra_fields"][i] if "extra_fields" in fields else None
+            if isinstance(extra, dict):
+                out[0].update({k: extra[k] for k in _V1_EXTRAS if extra.get(k) is not None})
+            if j < len(outs) - 1:
+                out[0]["output_score"] = sum(t["reward"] for t in out)
+                for t in out:
+                    t["reward"] = 0.0
+                del out[-1]["done"]
+            turns += out
+        if not turns:
+            continue
+        for k, t in enumerate(turns):
+            t["turn_index"] = k
+        multi += len(outs) > 1
+        score = float(fields[reward_key][outs[-1][1]].astype("float64").sum())
+        groups.setdefault(uid, []).append({"turns": turns, "reward": score, "success": score > 0})
+    if not groups:
+        raise ValueError("no output of the batch has a model token under response_mask")
+    return groups, {"layout": "verl", "rows": len(keys), "sessions": sum(len(v) for v in groups.values()),
+                    "multiOutputSessions": multi, "emptyRows": empty, "rewardOnToolTokens": off_mask}
+
+
+# ---------------------------------------------------------------- verl's trainers: the advantage hooks
+
+# The installed hook's settings (run, config, tokenizer, every); empty when none is installed. The
+# wrappers read it, so installing again replaces the settings and never wraps twice.
+_hook: Dict[str, Any] = {}
+# Set while the v1 trainer's advantage step runs: the ray_trainer.compute_advantage it reaches (through
+# v1/utils.py, which may have bound the wrapper) is logged by the v1 hook, not again by the legacy one.
+_local = threading.local()
+
+
+def _patch(owner: Any, name: str, make: Any) -> None:
+    cur = getattr(owner, name)
+    if getattr(cur, "_turnlens_orig", None) is None:
+        wrapper = make(cur)
+        wrapper._turnlens_orig = cur
+        setattr(owner, name, wrapper)
+
+
+def _unpatch(owner: Any, name: str) -> None:
+    orig = getattr(getattr(owner, name, None), "_turnlens_orig", None)
+    if orig is not None:
+        setattr(owner, name, orig)
+
+
+def _legacy_wrapper(orig: Any) -> Any:
+    def compute_advantage(data, *args, **kwargs):
+        out = orig(data, *args, **kwargs)
+        if _hook and not getattr(_local, "v1", False):
+            _hook["calls"] += 1
+            step = (getattr(out, "meta_info", None) or {}).get("global_steps", _hook["calls"])
+            try:
+                if int(step) % _hook["every"] == 0:
+                    cfg = _hook["config"] if _hook["config"] is not None else kwargs.get("config")
+                    if cfg is None:  # the trainer passed its settings one by one
+                        est = kwargs.get("adv_estimator", args[0] if args else None)
+                        cfg = {"adv_estimator": est, "gamma": kwargs.get("gamma", 1.0), "lam": kwargs.get("lam", 1.0),
+                               "norm_adv_by_std_in_grpo": kwargs.get("norm_adv_by_std_in_grpo", True),
+                               # verl-agent's compute_advantage takes GiGPO's settings as keywords
+                               "gigpo": {"mode": kwargs.get("gigpo_mode", "mean_std_norm"), "step_advantage_w": kwargs.get("step_advantage_w", 1.0),
+                                         "enable_similarity": kwargs.get("gigpo_enable_similarity", False),
+                                         "similarity_thresh": kwargs.get("gigpo_similarity_thresh", 0.95)}}
+                    log_verl_step(_hook["run"], out, int(step), tokenizer=_hook["tokenizer"], config=cfg)
+            except Exception as e:  # a logging failure must not stop training
+                _warn_dropped(step, e)
+        return out
+
+    return compute_advantage
+
+
+def _v1_wrapper(orig: Any) -> Any:
+    def _compute_advantage(self, batch, *args, **kwargs):
+        inside = getattr(_local, "v1", False)
+        _local.v1 = True
+        try:
+            out = orig(self, batch, *args, **kwargs)
+        finally:
+            _local.v1 = inside
+        if _hook and not inside:
+            try:
+                _log_v1(self, batch)
+            except Exception as e:  # a logging failure must not stop training
+                _warn_dropped(getattr(self, "global_steps", "?"), e)
+        return out
+
+    return _compute_advantage
+
+
+def _log_v1(trainer: Any, batch: Any) -> None:
+    """Reads the batch back from the trainer's TransferQueue (the advantage step keeps only uid, masks
+    and scores in hand) and logs it at the trainer's global step. With parameter_sync_step > 1 a
+    training step runs its advantage step once per mini-batch: the parts are sent together as one step."""
+    import transfer_queue as tq
+
+    step = int(trainer.global_steps)
+    if step % _hook["every"]:
+        return
+    keys = [k for k, tag in zip(batch.keys, batch.tags) if not (tag or {}).get("is_padding", False)]  # the upsampling rows
+    data = tq.kv_batch_get(keys=keys, partition_id=batch.partition_id, select_fields=_V1_FIELDS)
+    fields = {name: _rows(data.get(name)) for name in data.keys()}
+    tokenizer = _hook["tokenizer"] if _hook["tokenizer"] is not None else getattr(trainer, "tokenizer", None)
+    config = _hook["config"] if _hook["config"] is not None else getattr(trainer, "config", None)
+    groups, meta = v1_groups(keys, fields, tokenizer)
+    parts = max(1, int(getattr(trainer, "parameter_sync_step", 1) or 1))
+    if parts > 1:
+        pending = getattr(trainer, "_turnlens_pending", None)
+        if pending is not None and pending["step"] != step:
+            _warn_dropped(pending["step"], RuntimeError(f"{len(pending['parts'])} of its {parts} mini-batches reached the advantage step"))
+            pending = None
+        if pending is None:
+            pending = trainer._turnlens_pending = {"step": step, "parts": []}
+        pending["parts"].append((groups, meta))
+        if len(pending["parts"]) < parts:
+            return
+        trainer._turnlens_pending = None
+        groups, meta = _merge_parts(pending["parts"])
+    _send(_hook["run"], step, groups, meta, config, None, None)
+
+
+def _merge_parts(parts: List[Tuple[Dict[str, Any], Dict[str, Any]]]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """The mini-batches of one step as one step; a prompt in two mini-batches was two groups to the trainer."""
+    groups: Dict[str, Any] = {}
+    meta: Dict[str, Any] = {"layout": "verl", "miniBatches": len(parts)}
+    for p, (g, m) in enumerate(parts):
+        for uid, trajs in g.items():
+            groups[uid if uid not in groups else f"{uid}@{p}"] = trajs
+        for k, v in m.items():
+            if isinstance(v, int):
+                meta[k] = meta.get(k, 0) + v
+    return groups, meta
 
 
 def hook_compute_advantage(run: Any, config: Any = None, tokenizer: Any = None, every: int = 1) -> Any:
-    """Logs every batch verl's trainer passes through its advantage step, without editing the trainer:
-    wraps `verl.trainer.ppo.ray_trainer.compute_advantage` (the legacy RayPPOTrainer's fit calls it by
-    that name) and, where it exists, `compute_advantage_for_multi_trajectories` as the v1 trainer
-    imports it. The step is the batch's meta_info["global_steps"] when present, else counted from 1.
-    config: the trainer's config; without it the estimator is read from the call's own arguments
-      (enough for verl; verl-agent's invalid-action penalty is not among them: pass config there).
-    Call it in the process that runs `fit` (verl's TaskRunner). Returns a function that undoes it."""
+    """Logs every training step verl's trainer passes through its advantage step, without editing the trainer.
+
+    The v1 trainer (`trainer.use_v1`, verl's default): wraps `PPOTrainer._compute_advantage`; after it,
+    the batch is read back from the trainer's TransferQueue and logged at the trainer's `global_steps`
+    (a resumed trainer continues its numbering; resume the TurnLens run with `turnlens.init(resume=...)`),
+    with prompt and response text (the trainer's tokenizer) and token ids, one trajectory per session.
+    The legacy RayPPOTrainer: wraps `verl.trainer.ppo.ray_trainer.compute_advantage`, which its fit calls
+    by that name; the step is the batch's meta_info["global_steps"] when present, else counted from 1.
+    config, tokenizer: default to the v1 trainer's own; for the legacy trainer without config the
+      estimator is read from the call's arguments (enough for verl; verl-agent's invalid-action
+      penalty is not among them: pass config there).
+    every: log the steps divisible by it.
+    Installing again replaces the run and settings (each step is still logged once); logging never
+    raises into the trainer (a step it cannot log is warned about and dropped). Call it in the process
+    that runs `fit` (verl's TaskRunner). Returns a function that undoes it."""
     import importlib
 
-    state = {"calls": 0}
-    undo = []
-
-    def wrap(module: Any, name: str, skip: int = 0) -> None:
-        orig = getattr(module, name)
-
-        def wrapper(data, *args, **kwargs):
-            out = orig(data, *args, **kwargs)
-            state["calls"] += 1
-            step = (getattr(out, "meta_info", None) or {}).get("global_steps", state["calls"])
-            if int(step) % every == 0:
-                cfg = config if config is not None else kwargs.get("config")
-                if cfg is None:  # the trainer passed its settings one by one
-                    pos = args[skip:]
-                    est = kwargs.get("adv_estimator", pos[0] if pos else None)
-                    cfg = {"adv_estimator": est, "gamma": kwargs.get("gamma", 1.0), "lam": kwargs.get("lam", 1.0),
-                           "norm_adv_by_std_in_grpo": kwargs.get("norm_adv_by_std_in_grpo", True),
-                           # verl-agent's compute_advantage takes GiGPO's settings as keywords
-                           "gigpo": {"mode": kwargs.get("gigpo_mode", "mean_std_norm"), "step_advantage_w": kwargs.get("step_advantage_w", 1.0),
-                                     "enable_similarity": kwargs.get("gigpo_enable_similarity", False),
-                                     "similarity_thresh": kwargs.get("gigpo_similarity_thresh", 0.95)}}
-                log_verl_step(run, out, int(step), tokenizer=tokenizer, config=cfg)
-            return out
-
-        setattr(module, name, wrapper)
-        undo.append(lambda: setattr(module, name, orig))
-
-    wrap(importlib.import_module("verl.trainer.ppo.ray_trainer"), "compute_advantage")
+    _hook.update(run=run, config=config, tokenizer=tokenizer, every=max(1, int(every)), calls=_hook.get("calls", 0))
+    ray_trainer = importlib.import_module("verl.trainer.ppo.ray_trainer")
+    _patch(ray_trainer, "compute_advantage", _legacy_wrapper)
     try:
         v1 = importlib.import_module("verl.trainer.ppo.v1.trainer_base")
-        if hasattr(v1, "compute_advantage_for_multi_trajectories"):
-            wrap(v1, "compute_advantage_for_multi_trajectories", skip=1)  # (data, batch_keys, adv_estimator, ...)
-    except ImportError:
-        pass
+    except ImportError:  # verl without the v1 trainer, or without its TransferQueue
+        v1 = None
+    if v1 is not None:
+        _patch(v1.PPOTrainer, "_compute_advantage", _v1_wrapper)
 
     def restore() -> None:
-        for f in reversed(undo):
-            f()
+        _hook.clear()
+        _unpatch(ray_trainer, "compute_advantage")
+        if v1 is not None:
+            _unpatch(v1.PPOTrainer, "_compute_advantage")
 
     return restore
