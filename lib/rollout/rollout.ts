@@ -150,52 +150,69 @@ export async function rollout(o: RolloutOptions): Promise<RolloutGroup[]> {
   return groups;
 }
 
-/**
- * A played group as the store takes it (lib/schemas/rollouts GroupInput). `credit` adds the
- * advantage used in training and the estimator's components per turn (training jobs).
- */
-export function toStoredGroup(
-  g: RolloutGroup,
-  envId: string,
-  credit?: (trajectoryIndex: number) => { advantages: number[]; components: Record<string, ArrayLike<unknown>> },
-): GroupInput {
+/** A played trajectory's id in its step: its group's uid and its place in the group (what credit is keyed by). */
+export function rolloutTrajectoryId(uid: string, index: number): string {
+  return `${uid}-t${index}`;
+}
+
+/** A played group as the store takes it (lib/schemas/rollouts GroupInput), without credit. */
+export function toStoredGroup(g: RolloutGroup, envId: string): GroupInput {
   return {
     uid: g.uid,
     envId,
     taskSeed: g.taskSeed,
+    trajectories: g.trajectories.map((t) => ({
+      reward: t.reward,
+      success: t.success,
+      truncated: t.truncated,
+      turns: t.turns.map((u) => ({
+        observation: u.observation,
+        action: u.response,
+        reward: u.reward,
+        valid: u.valid,
+        done: u.done,
+        anchor: u.anchor,
+        agent: u.agent,
+        tokenCount: u.responseIds.length,
+        logprob: u.logprobs.reduce((a, b) => a + b, 0),
+        ...(u.entropies?.length ? { entropy: u.entropies.reduce((a, b) => a + b, 0) / u.entropies.length } : {}),
+        // per token: the trainer broadcasts the turn's advantage over its tokens, so none is stored per token
+        ...(u.responseIds.length
+          ? {
+              tokenIds: u.responseIds,
+              tokenLogprobs: u.logprobs,
+              ...(u.entropies?.length === u.responseIds.length ? { tokenEntropies: u.entropies } : {}),
+              ...(u.tokenTexts?.length === u.responseIds.length ? { tokenTexts: u.tokenTexts } : {}),
+            }
+          : {}),
+        info: { ...u.info, ...(u.view ? { view: u.view } : {}), ...u.inputs },
+      })),
+    })),
+  };
+}
+
+/** A trajectory's credit as training used it: an advantage per turn and the estimator's components per turn. */
+export interface TurnCredit {
+  advantages: readonly number[];
+  components: Record<string, ArrayLike<unknown>>;
+}
+
+/**
+ * A stored group with the credit training used (training jobs): each turn's advantage, and the
+ * estimator's components in its info's `credit`. `creditOf` gets the trajectory's id
+ * (rolloutTrajectoryId), so credit is matched by id, whatever order it came in.
+ */
+export function withCredit(g: GroupInput, creditOf: (trajectoryId: string) => TurnCredit): GroupInput {
+  return {
+    ...g,
     trajectories: g.trajectories.map((t, j) => {
-      const c = credit?.(j);
+      const c = creditOf(rolloutTrajectoryId(g.uid, j));
       return {
-        reward: t.reward,
-        success: t.success,
-        truncated: t.truncated,
+        ...t,
         turns: t.turns.map((u, k) => ({
-          observation: u.observation,
-          action: u.response,
-          reward: u.reward,
-          valid: u.valid,
-          done: u.done,
-          anchor: u.anchor,
-          agent: u.agent,
-          tokenCount: u.responseIds.length,
-          logprob: u.logprobs.reduce((a, b) => a + b, 0),
-          ...(u.entropies?.length ? { entropy: u.entropies.reduce((a, b) => a + b, 0) / u.entropies.length } : {}),
-          ...(c ? { advantage: c.advantages[k] } : {}),
-          // per token: the trainer broadcasts the turn's advantage over its tokens, so none is stored per token
-          ...(u.responseIds.length
-            ? {
-                tokenIds: u.responseIds,
-                tokenLogprobs: u.logprobs,
-                ...(u.entropies?.length === u.responseIds.length ? { tokenEntropies: u.entropies } : {}),
-                ...(u.tokenTexts?.length === u.responseIds.length ? { tokenTexts: u.tokenTexts } : {}),
-              }
-            : {}),
-          info: {
-            ...u.info,
-            ...(u.view ? { view: u.view } : {}),
-            ...u.inputs,
-            ...(c ? { credit: Object.fromEntries(Object.entries(c.components).map(([name, arr]) => [name, arr[k] ?? null])) } : {}),
-          },
+          ...u,
+          advantage: c.advantages[k],
+          info: { ...u.info, credit: Object.fromEntries(Object.entries(c.components).map(([name, arr]) => [name, arr[k] ?? null])) },
         })),
       };
     }),

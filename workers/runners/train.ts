@@ -13,13 +13,14 @@ import { createEnv } from "../../lib/envs/registry";
 import { playEpisode } from "../../lib/envs/play";
 import { randomAction } from "../../lib/envs/random-policy";
 import { createRng, mixSeed } from "../../lib/envs/rng";
-import { evalTasks, overlapCount, trainTask } from "../../lib/envs/heldout";
+import { evalTasks, overlapCount, trainTask, type HeldOutSet } from "../../lib/envs/heldout";
 import type { Env } from "../../lib/envs/types";
-import { getEstimator, runCredit, type CreditResponse } from "../../lib/credit";
+import { getEstimator, runCredit, type CreditResponse, type TrajectoryCredit } from "../../lib/credit";
 import { creditTurn } from "../../lib/schemas/credit";
 import { buildPrompt, newContext, advanceContext } from "../../lib/rollout/context";
 import { providersFor } from "./turn-inputs";
-import { rollout, toStoredGroup, type RolloutGroup } from "../../lib/rollout/rollout";
+import { rollout, rolloutTrajectoryId, toStoredGroup, withCredit, type Generate, type RolloutGroup } from "../../lib/rollout/rollout";
+import type { RolloutStepInput } from "../../lib/schemas/rollouts";
 import { writeRolloutStep } from "../../lib/db/rollouts";
 import { writeMetrics, type MetricPoint } from "../../lib/db/metrics";
 import { addCheckpoint, latestCheckpoint, truncateRunAfter } from "../../lib/db/checkpoints";
@@ -50,191 +51,264 @@ export const train: JobRunner = async (ctx) => {
   return withEngineRestarts(ctx, () => trainAttempt(ctx, runId, cfg));
 };
 
-async function trainAttempt(ctx: JobContext, runId: string, cfg: TrainConfig) {
+/** What the phases of one attempt share: the job, its engine, the environments and the held-out set. */
+interface Trainer {
+  ctx: JobContext;
+  engine: EngineClient;
+  runId: string;
+  runDir: string;
+  cfg: TrainConfig;
+  makeEnv: () => Env;
+  /** an environment instance for its instructions */
+  probe: Env;
+  heldOut: HeldOutSet;
+  evalSet: ReturnType<typeof evalTasks>;
+  /** instances training has drawn so far (a resumed run replays the draws of the steps before it) */
+  trained: Set<string>;
+  taskEnv: Env;
+  state: TrainerState;
+  /** the greedy success of the last evaluation (null before the first) */
+  lastEval: number | null;
+}
+
+type TrainResult = Record<string, unknown>;
+
+async function trainAttempt(ctx: JobContext, runId: string, cfg: TrainConfig): Promise<TrainResult> {
   const runDir = path.join(projectRoot(), "data", "runs", runId);
   fs.mkdirSync(runDir, { recursive: true });
   return withEngine(ctx, async (engine) => {
     const makeEnv = () => createEnv(cfg.envId, cfg.envConfig);
-    const probe = makeEnv();
     const heldOut = heldOutFor(cfg);
-    const evalSet = evalTasks(heldOut, cfg.evalEpisodes);
-    const taskEnv = makeEnv();
-    /** Instances training has drawn so far (a resumed run replays the draws of the steps before it). */
-    const trained = new Set<string>();
-    const drawTasks = (step: number) =>
-      Array.from({ length: cfg.groupsPerStep }, (_, g) => {
-        const t = trainTask(taskEnv, heldOut, cfg.seed, step, g);
-        trained.add(t.key);
-        return { uid: `s${step}-g${g}`, taskSeed: t.seed };
-      });
-    const state: TrainerState = { envSteps: 0, lr: cfg.lr, lrDecayed: false };
-
-    // ---- start or resume
-    const ckpt = latestCheckpoint(runId);
-    let start = 0;
-    if (ckpt) {
-      await engine.load({ path: ckpt.torchPath, device: cfg.device, ...(cfg.threads ? { threads: cfg.threads } : {}) });
-      Object.assign(state, JSON.parse(fs.readFileSync(path.join(ckpt.torchPath, "trainer-state.json"), "utf8")));
-      const { steps } = truncateRunAfter(runId, ckpt.step, ctx.fence);
-      start = ckpt.step + 1;
-      ctx.log(`resumed from the checkpoint of step ${ckpt.step}${steps ? `; dropped ${steps} later step(s) stored before the interruption` : ""}`);
-      for (let s = 0; s < start; s++) drawTasks(s);
-    } else {
-      truncateRunAfter(runId, -1, ctx.fence); // a previous attempt that died before its first checkpoint
-      const info = await engine.init(initParams(cfg, probe, makeEnv));
-      ctx.log(`engine: ${info.model} on ${info.device}, ${(info.num_params ?? 0).toLocaleString()} parameters, torch ${info.torch_version}`);
-    }
-    ctx.log(
-      heldOut.disjoint
-        ? `held-out set: ${evalSet.length} distinct instances evaluated, ${heldOut.reserved.size} reserved (never trained on)`
-        : `held-out set: this config has ${heldOut.distinctSeen} distinct instance(s), so nothing can be held out; evaluation plays training instances`,
-      heldOut.disjoint ? "info" : "warn",
-    );
-    /** Greedy success on the held-out instances, and how many of them training has drawn (0 unless nothing can be held out). */
-    const evaluateHeldOut = async (values: Record<string, number>): Promise<number> => {
-      const success = await evaluate(cfg, makeEnv, generate(true, 0), evalSet);
-      values["eval/greedy_success"] = success;
-      values["eval/train_overlap"] = overlapCount(
-        evalSet.map((t) => t.key),
-        trained,
-      );
-      values["eval/heldout_instances"] = evalSet.length;
-      return success;
+    const t: Trainer = {
+      ctx,
+      engine,
+      runId,
+      runDir,
+      cfg,
+      makeEnv,
+      probe: makeEnv(),
+      heldOut,
+      evalSet: evalTasks(heldOut, cfg.evalEpisodes),
+      trained: new Set(),
+      taskEnv: makeEnv(),
+      state: { envSteps: 0, lr: cfg.lr, lrDecayed: false },
+      lastEval: null,
     };
-
-    /** One generate call per turn; training rollouts (epsilon > 0) explore, evaluation is greedy. */
-    const generate = (greedy: boolean, seed: number | ((call: number) => number), epsilon = 0) => engineGenerate(engine, cfg, greedy, seed, epsilon);
-
-    let lastEval: number | null = null;
+    const start = await startOrResume(t);
     for (let step = start; step < cfg.steps; step++) {
       if (ctx.signal.aborted) return { stoppedAt: step };
       const t0 = performance.now();
       const values: Record<string, number> = {};
-
-      // ---- evaluation on held-out tasks (greedy), before this step's update
+      // evaluation on held-out tasks (greedy), before this step's update
       if (step % cfg.evalInterval === 0) {
-        lastEval = await evaluateHeldOut(values);
-        ctx.log(
-          `step ${step}: greedy success ${lastEval.toFixed(3)} on ${evalSet.length} held-out instances; training instances among them: ${values["eval/train_overlap"]}`,
-        );
-        if (!state.lrDecayed && cfg.lrDecayAfter > 0 && lastEval >= cfg.lrDecayAfter) {
-          state.lr = cfg.lr / 2;
-          state.lrDecayed = true;
-          ctx.log(`greedy success ${lastEval.toFixed(3)} >= ${cfg.lrDecayAfter}: learning rate halved to ${state.lr}`);
-        }
-        if (cfg.targetSuccess !== null && lastEval >= cfg.targetSuccess) {
-          ctx.log(`target reached: greedy success ${lastEval.toFixed(3)} >= ${cfg.targetSuccess} at step ${step}`);
-          writeStepMetrics(ctx, runId, step, values);
-          await saveCheckpoint(ctx, engine, runId, runDir, step, state, cfg.exportOnnx && cfg.model.kind === "tiny");
-          return { step, greedySuccess: lastEval, stoppedEarly: true };
-        }
+        const stopped = await evaluateBeforeStep(t, step, values);
+        if (stopped) return stopped;
       }
-
-      // ---- rollouts
-      const tasks = drawTasks(step);
-      const tRoll = performance.now();
-      const groups = await rollout({
-        makeEnv,
-        tasks,
-        groupSize: cfg.groupSize,
-        context: cfg.context,
-        instructions: cfg.instructions,
-        restrictToAdmissible: cfg.restrictToAdmissible,
-        recordView: true,
-        generate: generate(false, rolloutSeeds(cfg.seed, step), cfg.explorationEpsilon),
-        signal: ctx.signal,
-      });
-      const rollSecs = (performance.now() - tRoll) / 1000;
-
-      // ---- credit assignment (lib/credit: the same code the heatmaps and the CLI use)
-      for (const p of providersFor(getEstimator(cfg.estimator).needs)) await p.fill({ engine, cfg, probe }, groups);
-      // credit of the turns as they will be stored (the credit views recompute from those the same way)
-      const credit = runCredit({
-        estimator: cfg.estimator,
-        params: cfg.estimatorParams,
-        groups: groups.map((g) => ({
-          uid: g.uid,
-          trajectories: toStoredGroup(g, cfg.envId).trajectories.map((t, j) => ({
-            id: `${g.uid}-t${j}`,
-            truncated: t.truncated,
-            turns: t.turns.map(creditTurn),
-          })),
-        })),
-      });
-
-      // ---- PPO update in the engine
-      const samples: UpdateSample[] = [];
-      let flat = 0;
-      for (const g of groups)
-        for (const t of g.trajectories) {
-          const adv = credit.trajectories[flat++].advantages;
-          t.turns.forEach((u, k) => {
-            if (u.responseIds.length === 0 || (cfg.dropZeroAdvantage && adv[k] === 0)) return;
-            samples.push({
-              prompt_ids: u.promptIds,
-              response_ids: u.responseIds,
-              advantages: adv[k],
-              old_logprobs: u.logprobs,
-              ...(u.allowed ? { allowed: u.allowed } : {}),
-            });
-          });
-        }
-      const tUpd = performance.now();
-      if (samples.length) {
-        const upd = await engine.update({
-          samples,
-          clip_ratio: cfg.clipRatio,
-          clip_ratio_c: cfg.clipRatioC,
-          kl_coef: cfg.klCoef,
-          kl_estimator: cfg.klEstimator,
-          entropy_coef: cfg.entropyCoef,
-          loss_agg_mode: cfg.lossAggregation,
-          epochs: cfg.epochs,
-          minibatch_size: cfg.minibatchSize,
-          temperature: cfg.temperature,
-          lr: state.lr,
-        });
-        for (const [k, v] of Object.entries(upd.metrics)) if (typeof v === "number" && Number.isFinite(v)) values[k] = v;
-      }
-      const updSecs = (performance.now() - tUpd) / 1000;
-
-      // ---- metrics and storage
-      Object.assign(values, rolloutMetrics(groups, credit, samples.length));
-      const turns = values["rollout/turns"];
-      state.envSteps += turns;
-      const secs = (performance.now() - t0) / 1000;
-      values["perf/env_steps"] = state.envSteps;
-      values["perf/env_steps_per_s"] = turns / Math.max(rollSecs, 1e-6);
-      values["perf/tokens_per_s"] = values["rollout/response_tokens"] / Math.max(rollSecs, 1e-6);
-      values["perf/rollout_seconds"] = rollSecs;
-      values["perf/update_seconds_total"] = updSecs;
-      values["perf/step_seconds"] = secs;
-      writeTransaction(
-        ctx.fence,
-        () => {
-          writeRolloutStep(runId, toStoredStep(step, cfg, groups, credit), null);
-          writeStepMetrics(null, runId, step, values);
-        },
-        undefined,
-        { runId },
-      );
-      ctx.log(
-        `step ${step + 1}/${cfg.steps}: success ${values["rollout/success_rate"].toFixed(3)}, return ${values["rollout/return_mean"].toFixed(3)}` +
-          (lastEval !== null ? `, greedy eval ${lastEval.toFixed(3)}` : "") +
-          `, ${samples.length} samples, ${secs.toFixed(2)} s`,
-      );
-      if ((step + 1) % cfg.checkpointInterval === 0 || step === cfg.steps - 1)
-        await saveCheckpoint(ctx, engine, runId, runDir, step, state, step === cfg.steps - 1 && cfg.exportOnnx && cfg.model.kind === "tiny");
-      await ctx.progress((step + 1) / cfg.steps, `step ${step + 1}/${cfg.steps}` + (lastEval !== null ? ` · greedy success ${lastEval.toFixed(2)}` : ""));
+      await trainStep(t, step, values, t0);
     }
-    const finalValues: Record<string, number> = {};
-    const final = await evaluateHeldOut(finalValues);
-    writeStepMetrics(ctx, runId, cfg.steps, finalValues);
-    ctx.log(
-      `done: greedy success on ${evalSet.length} held-out tasks ${final.toFixed(3)}; training instances among them: ${finalValues["eval/train_overlap"]}`,
-    );
-    return { steps: cfg.steps, greedySuccess: final, trainOverlap: finalValues["eval/train_overlap"] };
+    const values: Record<string, number> = {};
+    const final = await evaluateHeldOut(t, values);
+    writeStepMetrics(ctx, runId, cfg.steps, values);
+    ctx.log(`done: greedy success on ${t.evalSet.length} held-out tasks ${final.toFixed(3)}; training instances among them: ${values["eval/train_overlap"]}`);
+    return { steps: cfg.steps, greedySuccess: final, trainOverlap: values["eval/train_overlap"] };
   });
+}
+
+/** This step's training tasks, remembered as drawn (evaluation reports its overlap with them). */
+function drawTasks(t: Trainer, step: number): { uid: string; taskSeed: number }[] {
+  return Array.from({ length: t.cfg.groupsPerStep }, (_, g) => {
+    const task = trainTask(t.taskEnv, t.heldOut, t.cfg.seed, step, g);
+    t.trained.add(task.key);
+    return { uid: `s${step}-g${g}`, taskSeed: task.seed };
+  });
+}
+
+/** The first step to train: after the last checkpoint (its weights and trainer state loaded), else 0 on a new engine. */
+async function startOrResume(t: Trainer): Promise<number> {
+  const { ctx, cfg, engine, runId, heldOut } = t;
+  const ckpt = latestCheckpoint(runId);
+  let start = 0;
+  if (ckpt) {
+    await engine.load({ path: ckpt.torchPath, device: cfg.device, ...(cfg.threads ? { threads: cfg.threads } : {}) });
+    Object.assign(t.state, JSON.parse(fs.readFileSync(path.join(ckpt.torchPath, "trainer-state.json"), "utf8")));
+    const { steps } = truncateRunAfter(runId, ckpt.step, ctx.fence);
+    start = ckpt.step + 1;
+    ctx.log(`resumed from the checkpoint of step ${ckpt.step}${steps ? `; dropped ${steps} later step(s) stored before the interruption` : ""}`);
+    for (let s = 0; s < start; s++) drawTasks(t, s);
+  } else {
+    truncateRunAfter(runId, -1, ctx.fence); // a previous attempt that died before its first checkpoint
+    const info = await engine.init(initParams(cfg, t.probe, t.makeEnv));
+    ctx.log(`engine: ${info.model} on ${info.device}, ${(info.num_params ?? 0).toLocaleString()} parameters, torch ${info.torch_version}`);
+  }
+  ctx.log(
+    heldOut.disjoint
+      ? `held-out set: ${t.evalSet.length} distinct instances evaluated, ${heldOut.reserved.size} reserved (never trained on)`
+      : `held-out set: this config has ${heldOut.distinctSeen} distinct instance(s), so nothing can be held out; evaluation plays training instances`,
+    heldOut.disjoint ? "info" : "warn",
+  );
+  return start;
+}
+
+/** One generate call per turn; training rollouts (epsilon > 0) explore, evaluation is greedy. */
+function generate(t: Trainer, greedy: boolean, seed: number | ((call: number) => number), epsilon = 0): Generate {
+  return engineGenerate(t.engine, t.cfg, greedy, seed, epsilon);
+}
+
+/** Greedy success on the held-out instances, and how many of them training has drawn (0 unless nothing can be held out). */
+async function evaluateHeldOut(t: Trainer, values: Record<string, number>): Promise<number> {
+  const success = await evaluate(t.cfg, t.makeEnv, generate(t, true, 0), t.evalSet);
+  values["eval/greedy_success"] = success;
+  values["eval/train_overlap"] = overlapCount(
+    t.evalSet.map((e) => e.key),
+    t.trained,
+  );
+  values["eval/heldout_instances"] = t.evalSet.length;
+  return success;
+}
+
+/**
+ * The evaluation before a step's update: halves the learning rate once it reaches lrDecayAfter,
+ * and ends the run (metrics and a checkpoint stored) once it reaches targetSuccess.
+ */
+async function evaluateBeforeStep(t: Trainer, step: number, values: Record<string, number>): Promise<TrainResult | null> {
+  const { ctx, cfg, state } = t;
+  const success = await evaluateHeldOut(t, values);
+  t.lastEval = success;
+  ctx.log(
+    `step ${step}: greedy success ${success.toFixed(3)} on ${t.evalSet.length} held-out instances; training instances among them: ${values["eval/train_overlap"]}`,
+  );
+  if (!state.lrDecayed && cfg.lrDecayAfter > 0 && success >= cfg.lrDecayAfter) {
+    state.lr = cfg.lr / 2;
+    state.lrDecayed = true;
+    ctx.log(`greedy success ${success.toFixed(3)} >= ${cfg.lrDecayAfter}: learning rate halved to ${state.lr}`);
+  }
+  if (cfg.targetSuccess === null || success < cfg.targetSuccess) return null;
+  ctx.log(`target reached: greedy success ${success.toFixed(3)} >= ${cfg.targetSuccess} at step ${step}`);
+  writeStepMetrics(ctx, t.runId, step, values);
+  await saveCheckpoint(t, step, cfg.exportOnnx && cfg.model.kind === "tiny");
+  return { step, greedySuccess: success, stoppedEarly: true };
+}
+
+/** One training step: rollouts, credit, the PPO update, then the step and its metrics stored in one transaction. */
+async function trainStep(t: Trainer, step: number, values: Record<string, number>, t0: number): Promise<void> {
+  const { ctx, cfg, engine, runId } = t;
+  const tRoll = performance.now();
+  const groups = await rollout({
+    makeEnv: t.makeEnv,
+    tasks: drawTasks(t, step),
+    groupSize: cfg.groupSize,
+    context: cfg.context,
+    instructions: cfg.instructions,
+    restrictToAdmissible: cfg.restrictToAdmissible,
+    recordView: true,
+    generate: generate(t, false, rolloutSeeds(cfg.seed, step), cfg.explorationEpsilon),
+    signal: ctx.signal,
+  });
+  const rollSecs = (performance.now() - tRoll) / 1000;
+  for (const p of providersFor(getEstimator(cfg.estimator).needs)) await p.fill({ engine, cfg, probe: t.probe }, groups);
+  const { stored, credit, creditOf } = creditedStep(cfg, step, groups);
+  const samples = ppoSamples(cfg, groups, creditOf);
+  const tUpd = performance.now();
+  if (samples.length) Object.assign(values, await ppoUpdate(engine, cfg, t.state.lr, samples));
+  const updSecs = (performance.now() - tUpd) / 1000;
+
+  Object.assign(values, rolloutMetrics(groups, credit, samples.length));
+  const turns = values["rollout/turns"];
+  t.state.envSteps += turns;
+  const secs = (performance.now() - t0) / 1000;
+  values["perf/env_steps"] = t.state.envSteps;
+  values["perf/env_steps_per_s"] = turns / Math.max(rollSecs, 1e-6);
+  values["perf/tokens_per_s"] = values["rollout/response_tokens"] / Math.max(rollSecs, 1e-6);
+  values["perf/rollout_seconds"] = rollSecs;
+  values["perf/update_seconds_total"] = updSecs;
+  values["perf/step_seconds"] = secs;
+  writeTransaction(
+    ctx.fence,
+    () => {
+      writeRolloutStep(runId, stored, null);
+      writeStepMetrics(null, runId, step, values);
+    },
+    undefined,
+    { runId },
+  );
+  const evalNote = t.lastEval !== null ? `, greedy eval ${t.lastEval.toFixed(3)}` : "";
+  ctx.log(
+    `step ${step + 1}/${cfg.steps}: success ${values["rollout/success_rate"].toFixed(3)}, return ${values["rollout/return_mean"].toFixed(3)}${evalNote}, ${samples.length} samples, ${secs.toFixed(2)} s`,
+  );
+  if ((step + 1) % cfg.checkpointInterval === 0 || step === cfg.steps - 1)
+    await saveCheckpoint(t, step, step === cfg.steps - 1 && cfg.exportOnnx && cfg.model.kind === "tiny");
+  await ctx.progress((step + 1) / cfg.steps, `step ${step + 1}/${cfg.steps}` + (t.lastEval !== null ? ` · greedy success ${t.lastEval.toFixed(2)}` : ""));
+}
+
+/**
+ * A step as it is stored, built once: its groups with the credit of lib/credit (the same code the
+ * heatmaps and the CLI use) run on the turns as stored, so the credit views recompute the same.
+ * Credit is keyed by trajectory id; `creditOf` finds a trajectory's.
+ */
+function creditedStep(cfg: TrainConfig, step: number, groups: RolloutGroup[]) {
+  const plain = groups.map((g) => toStoredGroup(g, cfg.envId));
+  const credit = runCredit({
+    estimator: cfg.estimator,
+    params: cfg.estimatorParams,
+    groups: plain.map((g) => ({
+      uid: g.uid,
+      trajectories: g.trajectories.map((t, j) => ({ id: rolloutTrajectoryId(g.uid, j), truncated: t.truncated, turns: t.turns.map(creditTurn) })),
+    })),
+  });
+  const byId = new Map(credit.trajectories.map((c) => [c.id, c]));
+  const creditOf = (id: string): TrajectoryCredit => {
+    const c = byId.get(id);
+    if (!c) throw new Error(`credit has no trajectory ${id}`);
+    return c;
+  };
+  const stored: RolloutStepInput = {
+    step,
+    estimator: cfg.estimator,
+    params: cfg.estimatorParams,
+    diagnostics: credit.diagnostics as unknown as Record<string, unknown>,
+    groups: plain.map((g) => withCredit(g, creditOf)),
+  };
+  return { stored, credit, creditOf };
+}
+
+/** The PPO batch: a sample per turn that produced tokens, with its trajectory's credit for that turn (zero advantages dropped when configured). */
+function ppoSamples(cfg: TrainConfig, groups: RolloutGroup[], creditOf: (id: string) => TrajectoryCredit): UpdateSample[] {
+  const samples: UpdateSample[] = [];
+  for (const g of groups)
+    g.trajectories.forEach((t, j) => {
+      const adv = creditOf(rolloutTrajectoryId(g.uid, j)).advantages;
+      t.turns.forEach((u, k) => {
+        if (u.responseIds.length === 0 || (cfg.dropZeroAdvantage && adv[k] === 0)) return;
+        samples.push({
+          prompt_ids: u.promptIds,
+          response_ids: u.responseIds,
+          advantages: adv[k],
+          old_logprobs: u.logprobs,
+          ...(u.allowed ? { allowed: u.allowed } : {}),
+        });
+      });
+    });
+  return samples;
+}
+
+/** The PPO update in the engine at learning rate `lr`; its finite metrics. */
+async function ppoUpdate(engine: EngineClient, cfg: TrainConfig, lr: number, samples: UpdateSample[]): Promise<Record<string, number>> {
+  const upd = await engine.update({
+    samples,
+    clip_ratio: cfg.clipRatio,
+    clip_ratio_c: cfg.clipRatioC,
+    kl_coef: cfg.klCoef,
+    kl_estimator: cfg.klEstimator,
+    entropy_coef: cfg.entropyCoef,
+    loss_agg_mode: cfg.lossAggregation,
+    epochs: cfg.epochs,
+    minibatch_size: cfg.minibatchSize,
+    temperature: cfg.temperature,
+    lr,
+  });
+  const values: Record<string, number> = {};
+  for (const [k, v] of Object.entries(upd.metrics)) if (typeof v === "number" && Number.isFinite(v)) values[k] = v;
+  return values;
 }
 
 /**
@@ -307,18 +381,6 @@ function rolloutMetrics(groups: RolloutGroup[], credit: CreditResponse, samples:
   return out;
 }
 
-function toStoredStep(step: number, cfg: TrainConfig, groups: RolloutGroup[], credit: CreditResponse) {
-  let flat = 0;
-  return {
-    step,
-    estimator: cfg.estimator,
-    params: cfg.estimatorParams,
-    diagnostics: credit.diagnostics as unknown as Record<string, unknown>,
-    // credit.trajectories is in request order: groups, then their trajectories
-    groups: groups.map((g) => toStoredGroup(g, cfg.envId, () => credit.trajectories[flat++])),
-  };
-}
-
 function writeStepMetrics(ctx: JobContext | null, runId: string, step: number, values: Record<string, number>): void {
   const now = Date.now() / 1000;
   const points: MetricPoint[] = Object.entries(values)
@@ -327,15 +389,8 @@ function writeStepMetrics(ctx: JobContext | null, runId: string, step: number, v
   writeMetrics(runId, points, ctx ? ctx.fence : null);
 }
 
-async function saveCheckpoint(
-  ctx: JobContext,
-  engine: EngineClient,
-  runId: string,
-  runDir: string,
-  step: number,
-  state: TrainerState,
-  exportOnnx: boolean,
-): Promise<void> {
+async function saveCheckpoint(t: Trainer, step: number, exportOnnx: boolean): Promise<void> {
+  const { ctx, engine, runId, runDir, state } = t;
   const dir = path.join(runDir, `ckpt-${String(step).padStart(6, "0")}`);
   await engine.save({ path: dir });
   fs.writeFileSync(path.join(dir, "trainer-state.json"), JSON.stringify(state));
