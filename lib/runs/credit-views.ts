@@ -16,6 +16,7 @@ import { summarizeStep, type StepSummary } from "../schemas/step-summary";
 import { loadStep as loadStepRows, groupTexts, runSteps, stepMeta, stepTexts, type LoadedStep, type StepMeta } from "../db/credit";
 import { getRawDb, type RawDb } from "../db/raw";
 import { NotFoundError } from "../schemas/errors";
+import { renameTrainerParams } from "../schemas/step-params";
 import { isStoredSource, type CreditOverview, type CreditSource, type GroupCredit } from "../schemas/credit";
 
 /** A small least-recently-used map (steps are immutable once written, so entries never go stale). */
@@ -60,7 +61,10 @@ function loadStep(meta: StepMeta, db: RawDb): LoadedStep {
 /** Runs lib/credit over the whole step batch (cached). Throws CreditRequestError on inputs the estimator cannot use. */
 function recompute(step: LoadedStep, estimator: string, params: Record<string, unknown> | null | undefined) {
   const useTraining = (params === undefined || params === null) && estimator === step.meta.estimator;
-  const p = useTraining ? (step.meta.params ?? {}) : (params ?? {});
+  // a step stored in the trainer's parameter names before ingest renamed them recomputes under ours
+  const renamed = step.meta.estimator && step.meta.params ? renameTrainerParams(step.meta.estimator, step.meta.params) : null;
+  const trained = renamed && "params" in renamed ? renamed.params : (step.meta.params ?? {});
+  const p = useTraining ? trained : (params ?? {});
   const paramsFrom: GroupCredit["paramsFrom"] = useTraining ? "training" : params ? "request" : "defaults";
   const key = `${step.meta.id}|${estimator}|${JSON.stringify(p)}`;
   let value = creditCache.get(key);

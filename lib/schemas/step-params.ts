@@ -10,25 +10,37 @@ import { parseParams } from "../credit/request";
 import { InvalidInputError } from "./errors";
 
 /**
+ * `params` with the reference trainer's names of `estimator`'s parameters renamed to TurnLens's (the
+ * same object when none is there), or the name given both ways with different values. Steps stored
+ * before ingest renamed them are read through it too (lib/runs/credit-views.ts).
+ */
+export function renameTrainerParams(estimator: string, params: Record<string, unknown>): { params: Record<string, unknown> } | { clash: [string, string] } {
+  if (!isEstimatorId(estimator)) return { params };
+  let out = params;
+  for (const [theirs, ours] of Object.entries(estimators[estimator].trainerNames ?? {})) {
+    if (!Object.hasOwn(out, theirs)) continue;
+    const { [theirs]: value, ...rest } = out;
+    if (Object.hasOwn(rest, ours) && JSON.stringify(rest[ours]) !== JSON.stringify(value)) return { clash: [theirs, ours] };
+    out = { ...rest, [ours]: value };
+  }
+  return { params: out };
+}
+
+/**
  * The params to store for a step under `estimator` (renamed to TurnLens's names), or throws
  * InvalidInputError naming `${root}.params.<name>`. The same object when nothing is renamed.
  */
 export function stepParams<P extends Record<string, unknown> | null | undefined>(estimator: string | null | undefined, params: P, root: string): P {
   if (!estimator || !isEstimatorId(estimator) || params == null) return params;
-  const spec = estimators[estimator];
-  let out: Record<string, unknown> = params;
-  for (const [theirs, ours] of Object.entries(spec.trainerNames ?? {})) {
-    if (!Object.hasOwn(out, theirs)) continue;
-    const { [theirs]: value, ...rest } = out;
-    if (Object.hasOwn(rest, ours) && JSON.stringify(rest[ours]) !== JSON.stringify(value)) {
-      const path = `${root}.params.${theirs}`;
-      const message = `is estimator "${estimator}"'s ${ours} under the trainer's name, and params.${ours} says otherwise; give one`;
-      throw new InvalidInputError(`invalid ${root}: ${path}: ${message}`, [{ path, message }]);
-    }
-    out = { ...rest, [ours]: value };
+  const renamed = renameTrainerParams(estimator, params);
+  if ("clash" in renamed) {
+    const [theirs, ours] = renamed.clash;
+    const path = `${root}.params.${theirs}`;
+    const message = `is estimator "${estimator}"'s ${ours} under the trainer's name, and params.${ours} says otherwise; give one`;
+    throw new InvalidInputError(`invalid ${root}: ${path}: ${message}`, [{ path, message }]);
   }
   try {
-    parseParams(spec, out);
+    parseParams(estimators[estimator], renamed.params);
   } catch (e) {
     if (!(e instanceof CreditRequestError)) throw e;
     // lib/credit writes paths as params.a[0].b; the API's are dotted
@@ -36,5 +48,5 @@ export function stepParams<P extends Record<string, unknown> | null | undefined>
     const message = e.message.startsWith(`${e.path}: `) ? e.message.slice(e.path.length + 2) : e.message;
     throw new InvalidInputError(`invalid ${root}: ${path}: ${message}`, [{ path, message }]);
   }
-  return out as P;
+  return renamed.params as P;
 }

@@ -19,6 +19,7 @@ const creditRoute = await import("@/app/api/v1/runs/[id]/steps/[step]/groups/[gr
 const { countRows } = await import("@/lib/db/inspect");
 const { ingestStepPart } = await import("@/lib/ingest/batches");
 const { getRawDb } = await import("@/lib/db/raw");
+const { writeRolloutStep } = await import("@/lib/db/rollouts");
 
 type Handler = (req: NextRequest, ctx: { params: Promise<Record<string, string>> }) => Promise<Response>;
 async function call(
@@ -209,6 +210,33 @@ describe("estimator parameters", () => {
     expect(credit.status, JSON.stringify(credit.json).slice(0, 400)).toBe(200);
     expect(credit.json.paramsFrom).toBe("training");
     expect(credit.json.params).toMatchObject({ gamma: 0.95, omega: 0.5, invalidPenalty: 0.2 });
+  });
+
+  it("recomputes a step stored in verl-agent's names before ingest renamed them, under TurnLens's names", async () => {
+    const run = await importRun("stored-in-trainer-names");
+    const body = {
+      step: 0,
+      estimator: "gigpo",
+      params: { gamma: 0.9, step_advantage_w: 0.25 },
+      groups: [
+        {
+          uid: "t0",
+          envId: "sokoban",
+          taskSeed: 0,
+          trajectories: [{ success: false, truncated: false, turns: [{ ...turn(), anchor: "s0", valid: true, done: false }] }],
+        },
+      ],
+    };
+    // stored as it was before ingest checked params: the store writes what it is given
+    writeRolloutStep(run.id, body, null, getRawDb());
+    const groupsRoute = await import("@/app/api/v1/runs/[id]/steps/[step]/groups/route");
+    const g = await call(groupsRoute.GET as Handler, "GET", `/api/v1/runs/${run.id}/steps/0/groups`, { params: { id: run.id, step: "0" } });
+    const groupId = g.json.groups[0].id;
+    const credit = await call(creditRoute.GET as Handler, "GET", `/api/v1/runs/${run.id}/steps/0/groups/${groupId}/credit?estimator=gigpo`, {
+      params: { id: run.id, step: "0", groupId },
+    });
+    expect(credit.status, JSON.stringify(credit.json).slice(0, 400)).toBe(200);
+    expect([credit.json.paramsFrom, credit.json.params.omega, credit.json.params.gamma]).toEqual(["training", 0.25, 0.9]);
   });
 
   it("refuses an unknown parameter or a bad value of a TurnLens estimator at ingest, naming the field, and keeps a trainer's own label's params", async () => {
