@@ -32,6 +32,7 @@ export function deferStepWork(runId: string, stepId: string, input: RolloutStepI
 
 /** Does one stored step's deferred work; nothing when it is not pending (done elsewhere, or its write rolled back). */
 export function finishStep(runId: string, stepId: string, input: RolloutStepInput, db: RawDb = getRawDb()): void {
+  if (!stepPending(stepId, db)) return; // its write rolled back, or another process did the work
   // credit over training's summary of the step; should it fail, the mark goes and the summary is made on first read
   let summary: StepSummary | null = null;
   try {
@@ -42,7 +43,7 @@ export function finishStep(runId: string, stepId: string, input: RolloutStepInpu
   writeTransaction(
     null,
     (db) => {
-      if (stepPending(stepId, db)) completeStoredStep(runId, stepId, input, summary, db);
+      if (stepPending(stepId, db)) completeStoredStep(runId, stepId, input, summary, db); // still, under the write lock
     },
     db,
     { runId },
