@@ -15,6 +15,7 @@
 import zlib from "node:zlib";
 import { tokenValues, type TurnInput, type TurnOut } from "../schemas/rollouts";
 import { readTurnColumns, turnColumns, type TurnColumns } from "../schemas/turn-columns";
+import { turnEntropy } from "../schemas/step-summary";
 import { decodeTokenData, encodeTokenData } from "./token-data";
 
 export type { TurnColumns };
@@ -47,8 +48,12 @@ function unpack<T>(blob: Uint8Array): T {
 export function packTurns(turns: readonly TurnInput[]): PackedTurns {
   const texts: TurnTexts = { observation: [], action: [], info: [] };
   const tokens: Buffer[] = [];
+  // a turn's token entropies, decoded once for its token blob and its turn entropy
+  const tokenEntropy: (number | null)[] = [];
   let anyTokens = false;
   for (const u of turns) {
+    const entropies = tokenValues(u.tokenEntropies);
+    tokenEntropy.push(turnEntropy(null, entropies));
     texts.observation.push(u.observation);
     texts.action.push(u.action);
     texts.info.push(u.info ?? null);
@@ -59,14 +64,14 @@ export function packTurns(turns: readonly TurnInput[]): PackedTurns {
         texts: u.tokenTexts ?? null,
         logprobs: tokenValues(u.tokenLogprobs),
         advantages: tokenValues(u.tokenAdvantages),
-        entropies: tokenValues(u.tokenEntropies),
+        entropies,
       });
       len.writeUInt32BE(blob.length);
       tokens.push(len, blob);
       anyTokens = true;
     } else tokens.push(len);
   }
-  return { turnData: pack(turnColumns(turns)), turnTexts: pack(texts), turnTokens: anyTokens ? Buffer.concat(tokens) : null };
+  return { turnData: pack(turnColumns(turns, { tokenEntropy })), turnTexts: pack(texts), turnTokens: anyTokens ? Buffer.concat(tokens) : null };
 }
 
 export function unpackTurnColumns(blob: Uint8Array): TurnColumns {

@@ -54,10 +54,15 @@ const NAMES = Object.keys(TURN_COLUMNS) as ColumnName[];
 type Readable = { [K in ColumnName]: Columns[K] extends { read: unknown } ? K : never }[ColumnName];
 const READABLE = NAMES.filter((k) => "read" in TURN_COLUMNS[k]) as Readable[];
 
-/** One trajectory's turns as columns (the packer's input). */
-export function turnColumns(turns: readonly TurnInput[]): Required<TurnColumns> {
+/** One trajectory's turns as columns (the packer's input); `known`: columns the caller made already (the packer's token entropies, decoded once). */
+export function turnColumns(turns: readonly TurnInput[], known: Partial<TurnColumns> = {}): Required<TurnColumns> {
   const out = {} as Record<ColumnName, unknown[]>;
   for (const k of NAMES) {
+    const given = known[k];
+    if (given) {
+      out[k] = given;
+      continue;
+    }
     const from = TURN_COLUMNS[k].from as (u: TurnInput) => unknown;
     const col = new Array(turns.length);
     for (let i = 0; i < turns.length; i++) col[i] = from(turns[i]);
