@@ -1,7 +1,9 @@
-// `npm run credit`: run the credit CLI as compiled JavaScript (no tsx start-up, no per-run
-// TypeScript transform). dist/credit-cli.cjs is built from lib/credit/cli.ts with esbuild (it
-// ships with tsx) when missing or older than any lib/credit source; `--build` only builds
-// (scripts/setup.sh runs that). Everything else on the command line goes to the CLI.
+#!/usr/bin/env node
+// The credit command, `turnlens-credit` (package.json "bin"; also `npm run credit`): runs the CLI
+// as compiled JavaScript (no tsx start-up, no per-run TypeScript transform). dist/credit-cli.cjs
+// is built from cli/credit/main.ts with esbuild (it ships with tsx) when missing or older than any
+// cli/credit or lib/credit source; `--build` only builds (scripts/setup.sh runs that). Everything
+// else on the command line goes to the CLI.
 //
 // The bundle (zod included) is compiled through vm.Script with a V8 code cache kept next to it
 // (dist/credit-cli.cjs.v8cache): compiling the 0.9 MB bundle from source is about a quarter of
@@ -9,13 +11,14 @@
 // itself checks only the source's length; a missing, stale or rejected cache is rewritten when
 // the run ends, after the functions that ran are compiled, so it holds their bytecode too.
 import { createHash } from "node:crypto";
-import { readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import vm from "node:vm";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+// the real path: the bin is reached through a symlink (npm link, node_modules/.bin)
+const root = join(dirname(realpathSync(fileURLToPath(import.meta.url))), "..");
 const out = join(root, "dist", "credit-cli.cjs");
 const cacheFile = `${out}.v8cache`;
 
@@ -38,10 +41,10 @@ function builtAt() {
 }
 
 async function buildIfStale() {
-  if (builtAt() >= newestSource(join(root, "lib", "credit"))) return false;
+  if (builtAt() >= Math.max(newestSource(join(root, "cli", "credit")), newestSource(join(root, "lib", "credit")))) return false;
   const esbuild = await import("esbuild");
   esbuild.buildSync({
-    entryPoints: [join(root, "lib", "credit", "cli.ts")],
+    entryPoints: [join(root, "cli", "credit", "main.ts")],
     outfile: out,
     bundle: true,
     platform: "node",
@@ -50,7 +53,7 @@ async function buildIfStale() {
     target: "node20",
     packages: "bundle",
     // zod is bundled too: the file runs from dist/ without resolving node_modules
-    banner: { js: "// Built by scripts/credit-cli.mjs from lib/credit/cli.ts; do not edit." },
+    banner: { js: "// Built by scripts/credit-cli.mjs from cli/credit/main.ts; do not edit." },
     logLevel: "error",
   });
   rmSync(cacheFile, { force: true });

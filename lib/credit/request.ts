@@ -199,23 +199,60 @@ export function validateHead(
   return { spec, head: r.data, params };
 }
 
-/** Bit of each turn field in the mask `checkTurn` returns. */
-const TURN_FIELD_BIT: Record<keyof Turn, number> = {
-  reward: 1,
-  anchor: 2,
-  invalid: 4,
-  agent: 8,
-  value: 16,
-  q1: 32,
-  q2: 64,
-  v2: 128,
-  infoGain: 256,
-  judgeScore: 512,
-  segment: 1024,
-  tokens: 2048,
-  toolResult: 4096,
-  highValue: 8192,
-};
+/** How a turn field's value is checked (one entry of TURN_FIELDS). */
+enum Check {
+  /** A finite number within MAX_ABS_NUMBER. */
+  Number,
+  Boolean,
+  /** Any JSON value, nested at most MAX_VALUE_DEPTH levels, numbers finite. */
+  Anchor,
+  /** A string or a finite number. */
+  Agent,
+  /** A number within the bound, or null (a failed judgement). */
+  JudgeScore,
+  /** A non-negative integer. */
+  Tokens,
+}
+
+/** The turn fields, in the order a turn's problems are reported; field i is bit 1 << i of a turn's mask. */
+const TURN_FIELDS: readonly { name: keyof Turn; check: Check }[] = [
+  { name: "reward", check: Check.Number },
+  { name: "anchor", check: Check.Anchor },
+  { name: "invalid", check: Check.Boolean },
+  { name: "agent", check: Check.Agent },
+  { name: "value", check: Check.Number },
+  { name: "q1", check: Check.Number },
+  { name: "q2", check: Check.Number },
+  { name: "v2", check: Check.Number },
+  { name: "infoGain", check: Check.Number },
+  { name: "judgeScore", check: Check.JudgeScore },
+  { name: "segment", check: Check.Number },
+  { name: "tokens", check: Check.Tokens },
+  { name: "toolResult", check: Check.Boolean },
+  { name: "highValue", check: Check.Number },
+];
+
+/** Field name -> its index in TURN_FIELDS. */
+const TURN_FIELD_INDEX = new Map(TURN_FIELDS.map((f, i) => [f.name as string, i]));
+const TURN_CHECKS = TURN_FIELDS.map((f) => f.check);
+const TURN_KEYS: ReadonlySet<string> = new Set(TURN_FIELD_INDEX.keys());
+
+// The keys of the last turn checked, by position, with their field index (-1: not a field): turns
+// of a request have the same keys in the same order, so a key is found by one comparison with
+// the key at its position in the turn before instead of a look-up.
+const lastKeys: string[] = [];
+const lastIndex: number[] = [];
+
+/** Index in TURN_FIELDS of the turn key k at position j of its turn, -1 if it is not a field. */
+function fieldAt(k: string, j: number): number {
+  if (lastKeys[j] === k) return lastIndex[j];
+  const f = TURN_FIELD_INDEX.get(k) ?? -1;
+  if (j < 32) {
+    lastKeys[j] = k;
+    lastIndex[j] = f;
+  }
+  return f;
+}
 
 function typeName(v: unknown): string {
   return v === null ? "null" : Array.isArray(v) ? "array" : typeof v;
@@ -258,12 +295,11 @@ function badNumber(v: unknown, p: string, what = "a finite number"): never {
 
 const GROUP_KEYS = new Set(["uid", "trajectories"]);
 const TRAJ_KEYS = new Set(["id", "turns", "truncated", "envTag"]);
-const TURN_KEYS = new Set(Object.keys(TURN_FIELD_BIT));
 
 function checkGroups(groups: unknown, spec: EstimatorSpec): void {
   const gs = expectArray(groups, "groups", "the request needs at least one group");
   let needMask = 0;
-  for (const f of spec.needs) needMask |= TURN_FIELD_BIT[f];
+  for (const f of spec.needs) needMask |= 1 << TURN_FIELD_INDEX.get(f)!;
   const uids = new Map<string, number>();
   const ids = new Map<string, number>(); // id -> gi * 2^32 + ti of its first trajectory
   for (let gi = 0; gi < gs.length; gi++) {
@@ -309,133 +345,85 @@ function checkGroups(groups: unknown, spec: EstimatorSpec): void {
 const turnPath = (gi: number, ti: number, i: number) => `groups[${gi}].trajectories[${ti}].turns[${i}]`;
 
 /**
- * One turn's fields: types, bounds, unknown fields, anchor nesting. Runs once per turn, so every
- * field is read directly (inline caches see the one shape JSON.parse gives all turns), unknown
- * fields are found by comparing key counts, and paths are built only for an error.
- * Returns the bit mask of the fields present.
+ * One turn's fields: types, bounds, unknown fields, anchor nesting, each field checked as
+ * TURN_FIELDS says. Runs once per turn: the turn's own keys are walked once (no path built);
+ * a turn with any problem goes to `reportTurn`, which names the first one in TURN_FIELDS order.
+ * Returns the bit mask of the fields present (a field set to undefined counts as absent).
  */
 function checkTurn(v: unknown, gi: number, ti: number, i: number): number {
   if (typeof v !== "object" || v === null || Array.isArray(v)) expectObject(v, turnPath(gi, ti, i));
-  const turn = v as Turn;
+  const turn = v as Record<string, unknown>;
   let mask = 0;
-  let present = 0;
-  let st = 0;
-  const r = turn.reward;
-  if (typeof r !== "number" || !(r <= MAX_ABS_NUMBER && r >= -MAX_ABS_NUMBER)) badTurnField(turn, gi, ti, i, 1);
-  mask = 1;
-  present = 1;
-  const a = turn.anchor;
-  if (a !== undefined) {
-    if (typeof a !== "string") checkValue(a, `${turnPath(gi, ti, i)}.anchor`, true);
-    mask |= 2;
-    present++;
+  let bad = false;
+  let j = 0;
+  for (const k in turn) {
+    const f = fieldAt(k, j++);
+    const x = turn[k];
+    if (f < 0) bad = true;
+    else if (x !== undefined) {
+      if (!fieldOk(TURN_CHECKS[f], x)) bad = true;
+      mask |= 1 << f;
+    }
   }
-  const inv = turn.invalid;
-  if (inv !== undefined) {
-    if (typeof inv !== "boolean") badTurnField(turn, gi, ti, i, 4);
-    mask |= 4;
-    present++;
-  }
-  const ag = turn.agent;
-  if (ag !== undefined) {
-    if (typeof ag !== "string" && !(typeof ag === "number" && Number.isFinite(ag))) badTurnField(turn, gi, ti, i, 8);
-    mask |= 8;
-    present++;
-  }
-  st = numberState(turn.value);
-  if (st !== 0) {
-    if (st < 0) badTurnField(turn, gi, ti, i, 16);
-    mask |= 16;
-    present++;
-  }
-  st = numberState(turn.q1);
-  if (st !== 0) {
-    if (st < 0) badTurnField(turn, gi, ti, i, 32);
-    mask |= 32;
-    present++;
-  }
-  st = numberState(turn.q2);
-  if (st !== 0) {
-    if (st < 0) badTurnField(turn, gi, ti, i, 64);
-    mask |= 64;
-    present++;
-  }
-  st = numberState(turn.v2);
-  if (st !== 0) {
-    if (st < 0) badTurnField(turn, gi, ti, i, 128);
-    mask |= 128;
-    present++;
-  }
-  st = numberState(turn.infoGain);
-  if (st !== 0) {
-    if (st < 0) badTurnField(turn, gi, ti, i, 256);
-    mask |= 256;
-    present++;
-  }
-  const js = turn.judgeScore;
-  if (js !== undefined) {
-    if (js !== null && (typeof js !== "number" || !(js <= MAX_ABS_NUMBER && js >= -MAX_ABS_NUMBER))) badTurnField(turn, gi, ti, i, 512);
-    mask |= 512;
-    present++;
-  }
-  st = numberState(turn.segment);
-  if (st !== 0) {
-    if (st < 0) badTurnField(turn, gi, ti, i, 1024);
-    mask |= 1024;
-    present++;
-  }
-  const tk = turn.tokens;
-  if (tk !== undefined) {
-    if (typeof tk !== "number" || !Number.isInteger(tk) || tk < 0) badTurnField(turn, gi, ti, i, 2048);
-    mask |= 2048;
-    present++;
-  }
-  const tr = turn.toolResult;
-  if (tr !== undefined) {
-    if (typeof tr !== "boolean") badTurnField(turn, gi, ti, i, 4096);
-    mask |= 4096;
-    present++;
-  }
-  st = numberState(turn.highValue);
-  if (st !== 0) {
-    if (st < 0) badTurnField(turn, gi, ti, i, 8192);
-    mask |= 8192;
-    present++;
-  }
-  let keys = 0;
-  for (const _ in turn) keys++;
-  if (keys !== present) {
-    // an unknown field, or a known one set to undefined (TypeScript callers: allowed)
-    const unknown = Object.keys(turn).filter((k) => !TURN_KEYS.has(k));
-    if (unknown.length > 0) unknownFields(turn as unknown as Record<string, unknown>, TURN_KEYS, turnPath(gi, ti, i));
-  }
+  if (bad || (mask & 1) === 0) reportTurn(turn, turnPath(gi, ti, i));
   return mask;
 }
 
-/** 0: absent, 1: a number within the bound, -1: anything else. */
-function numberState(x: unknown): number {
-  if (x === undefined) return 0;
-  return typeof x === "number" && x <= MAX_ABS_NUMBER && x >= -MAX_ABS_NUMBER ? 1 : -1;
+/** Whether a present value passes its field's check. */
+function fieldOk(check: Check, x: unknown): boolean {
+  switch (check) {
+    case Check.Number:
+      return typeof x === "number" && x <= MAX_ABS_NUMBER && x >= -MAX_ABS_NUMBER;
+    case Check.Boolean:
+      return typeof x === "boolean";
+    case Check.Anchor:
+      return typeof x === "string" || anchorOk(x);
+    case Check.Agent:
+      return typeof x === "string" || (typeof x === "number" && Number.isFinite(x));
+    case Check.JudgeScore:
+      return x === null || (typeof x === "number" && x <= MAX_ABS_NUMBER && x >= -MAX_ABS_NUMBER);
+    case Check.Tokens:
+      return typeof x === "number" && Number.isInteger(x) && x >= 0;
+  }
 }
 
-/** The error for a turn field that failed its check (`bit` names it in TURN_FIELD_BIT). */
-function badTurnField(turn: Turn, gi: number, ti: number, i: number, bit: number): never {
-  const field = (Object.keys(TURN_FIELD_BIT) as (keyof Turn)[]).find((k) => TURN_FIELD_BIT[k] === bit)!;
-  const p = `${turnPath(gi, ti, i)}.${field}`;
-  const x = turn[field];
-  switch (field) {
-    case "invalid":
-    case "toolResult":
-      return fail(`${p}: expected boolean, got ${describeValue(x)}`, p);
-    case "tokens":
-      return fail(`${p}: expected a non-negative integer, got ${describeValue(x)}`, p);
-    case "agent":
-      return fail(`${p}: expected a string or a finite number, got ${describeValue(x)}`, p);
-    case "judgeScore":
-      return badNumber(x, p, "a finite number or null (failed judgement)");
-    default:
-      return badNumber(x, p);
+function anchorOk(x: unknown): boolean {
+  try {
+    checkValue(x, "anchor", true);
+    return true;
+  } catch {
+    return false; // reportTurn checks it again with its path
   }
+}
+
+/** Throws the error for a turn's first problem: a field in TURN_FIELDS order (reward is required), then unknown fields. */
+function reportTurn(turn: Record<string, unknown>, tp: string): void {
+  for (const { name, check } of TURN_FIELDS) {
+    const x = turn[name];
+    if (x === undefined && name !== "reward") continue;
+    if (x !== undefined && fieldOk(check, x)) continue;
+    const p = `${tp}.${name}`;
+    switch (check) {
+      case Check.Boolean:
+        fail(`${p}: expected boolean, got ${describeValue(x)}`, p);
+        break;
+      case Check.Tokens:
+        fail(`${p}: expected a non-negative integer, got ${describeValue(x)}`, p);
+        break;
+      case Check.Agent:
+        fail(`${p}: expected a string or a finite number, got ${describeValue(x)}`, p);
+        break;
+      case Check.Anchor:
+        checkValue(x, p, true);
+        break;
+      case Check.JudgeScore:
+        badNumber(x, p, "a finite number or null (failed judgement)");
+        break;
+      default:
+        badNumber(x, p);
+    }
+  }
+  if (Object.keys(turn).some((k) => !TURN_KEYS.has(k))) unknownFields(turn, TURN_KEYS, tp);
 }
 
 /**

@@ -1,4 +1,4 @@
-// The CLI's fast path (lib/credit/fast-request.ts) against the ordinary one: for every request it
+// The CLI's fast path (cli/credit/fast-path.ts) against the ordinary one: for every request it
 // takes, the response bytes are exactly JSON.stringify(runCredit(JSON.parse(text))) + "\n"; every
 // request it does not take (bad, or outside its subset) returns null, so the CLI falls back.
 import { spawnSync } from "node:child_process";
@@ -7,7 +7,10 @@ import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { fastCredit, parseRequestColumns, shortestDouble, writeResponse } from "../../lib/credit/fast-request";
+import { fastCredit } from "../../cli/credit/fast-path";
+import { parseRequestColumns } from "../../cli/credit/read/request";
+import { shortestDouble } from "../../cli/credit/write/double";
+import { writeResponse } from "../../cli/credit/write/response";
 import { runCredit, type RunCreditOptions } from "../../lib/credit/index";
 import type { CreditDiagnostics } from "../../lib/credit/result";
 
@@ -52,7 +55,7 @@ function ordinary(text: string, options: RunCreditOptions = {}): string | null {
 
 const fast = (text: string, options: RunCreditOptions = {}) => {
   const out = fastCredit(Buffer.from(text, "utf8"), options);
-  return out === null ? null : Buffer.concat(out).toString("utf8");
+  return Array.isArray(out) ? Buffer.concat(out).toString("utf8") : null;
 };
 
 /** Rewards spelled many ways: integers, decimals, exponents, -0, long mantissas. */

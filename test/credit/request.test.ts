@@ -122,7 +122,7 @@ describe("CLI (compiled: what `npm run credit` runs)", () => {
     }
     const r = spawnSync(node, [cli, "--bogus"], { cwd, input: JSON.stringify(ok) });
     expect(r.status).toBe(1);
-    expect(r.stderr.toString()).toMatch(/^error: argument "--bogus": unknown; usage: credit \[--advantages-only\]/);
+    expect(r.stderr.toString()).toMatch(/^error: argument "--bogus": unknown; usage: turnlens-credit \[--advantages-only\]/);
   });
   it("names an anchor nested 100000 deep instead of overflowing the stack", () => {
     const deep = "[".repeat(100_000) + "]".repeat(100_000);
