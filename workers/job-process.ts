@@ -7,7 +7,7 @@
 // worker; this process only runs the runner and reports over IPC:
 //   worker -> job:  start {job, fence, gpu} | stop {reason} | progress-ack {id, ok, error?}
 //   job -> worker:  log {line, level} | progress {id, fraction, message?} | result {ok, value | error}
-// Result writes are the runner's own, fenced (writeTransaction(ctx.fence, ...)) as before.
+// Result writes are the runner's own, fenced by its lease token (writeTransaction(ctx.fence, ...)).
 //
 // If the worker dies (SIGKILL, crash), this process must not outlive it: the IPC channel closes
 // ("disconnect"), and for a runner that never yields a watchdog thread notices the new parent and

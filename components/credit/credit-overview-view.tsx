@@ -65,7 +65,7 @@ const READINGS: { id: string; label: string; help: string; series: Series[] }[] 
 ];
 
 const DIAGS: [keyof StepDiagnostics, string, string][] = [
-  ["advMean", "advantage mean", "batch mean over turns; drifts from 0 when groups differ in length (verl-agent#264)"],
+  ["advMean", "advantage mean", "batch mean over turns; drifts from 0 when groups differ in length"],
   ["advStd", "advantage std", "spread of the advantages (N-1)"],
   ["advMeanAbs", "mean |advantage|", "how much credit is handed out at all"],
   ["nonZeroShare", "non-zero share", "share of turns with a non-zero advantage"],

@@ -32,7 +32,7 @@ export function openSqliteCompiledOnce(file: string): Omit<Database.Database, "p
     let e = compiled.get(sql);
     compiled.delete(sql); // set again below, last: the first in the map is the least recently used
     if (!e || fresh) {
-      e = { st: compile(sql), mode: "rows" }; // an SQL error throws here, at prepare, as before
+      e = { st: compile(sql), mode: "rows" }; // an SQL error throws here, at prepare
       if (compiled.size >= MAX_COMPILED) compiled.delete(compiled.keys().next().value!);
     }
     compiled.set(sql, e);

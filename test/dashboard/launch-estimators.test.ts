@@ -58,7 +58,7 @@ describe("estimator section of the launch form", () => {
     expect(estimatorParamValues(g, { gamma: 0.5, bogus: 1 })).not.toHaveProperty("bogus");
   });
 
-  it("appears for every launchable job kind whose schema has an estimator (train, once it lands)", () => {
+  it("appears for every launchable job kind whose schema has an estimator (train)", () => {
     for (const j of launchCatalog().jobKinds) {
       const has = !!j.configSchema.properties?.estimator;
       expect(!!estimatorSection(j.configSchema, catalog), j.id).toBe(has);

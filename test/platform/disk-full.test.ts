@@ -1,6 +1,6 @@
 // A full disk, for real: the upload folder is a 1 MB tmpfs (mounting needs root; the suite is
 // skipped where mount is refused). An upload that does not fit is answered 507 and leaves no partial
-// file (it used to wait forever for a `drain` that never comes after ENOSPC); ENOSPC anywhere in a
+// file (a write stream waits forever for a `drain` that never comes after ENOSPC); ENOSPC anywhere in a
 // route is a 507, not a 500; an import job that hits it is re-queued and succeeds once space is freed.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";

@@ -1,7 +1,7 @@
 // A zip bomb uploaded on the import page: a small zip whose member expands to hundreds of MB of
-// zeros beside a member of good rows. It used to be extracted and read whole (1 GB of zeros: 2 GB
-// of RSS) and the good member imported; now the importer refuses the archive by its headers before
-// extracting anything, the job fails naming the member, and no run is made.
+// zeros beside a member of good rows (extracted and read whole, 1 GB of zeros would take 2 GB of
+// RSS). The importer refuses the archive by its headers before extracting anything, the job fails
+// naming the member, and no run is made.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";

@@ -1,5 +1,5 @@
 // The worker's Ray settings (docs/ray.md). TURNLENS_RAY_ADDRESS unset:
-// train jobs run locally as before.
+// train jobs run locally.
 import { z } from "zod";
 
 const RayConfigSchema = z.object({
