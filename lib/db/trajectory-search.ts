@@ -4,8 +4,9 @@
 //
 // The index. Each stored trajectory has a row in "TrajectorySearch" (its integer key, and the
 // columns searches filter and sort by) and one in the word index "TrajectoryText": the distinct
-// words of its observations and of its actions, written with the trajectory (writeRolloutStep) or,
-// for trajectories stored before the index existed, on the first search of their run. The word
+// words of its observations and of its actions, written with the step (writeRolloutStep; ingest
+// right after its answer, lib/ingest/deferred.ts) or, for trajectories stored before the index
+// existed or whose step's deferred work is not done yet, on the first search of their run. The word
 // index keeps no positions and no text: on SQLite an FTS5 table (contentless, detail=column), on
 // PostgreSQL two tsvector columns made with array_to_tsvector (no text parser: the words are ours)
 // under GIN indexes. Both stores therefore hold exactly the words `searchWords` makes, and a word

@@ -8,7 +8,7 @@
 // and anything computed from it are cached by step id and never go stale.
 //
 // Credit over training of the stored advantages reads one kept summary per step
-// (lib/db/credit-summary.ts: written with the step), so it never loads a step's turns: tens of ms
+// (lib/db/credit-summary.ts: written with the step or right after it), so it never loads a step's turns: tens of ms
 // at 150 steps x 6,400 turns, where loading the 50 sampled steps took seconds.
 import { runCreditWithParams, groupAnchorIds, renumberGroups, type CreditDiagnostics } from "../credit";
 import { readStepSummaries, writeStepSummary } from "../db/credit-summary";
