@@ -28,10 +28,13 @@ export function otherPartCount(runId: string, step: number, part: number, parts:
     .get(runId, step, part, parts) as number | undefined;
 }
 
-/** Characters of JSON the step's waiting parts other than `part` hold. */
-export function heldPartsChars(runId: string, step: number, part: number, db: RawDb): number {
+/** Bytes (UTF-8) of JSON the step's waiting parts other than `part` hold. OCTET_LENGTH reads the stored size, not the text (LENGTH counts characters: 0.5 s over 252 MB). */
+export function heldPartsBytes(runId: string, step: number, part: number, db: RawDb): number {
   return Number(
-    db.prepare(`SELECT COALESCE(SUM(LENGTH("body")), 0) FROM "IngestStepPart" WHERE "runId" = ? AND "step" = ? AND "part" <> ?`).pluck().get(runId, step, part),
+    db
+      .prepare(`SELECT COALESCE(SUM(OCTET_LENGTH("body")), 0) FROM "IngestStepPart" WHERE "runId" = ? AND "step" = ? AND "part" <> ?`)
+      .pluck()
+      .get(runId, step, part),
   );
 }
 

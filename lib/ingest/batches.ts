@@ -11,7 +11,7 @@ import {
   deleteBatch,
   deleteStepParts,
   discardStepParts,
-  heldPartsChars,
+  heldPartsBytes,
   otherPartCount,
   priorBatch,
   recordBatch,
@@ -117,8 +117,8 @@ export function ingestSteps(runId: string, input: RolloutStepsBatch, db: RawDb =
   return { status: answers.some((a) => a.status === 201) ? 201 : 200, body: { steps: answers.map((a) => a.body) } };
 }
 
-/** A step in parts may hold at most this much JSON (TURNLENS_MAX_STEP_PARTS_MB, in millions of characters). */
-export function maxStepPartsChars(env: Record<string, string | undefined> = process.env): number {
+/** A step in parts may hold at most this many bytes of JSON (TURNLENS_MAX_STEP_PARTS_MB, MB of 10^6 bytes); its characters are no more. */
+export function maxStepPartsBytes(env: Record<string, string | undefined> = process.env): number {
   const v = env.TURNLENS_MAX_STEP_PARTS_MB ?? "256";
   const mb = Number(v);
   // the step is hashed as one JSON string when it completes: V8's longest string is 2^29 - 24 characters
@@ -159,7 +159,7 @@ export function expireStepParts(now: number, db: RawDb = getRawDb()): DiscardedS
  * the whole step: same rows, same record) and deletes them, so readers see the step whole or not at
  * all. While the step is incomplete, a part sent again with other content replaces the waiting one
  * (a corrected resend: another `parts` count, other groups); once the step is stored, other content
- * is a 409. The step's parts together hold at most maxStepPartsChars of JSON: the part that would
+ * is a 409. The step's parts together hold at most maxStepPartsBytes of JSON: the part that would
  * cross it is a 413 and the step's waiting parts are dropped with it. Parts wait at most
  * stepPartsTtlMs after the step's newest one, until the run finishes, or until discarded
  * (discardHeldParts). Answers {complete, part, parts, received} (and `replaced` when it took a
@@ -190,8 +190,8 @@ export function ingestStepPart(runId: string, given: RolloutStepPart, db: RawDb 
             "body.parts",
           );
         const text = JSON.stringify(content);
-        const limit = maxStepPartsChars();
-        const total = heldPartsChars(runId, input.step, part, db) + text.length;
+        const limit = maxStepPartsBytes();
+        const total = heldPartsBytes(runId, input.step, part, db) + Buffer.byteLength(text);
         if (total > limit) throw new StepPartsTooLarge(runId, input.step, total, limit);
         const received = addStepPart(runId, input.step, part, parts, text, new Date(now), db);
         const body =
@@ -210,12 +210,12 @@ export function ingestStepPart(runId: string, given: RolloutStepPart, db: RawDb 
   }
 }
 
-/** The part that would take a step in parts past maxStepPartsChars: 413 naming the limit. */
+/** The part that would take a step in parts past maxStepPartsBytes: 413 naming the limit. */
 class StepPartsTooLarge extends DomainError {
   constructor(runId: string, step: number, total: number, limit: number) {
     const n = (x: number) => x.toLocaleString("en-US");
-    const message = `step ${step} of run ${runId}: its parts would hold ${n(total)} characters of JSON, over the ${n(limit)} a step in parts may hold (${limit / 1e6} MB, TURNLENS_MAX_STEP_PARTS_MB); its waiting parts are dropped`;
-    super("too_large", message, [{ path: "body", message: `the step's parts exceed ${n(limit)} characters of JSON (${limit / 1e6} MB)` }]);
+    const message = `step ${step} of run ${runId}: its parts would hold ${n(total)} bytes of JSON, over the ${n(limit)} a step in parts may hold (${limit / 1e6} MB, TURNLENS_MAX_STEP_PARTS_MB); its waiting parts are dropped`;
+    super("too_large", message, [{ path: "body", message: `the step's parts exceed ${n(limit)} bytes of JSON (${limit / 1e6} MB)` }]);
   }
 }
 

@@ -1,0 +1,2 @@
+-- CreateIndex
+CREATE INDEX "IngestStepPart_runId_step_createdAt_idx" ON "IngestStepPart"("runId", "step", "createdAt");
