@@ -34,7 +34,9 @@ class Unavailable(Exception):
 
 
 def _retryable(status: int) -> bool:
-    return status == 429 or status >= 500
+    # 408: the server stopped waiting for the body (a stalled or slow link); the same request again
+    # is safe, since every write is idempotent by its batch id or step
+    return status in (408, 429) or status >= 500
 
 
 def encode(body: Any) -> bytes:
