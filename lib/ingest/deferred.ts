@@ -27,7 +27,28 @@ const queue: Deferred[] = [];
 
 /** Holds a step just written (inside its write transaction) for its deferred work. */
 export function deferStepWork(runId: string, stepId: string, input: RolloutStepInput): void {
-  queue.push({ runId, stepId, input });
+  queue.push({ runId, stepId, input: withoutTokens(input) });
+}
+
+/**
+ * The step as its deferred work reads it: without its turns' token arrays (most of a step with
+ * tokens, and not read by the index or the summary), except the token entropies of a turn without
+ * an entropy of its own (its turn entropy is their mean).
+ */
+function withoutTokens(input: RolloutStepInput): RolloutStepInput {
+  if (!input.groups.some((g) => g.trajectories.some((t) => t.turns.some((u) => u.tokenIds || u.tokenEntropies)))) return input;
+  return {
+    ...input,
+    groups: input.groups.map((g) => ({
+      ...g,
+      trajectories: g.trajectories.map((t) => ({
+        ...t,
+        turns: t.turns.map(({ tokenIds: _i, tokenTexts: _t, tokenLogprobs: _l, tokenAdvantages: _a, tokenEntropies, ...u }) =>
+          tokenEntropies && (u.entropy === null || u.entropy === undefined) ? { ...u, tokenEntropies } : u,
+        ),
+      })),
+    })),
+  };
 }
 
 /** Does one stored step's deferred work; nothing when it is not pending (done elsewhere, or its write rolled back). */

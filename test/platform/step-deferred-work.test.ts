@@ -72,6 +72,28 @@ describe("a step's deferred work", () => {
     expect(readStepSummaries([stepId]).get(stepId)).toEqual(JSON.parse(JSON.stringify(summarizeStepInput(step(0)))));
   });
 
+  it("of a step with tokens gives the summary of the whole step (token entropies where a turn has no entropy of its own)", () => {
+    const runId = newRun("tokens");
+    const s = step(1);
+    s.groups.forEach((g, gi) =>
+      g.trajectories.forEach((t, ti) =>
+        t.turns.forEach((u, k) => {
+          u.tokenIds = [1, 2, 3];
+          u.tokenLogprobs = [-0.1, -0.2, -0.3];
+          u.tokenEntropies = [0.1 * (gi + 1), 0.2 * (ti + 1), 0.3 * (k + 1)];
+          if ((gi + ti + k) % 2) u.entropy = null;
+        }),
+      ),
+    );
+    const input = rolloutStepInputSchema.parse(s);
+    const r = ingestInChild(runId, input, "finish");
+    expect(r.status, r.stderr).toBe(0);
+    const stepId = listSteps(runId).steps[0].id;
+    const want = JSON.parse(JSON.stringify(summarizeStepInput(input)));
+    expect(want.entCount.reduce((a: number, b: number) => a + b, 0)).toBe(24);
+    expect(readStepSummaries([stepId]).get(stepId)).toEqual(want);
+  });
+
   it("cut off by a kill, is found and done at the next start, as the uninterrupted path does it", async () => {
     const runId = newRun("killed");
     const r = ingestInChild(runId, step(0), "die");
