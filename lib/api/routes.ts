@@ -201,10 +201,10 @@ export const routes = {
     query: z
       .object({
         format: z
-          .enum(["csv", "json", "columnar"])
+          .enum(["csv", "json", "columnar", "packed"])
           .default("csv")
           .describe(
-            "csv: `key,step,value,wall_time` rows (NaN, Infinity and -Infinity as those words); json: an array of {key, step, value, wallTime} (non-finite values as the texts NaN, Infinity, -Infinity in quotes); columnar: an array of blocks {key, steps, values, wallTimes} (one key each, in step order, up to 20,000 points a block; a third of the bytes of json).",
+            "csv: `key,step,value,wall_time` rows (NaN, Infinity and -Infinity as those words); json: an array of {key, step, value, wallTime} (non-finite values as the texts NaN, Infinity, -Infinity in quotes); columnar: an array of blocks {key, steps, values, wallTimes} (one key each, in step order, up to 20,000 points a block; a third of the bytes of json); packed: the same blocks with `count` and each array as base64 of little-endian numbers: steps int64, values and wallTimes float64 (NaN and ±Infinity as those doubles), decoded without parsing a number each.",
           ),
         key: z
           .union([metricKeySchema, z.array(metricKeySchema).max(100)])
@@ -218,6 +218,7 @@ export const routes = {
       "application/json": z.union([
         z.array(z.object({ key: z.string(), step: z.number(), value: z.number(), wallTime: z.number() })),
         z.array(z.object({ key: z.string(), steps: z.array(z.number()), values: z.array(z.number()), wallTimes: z.array(z.number()) })),
+        z.array(z.object({ key: z.string(), count: z.number(), steps: z.string(), values: z.string(), wallTimes: z.string() })),
       ]),
     },
   }),

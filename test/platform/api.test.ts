@@ -49,6 +49,24 @@ async function call<P = Record<string, never>>(
 const count = (table: string) => countRows(table);
 const rowCounts = () => ["Run", "Job", "Project", "Metric", "RolloutStep", "Turn"].map(count);
 
+/** The export's packed blocks decoded as a reader would (little-endian int64 steps, float64 values and wall times). */
+function unpack(blocks: { key: string; count: number; steps: string; values: string; wallTimes: string }[]) {
+  const f64 = (b64: string) => {
+    const b = Buffer.from(b64, "base64");
+    return Array.from({ length: b.length / 8 }, (_, i) => b.readDoubleLE(8 * i));
+  };
+  return blocks.map((b) => {
+    const steps = Buffer.from(b.steps, "base64");
+    expect(steps.length).toBe(8 * b.count);
+    return {
+      key: b.key,
+      steps: Array.from({ length: b.count }, (_, i) => Number(steps.readBigInt64LE(8 * i))),
+      values: f64(b.values),
+      wallTimes: f64(b.wallTimes),
+    };
+  });
+}
+
 describe("launch validation", () => {
   it("rejects bad bodies with 400 naming the field, and writes nothing", async () => {
     const before = rowCounts();
@@ -124,6 +142,9 @@ describe("ingest from an external trainer", () => {
     type Block = { key: string; steps: number[]; values: number[]; wallTimes: number[] };
     expect(cols.json.map((b: Block) => b.key)).toEqual(["train/kl", "train/reward"]);
     expect(cols.json.flatMap((b: Block) => b.steps.map((step, i) => ({ key: b.key, step, value: b.values[i], wallTime: b.wallTimes[i] })))).toEqual(json.json);
+    // packed: the same blocks, each array base64 of little-endian int64 steps and float64 values and wall times
+    const packed = await call(exportRoute.GET, "GET", `/api/v1/runs/${runId}/metrics/export?format=packed`, { params: { id: runId } });
+    expect(unpack(packed.json)).toEqual(cols.json);
   });
 
   it("rejects a non-finite metric value naming the field", async () => {
@@ -161,6 +182,14 @@ describe("ingest from an external trainer", () => {
     expect(csv.text.trim().split("\n").slice(1)).toEqual([expect.stringMatching(/^"train\/inf",5001,-Infinity,/)]);
     const json = await call(exportRoute.GET, "GET", `/api/v1/runs/${runId}/metrics/export?format=json&key=train/nan`, { params: { id: runId } });
     expect(json.json.map((p: { value: unknown }) => p.value)).toEqual(["NaN", 2.5]);
+    // packed carries them as the doubles themselves
+    const packed = await call(exportRoute.GET, "GET", `/api/v1/runs/${runId}/metrics/export?format=packed&key=train/nan&key=train/inf`, {
+      params: { id: runId },
+    });
+    expect(unpack(packed.json).map((b) => [b.key, b.steps, b.values])).toEqual([
+      ["train/nan", [5000, 5001], [Number.NaN, 2.5]],
+      ["train/inf", [5001], [-Infinity]],
+    ]);
     const bad = await call(
       metricsRoute.POST,
       "POST",

@@ -208,6 +208,25 @@ def test_history_with_more_keys_than_one_export_request(runs, server, monkeypatc
                for r in rows)
 
 
+def test_history_reads_the_packed_export(runs, server, tables, monkeypatch):
+    """Every point comes as packed arrays (base64 of little-endian int64 steps and float64 values,
+    decoded in one call each), not as JSON numbers parsed one at a time; NaN and ±Inf as doubles."""
+    asked = []
+    real_get = turnlens.Api._get
+
+    def spy(self, path, query=None, what=""):
+        asked.extend(v for k, v in query or [] if k == "format")
+        return real_get(self, path, query, what)
+
+    monkeypatch.setattr(turnlens.Api, "_get", spy)
+    rows = records(turnlens.Api(url=runs["url"]).run(runs["main"]).history(keys=["train/loss", "train/reward"]), tables)
+    assert asked == ["packed"]
+    export = server.metrics(runs["main"])
+    assert [r["_step"] for r in rows] == list(range(METRIC_STEPS))
+    assert all(same(r[k], export[k][r["_step"]]) for r in rows for k in ("train/loss", "train/reward"))
+    assert math.isnan(rows[100]["train/loss"]) and rows[200]["train/reward"] == math.inf
+
+
 def test_sampled_history_is_downsampled_from_the_stored_points(runs, server, tables):
     export = server.metrics(runs["main"])
     run = turnlens.Api(url=runs["url"]).run(runs["main"])

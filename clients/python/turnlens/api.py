@@ -12,8 +12,11 @@ pandas is installed, else lists of dicts; `pandas=False` asks for the lists, `pa
 DataFrame. Every page of a paginated endpoint is fetched for the caller. Standard library only.
 """
 
+import array
+import base64
 import json
 import os
+import sys
 import time
 import urllib.parse
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
@@ -66,6 +69,48 @@ def _query_value(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     return str(v)
+
+
+def _unpack(b64: str, code: str, numpy: bool):
+    """A packed export array: base64 of little-endian int64 ("q") or float64 ("d") numbers, as a
+    numpy array or a list (the standard library's array module: one call, not a parse per number)."""
+    raw = base64.b64decode(b64)
+    if numpy:
+        import numpy as np
+
+        return np.frombuffer(raw, dtype="<i8" if code == "q" else "<f8")
+    a = array.array(code)
+    a.frombytes(raw)
+    if sys.byteorder == "big":
+        a.byteswap()
+    return a.tolist()
+
+
+def _joined(steps: List[Any], values: List[Any], numpy: bool) -> Tuple[Sequence[int], Sequence[float]]:
+    """One key's blocks (in step order) as one (steps, values) pair."""
+    if numpy:
+        import numpy as np
+
+        return (np.concatenate(steps) if steps else np.empty(0, "<i8")), (np.concatenate(values) if values else np.empty(0, "<f8"))
+    if len(steps) == 1:
+        return steps[0], values[0]
+    return [x for b in steps for x in b], [x for b in values for x in b]
+
+
+def _history_frame(pd: Any, series: Dict[str, Tuple[Sequence[int], Sequence[float]]], order: List[str]):
+    """history's DataFrame: `_step` (int64, ascending) and a float64 column per key in `order`, NaN
+    where a key has no point at a row's step."""
+    import numpy as np
+
+    if len(order) == 1 and order[0] in series:
+        steps, values = series[order[0]]  # one key: its arrays are the columns (already in step order)
+        return pd.DataFrame({"_step": np.asarray(steps, dtype="int64"), order[0]: np.asarray(values, dtype="float64")})
+    cols = [pd.Series(np.asarray(series[k][1] if k in series else [], dtype="float64"),
+                      index=pd.Index(np.asarray(series[k][0] if k in series else [], dtype="int64")), name=k) for k in order]
+    df = pd.concat(cols, axis=1).sort_index() if cols else pd.DataFrame(index=pd.Index([], dtype="int64"))
+    df.index = df.index.astype("int64")
+    df.index.name = "_step"
+    return df.reset_index()
 
 
 class Api:
@@ -273,45 +318,58 @@ class ApiRun:
         """
         if isinstance(keys, str):
             keys = [keys]
-        series = self._full_history(keys) if samples is None else self._sampled_history(keys, samples)
-        order = list(keys) if keys else sorted(series)
         pd = _pandas(pandas)
+        series = self._full_history(keys, pd is not None) if samples is None else self._sampled_history(keys, samples)
+        order = list(keys) if keys else sorted(series)
         if pd is not None:
-            cols = {k: pd.Series(series.get(k, {}), dtype="float64") for k in order}
-            df = pd.DataFrame(cols, columns=order).sort_index() if cols else pd.DataFrame()
-            df.index = df.index.astype("int64")
-            df.index.name = "_step"
-            return df.reset_index()
+            return _history_frame(pd, series, order)
         by_step: Dict[int, Dict[str, Any]] = {}
         for k in order:
-            for step, value in series.get(k, {}).items():
-                by_step.setdefault(step, {"_step": step})[k] = value
+            steps, values = series.get(k, ((), ()))
+            for step, value in zip(steps, values):
+                row = by_step.get(step)
+                if row is None:
+                    row = by_step[step] = {"_step": step}
+                row[k] = value
         return [by_step[s] for s in sorted(by_step)]
 
-    def _full_history(self, keys: Optional[Sequence[str]]) -> Dict[str, Dict[int, float]]:
-        out: Dict[str, Dict[int, float]] = {}
+    def _full_history(self, keys: Optional[Sequence[str]], numpy: bool = False) -> Dict[str, Tuple[Sequence[int], Sequence[float]]]:
+        """Each key's (steps, values) from the export in its packed form: numpy arrays when `numpy`,
+        else lists. A server without the packed form gets asked for the columnar one."""
+        parts: Dict[str, Tuple[List[Any], List[Any]]] = {}
         chunks: List[Optional[Sequence[str]]] = [None] if not keys else [
             keys[i:i + EXPORT_KEYS] for i in range(0, len(keys), EXPORT_KEYS)]
         for chunk in chunks:
-            query = [("format", "columnar")] + [("key", k) for k in chunk or []]
-            blocks = self._api._get(f"{self._path}/metrics/export", query, what=f"run {self.id!r} history")
+            what = f"run {self.id!r} history"
+            names = [("key", k) for k in chunk or []]
+            try:
+                blocks = self._api._get(f"{self._path}/metrics/export", [("format", "packed"), *names], what=what)
+            except ApiError as e:
+                if e.status != 400 or not any(i.get("path") == "query.format" for i in e.issues if isinstance(i, dict)):
+                    raise
+                blocks = self._api._get(f"{self._path}/metrics/export", [("format", "columnar"), *names], what=what)
             for b in blocks:
-                points = out.setdefault(b["key"], {})
-                for step, value in zip(b["steps"], b["values"]):
-                    points[int(step)] = float(value)  # a number, or the text NaN, Infinity or -Infinity
-        return out
+                steps, values = parts.setdefault(b["key"], ([], []))
+                if isinstance(b["steps"], str):
+                    steps.append(_unpack(b["steps"], "q", numpy))
+                    values.append(_unpack(b["values"], "d", numpy))
+                else:  # columnar: numbers, non-finite values as the texts NaN, Infinity, -Infinity
+                    steps.append([int(x) for x in b["steps"]])
+                    values.append([float(x) for x in b["values"]])
+        return {k: _joined(steps, values, numpy) for k, (steps, values) in parts.items()}
 
-    def _sampled_history(self, keys: Optional[Sequence[str]], samples: int) -> Dict[str, Dict[int, float]]:
+    def _sampled_history(self, keys: Optional[Sequence[str]], samples: int) -> Dict[str, Tuple[List[int], List[float]]]:
         if not isinstance(samples, int) or samples < 10:
             raise ValueError(f"samples: expected a whole number of at least 10, got {samples!r}")
-        out: Dict[str, Dict[int, float]] = {}
+        out: Dict[str, Tuple[List[int], List[float]]] = {}
         for k in keys or self.keys():
             s = self._api._get(f"{self._path}/metrics/series", [("key", k), ("maxPoints", samples)],
                                what=f"run {self.id!r} history of {k!r}")
             points = {int(step): float(v) for step, v in zip(s["steps"], s["values"])}
             for nf in s.get("nonFinite") or []:
                 points[int(nf["step"])] = float(nf["value"])
-            out[k] = dict(sorted(points.items()))
+            ordered = sorted(points.items())
+            out[k] = ([p[0] for p in ordered], [p[1] for p in ordered])
         return out
 
     # ---------------------------------------------------------------- rollouts
