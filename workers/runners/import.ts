@@ -130,7 +130,17 @@ export const importUpload: JobRunner = async (ctx) => {
       if (report.rejectedRows.length < REJECTED_SHOWN) report.rejectedRows.push({ source, where, reason });
     };
     await ctx.progress(READ_SHARE, `storing ${spools.length} run(s)`);
+    // the file or folder inside the upload, e.g. "logs.tar.gz!run-1"
+    const uploadDir = path.dirname(file) + path.sep;
+    const inUpload = (source: string | undefined) => (source?.startsWith(uploadDir) ? source.slice(uploadDir.length) : (source ?? p.filename));
     for (const dir of spools) {
+      if (!fs.existsSync(path.join(dir, "run.json"))) {
+        // a source with nothing importable beside others that make runs: no run, its rows reported
+        const { source } = JSON.parse(fs.readFileSync(path.join(dir, "source.json"), "utf8")) as { source?: string };
+        for await (const { value: r } of jsonLines<{ where: string; reason: string }>(path.join(dir, "rejected.jsonl")))
+          reject(inUpload(source), r.where, r.reason);
+        continue;
+      }
       const state = JSON.parse(fs.readFileSync(path.join(dir, "run.json"), "utf8")) as { create: Record<string, unknown> };
       let parsed = importRunSchema.safeParse(state.create);
       if (!parsed.success && parsed.error.issues.every((i) => i.path[0] === "startedAt" || i.path[0] === "finishedAt")) {
@@ -146,9 +156,7 @@ export const importUpload: JobRunner = async (ctx) => {
       const create = parsed.data;
       const imp = (create.config as { turnlensImport?: { id?: string; source?: string } }).turnlensImport;
       if (!imp?.id) throw new ImportFailed(`${path.basename(dir)}/run.json: no config.turnlensImport.id (not an importer's spool)`);
-      // the file or folder inside the upload, e.g. "logs.tar.gz!run-1"
-      const uploadDir = path.dirname(file) + path.sep;
-      const source = imp.source?.startsWith(uploadDir) ? imp.source.slice(uploadDir.length) : (imp.source ?? p.filename);
+      const source = inUpload(imp.source);
       // find or create in one fenced transaction: two attempts of this job never make two runs
       const { runId, created, name } = writeTransaction(ctx.fence, (db) => {
         const found = findImportedRun(db, create.project, imp.id!);

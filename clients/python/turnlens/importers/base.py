@@ -278,7 +278,8 @@ def run_import(kind: str, path: str, project: str = "default", name: Optional[st
             log(f"--name not applied: {os.path.basename(os.path.normpath(path))} holds {len(sources)} runs, each named from its files")
         if mode == "offline":
             root = Path(spool_root) if spool_root else spool.home() / "spool"
-            return [_spool_source(root, i, kind, src, project, one, env_id) for i, src in enumerate(sources)]
+            runs = any(src.records for src in sources)
+            return [_spool_source(root, i, kind, src, project, one, env_id, runs) for i, src in enumerate(sources)]
         t = Transport(url, token)
         try:
             return [_import_source(t, kind, src, project, one, env_id, write_key) for src in sources]
@@ -329,14 +330,22 @@ def finish_record(src: Source) -> Dict[str, Any]:
     return {"kind": "finish", "batchId": None, "body": finish_body(src)}
 
 
-def _spool_source(root: Path, i: int, kind: str, src: Source, project: str, name: Optional[str], env_id: str) -> ImportReport:
+def _spool_source(root: Path, i: int, kind: str, src: Source, project: str, name: Optional[str], env_id: str,
+                  runs: bool = True) -> ImportReport:
     """One run's client spool (spool.py's layout): run.json, records.jsonl ending with the finish
     record, rejected.jsonl ({where, reason} per row the reader could not use) and replaced.jsonl
-    ({where, reason} per value a later one of the same key and step overrode)."""
+    ({where, reason} per value a later one of the same key and step overrode). A source with nothing
+    importable gets no run: only its rejected.jsonl, beside source.json ({source}), when other sources
+    of the import make runs (`runs`; with none, the import fails, naming the rejected rows)."""
     body = create_body(kind, src, project, name, env_id)
-    if not src.records:
-        return ImportReport(kind, src.key, rejected=list(src.rejected), replaced=list(src.replaced), note=NOTHING)
     d = root / f"{i:04d}-{body['config']['turnlensImport']['id']}"
+    if not src.records:
+        if src.rejected and runs:
+            # no run.json (sync skips it, no run is made): the import job still reports each row and why
+            d.mkdir(parents=True, exist_ok=False)
+            spool.write_json_atomic(d / "source.json", {"source": src.key})
+            spool.append_lines(d / "rejected.jsonl", [{"where": w, "reason": r} for w, r in src.rejected])
+        return ImportReport(kind, src.key, rejected=list(src.rejected), replaced=list(src.replaced), note=NOTHING)
     d.mkdir(parents=True, exist_ok=False)
     spool.write_json_atomic(d / "run.json", {"url": None, "create": body, "runId": None, "writeKey": None})
     spool.append_lines(d / "records.jsonl", src.records + [finish_record(src)])
