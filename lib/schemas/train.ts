@@ -3,33 +3,52 @@
 // 200 seeds gave 153 distinct maps). `npm run bench:train` measures how fast it learns.
 import { z } from "zod";
 import { contextSchema } from "./context";
+import { initParamsSchema, loraSchema, tinyShapeSchema, updateKnobs, type UpdateParams } from "./engine";
+
+/** The tiny model's fields: the engine's `init.tiny` fields (lib/schemas/engine.ts) under the config's names. */
+const TINY_FIELDS = { layers: "n_layer", heads: "n_head", dModel: "d_model", contextLength: "context_length" } as const;
+const tiny = tinyShapeSchema.shape;
 
 export const tinyModelSchema = z
   .object({
     kind: z.literal("tiny"),
-    layers: z.number().int().min(1).max(24).default(2).describe("Transformer blocks."),
-    heads: z.number().int().min(1).max(32).default(4).describe("Attention heads per block."),
-    dModel: z.number().int().min(8).max(2048).default(64).describe("Width of the residual stream."),
-    contextLength: z.number().int().min(16).max(8192).default(80).describe("Longest prompt + response in tokens."),
+    layers: tiny[TINY_FIELDS.layers].describe("Transformer blocks."),
+    heads: tiny[TINY_FIELDS.heads].describe("Attention heads per block."),
+    dModel: tiny[TINY_FIELDS.dModel].describe("Width of the residual stream."),
+    // the demo's prompts and responses fit 80 tokens; a longer context only costs time
+    contextLength: tiny[TINY_FIELDS.contextLength].unwrap().default(80).describe("Longest prompt + response in tokens."),
     tokenizer: z.enum(["char", "word"]).default("char").describe("char: one token per character (grids); word: words of the environments' text."),
   })
   .strict();
+export type TinyModel = z.infer<typeof tinyModelSchema>;
+
+/** A tiny model's shape as the engine's init takes it (`tiny`). */
+export function tinyInitShape(model: TinyModel): Record<(typeof TINY_FIELDS)[keyof typeof TINY_FIELDS], number> {
+  return Object.fromEntries(Object.entries(TINY_FIELDS).map(([name, field]) => [field, model[name as keyof typeof TINY_FIELDS]])) as never;
+}
 
 export const hfModelSchema = z
   .object({
     kind: z.literal("hf"),
     path: z.string().min(1).describe("A local Hugging Face causal LM directory (nothing is downloaded)."),
-    lora: z
-      .object({ r: z.number().int().min(1).default(8), alpha: z.number().positive().default(16) })
-      .strict()
-      .nullable()
-      .default(null)
-      .describe("LoRA adapters instead of full fine-tuning."),
+    lora: loraSchema.pick({ r: true, alpha: true }).nullable().default(null).describe("LoRA adapters instead of full fine-tuning."),
   })
   .strict();
 
-/** The KL estimators the engine's `update` implements (workers/engine/ppo.py); the engine protocol's `kl_estimator` is this schema. */
-export const klEstimatorSchema = z.enum(["k1", "k2", "k3"]);
+type Camel<S extends string> = S extends `${infer H}_${infer T}` ? `${H}${Capitalize<Camel<T>>}` : S;
+/** The config's names of the engine's update knobs where they are not the camelCase of the protocol's. */
+const RENAMED = { lossAggMode: "lossAggregation" } as const;
+type ConfigName<K extends string> = Camel<K> extends keyof typeof RENAMED ? (typeof RENAMED)[Camel<K>] : Camel<K>;
+const configName = (knob: string): string => {
+  const c = knob.replace(/_([a-z])/g, (_, ch: string) => ch.toUpperCase());
+  return (RENAMED as Record<string, string>)[c] ?? c;
+};
+type Knob = keyof typeof updateKnobs;
+
+/** The engine's update knobs (lib/schemas/engine.ts: ranges and defaults) under the config's names. */
+const ppo = Object.fromEntries(Object.entries(updateKnobs).map(([k, s]) => [configName(k), s])) as unknown as {
+  [K in Knob as ConfigName<K>]: (typeof updateKnobs)[K];
+};
 
 export const trainConfigSchema = z
   .object({
@@ -53,9 +72,7 @@ export const trainConfigSchema = z
       .default(false)
       .describe("Put the environment's instructions in every prompt (useful for pretrained models; tiny models learn without)."),
     restrictToAdmissible: z.boolean().default(true).describe("Sample only admissible actions (where the environment has a finite set)."),
-    model: z
-      .discriminatedUnion("kind", [tinyModelSchema, hfModelSchema])
-      .default({ kind: "tiny", layers: 2, heads: 4, dModel: 64, contextLength: 80, tokenizer: "char" }),
+    model: z.discriminatedUnion("kind", [tinyModelSchema, hfModelSchema]).default(() => tinyModelSchema.parse({ kind: "tiny" })),
     lr: z
       .number()
       .positive()
@@ -75,14 +92,10 @@ export const trainConfigSchema = z
     maxNewTokens: z.number().int().min(1).max(4096).default(32).describe("Longest response when sampling free text."),
     epochs: z.number().int().min(1).max(16).default(2).describe("PPO epochs over each batch."),
     minibatchSize: z.number().int().min(1).max(65_536).default(512).describe("Samples per optimiser step."),
-    clipRatio: z.number().min(0).max(1).default(0.2).describe("PPO clip range."),
-    clipRatioC: z
-      .number()
-      .gt(1)
-      .default(3)
-      .describe("Dual clip: where the advantage is negative, the loss of a token is at most c times it, however large its ratio (verl's clip_ratio_c)."),
-    klCoef: z.number().min(0).default(0).describe("KL penalty to the frozen initial policy (0 disables)."),
-    klEstimator: klEstimatorSchema.default("k3"),
+    clipRatio: ppo.clipRatio.describe("PPO clip range."),
+    clipRatioC: ppo.clipRatioC.describe("Dual clip: where the advantage is negative, the loss of a token is at most c times it, however large its ratio."),
+    klCoef: initParamsSchema.shape.kl_coef.describe("KL penalty to the frozen initial policy (0 disables)."),
+    klEstimator: ppo.klEstimator.describe("KL estimator: k1 = log pi - log pi_ref, k2 = (log pi - log pi_ref)^2 / 2, k3 = r - 1 - log r with r = pi_ref / pi."),
     entropyCoef: z
       .number()
       .min(0)
@@ -90,7 +103,7 @@ export const trainConfigSchema = z
       .describe(
         "Entropy bonus coefficient. On the demo (with FrozenLake's farNeighbours line), 0.01 took 3 of seeds 0-3 to 0.9 held-out success (at steps 40, 50 and 100; the fourth peaked at 0.895), against 2 of 4 by step 120 without it (docs/benchmarks.md).",
       ),
-    lossAggregation: z.enum(["token-mean", "seq-mean-token-mean"]).default("token-mean"),
+    lossAggregation: ppo.lossAggregation.describe("token-mean: every response token counts the same; seq-mean-token-mean: every response counts the same."),
     dropZeroAdvantage: z.boolean().default(true).describe("Skip samples whose advantage is exactly 0 (they carry no gradient signal)."),
     evalInterval: z.number().int().min(1).default(10).describe("Greedy evaluation on held-out tasks every this many steps."),
     evalEpisodes: z
@@ -115,3 +128,12 @@ export const trainConfigSchema = z
   })
   .strict();
 export type TrainConfig = z.infer<typeof trainConfigSchema>;
+
+/**
+ * The update knobs a config sets, as the engine's update takes them: every knob whose config name
+ * (RENAMED, else its camelCase) is a config field. The trainer sets `lr` itself (its schedule).
+ */
+export function updateKnobsOf(cfg: TrainConfig): Omit<UpdateParams, "samples"> {
+  const fields = cfg as unknown as Record<string, unknown>;
+  return Object.fromEntries(Object.keys(updateKnobs).flatMap((k) => (configName(k) in fields ? [[k, fields[configName(k)]]] : [])));
+}

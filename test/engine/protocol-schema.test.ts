@@ -1,4 +1,4 @@
-// The engine protocol is defined once (zod in workers/engine-client.ts); the JSON Schema the
+// The engine protocol is defined once (zod in lib/schemas/engine.ts); the JSON Schema the
 // Python engine validates with, the Python types it reads params and builds results with, and
 // PROTOCOL.md's tables are generated from it and committed. This fails when any committed file
 // is stale: run `npx tsx scripts/gen-engine-protocol.ts`.
@@ -17,8 +17,8 @@ import {
   schemaText,
   staleFiles,
 } from "../../scripts/gen-engine-protocol";
-import { klEstimatorSchema, requestParamsSchemas, resultSchemas, updateParamsSchema, updateResultSchema } from "../../workers/engine-client";
-import { trainConfigSchema } from "../../lib/schemas/train";
+import { requestParamsSchemas, resultSchemas, tinyShapeSchema, updateParamsSchema, updateResultSchema } from "../../lib/schemas/engine";
+import { tinyInitShape, tinyModelSchema, trainConfigSchema, updateKnobsOf } from "../../lib/schemas/train";
 
 describe("generated engine protocol", () => {
   it("workers/engine/protocol.schema.json is what the zod schemas generate", () => {
@@ -78,8 +78,29 @@ describe("generated engine protocol", () => {
     expect(update.properties.clip_ratio.default).toBe(0.2);
   });
 
-  it("the trainer offers only KL estimators the engine implements", () => {
-    const trainer = (trainConfigSchema.shape.klEstimator as unknown as { unwrap(): z.ZodEnum }).unwrap().options;
-    for (const k of trainer) expect(klEstimatorSchema.options).toContain(k);
+  it("the train config's PPO and tiny-model fields are the engine's: its ranges, choices and defaults", () => {
+    const cfg = trainConfigSchema.parse({});
+    const knobs = updateKnobsOf(cfg);
+    // every knob the trainer sends is one update takes, and the defaults it sends pass the engine's schema
+    expect(updateParamsSchema.safeParse({ samples: [{ prompt_ids: [1], response_ids: [2], advantages: 1 }], ...knobs }).success).toBe(true);
+    expect(Object.keys(knobs).sort()).toEqual(
+      ["clip_ratio", "clip_ratio_c", "entropy_coef", "epochs", "kl_coef", "kl_estimator", "loss_agg_mode", "lr", "minibatch_size", "temperature"].sort(),
+    );
+    const engine = updateParamsSchema.parse({ samples: [{ prompt_ids: [1], response_ids: [2], advantages: 1 }] });
+    for (const k of ["clip_ratio", "clip_ratio_c", "kl_estimator", "loss_agg_mode"] as const) expect([k, knobs[k]]).toEqual([k, engine[k]]);
+    const shape = (s: z.ZodType) => {
+      const { description: _, ...rest } = z.toJSONSchema(s, { io: "input" }) as Record<string, unknown>;
+      return rest;
+    };
+    const train = trainConfigSchema.shape;
+    expect(shape(train.clipRatioC)).toEqual(shape(updateParamsSchema.shape.clip_ratio_c));
+    expect(shape(train.lossAggregation)).toEqual(shape(updateParamsSchema.shape.loss_agg_mode));
+    expect(shape(train.klEstimator)).toEqual(shape(updateParamsSchema.shape.kl_estimator));
+    expect(z.toJSONSchema(train.clipRatioC).exclusiveMinimum).toBe(1);
+    // the tiny model: the engine's shape under the config's names, its context length the demo's
+    const model = cfg.model as Extract<typeof cfg.model, { kind: "tiny" }>;
+    const tiny = tinyShapeSchema.parse({});
+    expect(tinyInitShape(model)).toEqual({ n_layer: tiny.n_layer, n_head: tiny.n_head, d_model: tiny.d_model, context_length: 80 });
+    expect(tinyModelSchema.safeParse({ kind: "tiny", layers: 25 }).success).toBe(tinyShapeSchema.safeParse({ n_layer: 25 }).success);
   });
 });

@@ -9,7 +9,13 @@ import torch
 from conftest import ACTIONS, GRIDS, tiny_init_params
 
 from workers.engine import ppo as L
+from workers.engine.protocol_types import UpdateParams
 from workers.engine.sampling import policy_entropy
+
+
+def ppo_cfg(**knobs) -> UpdateParams:
+    """update's params as the loss reads them: the protocol's defaults, ``knobs`` set, no KL unless given."""
+    return L.resolved(UpdateParams(samples=[], **knobs), init_kl_coef=0.0)
 
 
 def t(*xs):
@@ -32,7 +38,7 @@ PG = [-1.2, 1.0, -2.0 * math.exp(-0.5)]
 
 def test_ppo_clip_token_mean_hand_computed():
     w = L.token_weights(t(3, 3, 3), "token-mean")
-    out = L.ppo_loss(LOGP, OLD, ADV, w, L.PPOConfig())
+    out = L.ppo_loss(LOGP, OLD, ADV, w, ppo_cfg())
     assert out["pg_loss"].item() == pytest.approx(sum(PG) / 3, abs=1e-6)  # -0.4710204
     assert out["pg_loss"].item() == pytest.approx(-0.4710204, abs=1e-6)
     assert out["clip_frac"].item() == pytest.approx(1 / 3)
@@ -44,13 +50,13 @@ def test_ppo_clip_seq_mean_token_mean_hand_computed():
     # tokens 0 and 1 belong to a 2-token sequence, token 2 to a 1-token sequence
     w = L.token_weights(t(2, 2, 1), "seq-mean-token-mean")
     assert w.tolist() == pytest.approx([0.25, 0.25, 0.5])
-    out = L.ppo_loss(LOGP, OLD, ADV, w, L.PPOConfig())
+    out = L.ppo_loss(LOGP, OLD, ADV, w, ppo_cfg())
     assert out["pg_loss"].item() == pytest.approx(((PG[0] + PG[1]) / 2 + PG[2]) / 2, abs=1e-6)  # -0.6565306
 
 
 def test_clip_higher_and_negative_advantages():
     # r = 1.5: with eps_high 0.28 the clip is at 1.28; A < 0 takes max(-A r, -A clip(r)) = -A r
-    cfg = L.PPOConfig(clip_ratio_low=0.2, clip_ratio_high=0.28)
+    cfg = ppo_cfg(clip_ratio_low=0.2, clip_ratio_high=0.28)
     out = L.ppo_loss(t(math.log(1.5)), t(0.0), t(1.0), t(1.0), cfg)
     assert out["pg_loss"].item() == pytest.approx(-1.28, abs=1e-6)
     out = L.ppo_loss(t(math.log(1.5)), t(0.0), t(-1.0), t(1.0), cfg)
@@ -60,7 +66,7 @@ def test_clip_higher_and_negative_advantages():
 
 def test_dual_clip_caps_the_loss_of_negative_advantages():
     # A = -1, r = e^3 = 20.09: plain PPO-clip gives -A r = 20.09; the dual clip caps it at -c A = 3
-    cfg = L.PPOConfig()
+    cfg = ppo_cfg()
     assert cfg.clip_ratio_c == 3.0  # verl's default
     logp = t(3.0).requires_grad_()
     out = L.ppo_loss(logp, t(0.0), t(-1.0), t(1.0), cfg)
@@ -74,13 +80,13 @@ def test_dual_clip_caps_the_loss_of_negative_advantages():
     out = L.ppo_loss(t(3.0), t(0.0), t(1.0), t(1.0), cfg)
     assert out["pg_loss"].item() == pytest.approx(-1.2, abs=1e-6) and out["dual_clip_frac"].item() == 0.0
     # a larger c caps later
-    out = L.ppo_loss(t(3.0), t(0.0), t(-1.0), t(1.0), L.PPOConfig(clip_ratio_c=10.0))
+    out = L.ppo_loss(t(3.0), t(0.0), t(-1.0), t(1.0), ppo_cfg(clip_ratio_c=10.0))
     assert out["pg_loss"].item() == pytest.approx(10.0, abs=1e-6)
 
 
 def test_log_ratio_is_clamped_before_exp():
     # an explored action the old policy gave probability e^-90: the ratio must stay finite
-    out = L.ppo_loss(t(0.0), t(-90.0), t(1.0), t(1.0), L.PPOConfig())
+    out = L.ppo_loss(t(0.0), t(-90.0), t(1.0), t(1.0), ppo_cfg())
     assert out["pg_loss"].item() == pytest.approx(-1.2, abs=1e-6)
     assert math.isfinite(out["approx_kl"].item())
     assert out["approx_kl"].item() == pytest.approx(math.exp(20.0) - 1.0 - 20.0, rel=1e-5)
@@ -101,7 +107,7 @@ def test_kl_estimators_hand_computed():
 def test_total_loss_combines_pg_kl_entropy():
     logp, old, adv, ref = t(-1.0, -0.5), t(-1.0, -0.5), t(1.0, 1.0), t(-1.5, -0.25)
     ent = t(1.0, 2.0)
-    cfg = L.PPOConfig(kl_coef=0.1, kl_estimator="k1", entropy_coef=0.01)
+    cfg = ppo_cfg(kl_coef=0.1, kl_estimator="k1", entropy_coef=0.01)
     out = L.ppo_loss(logp, old, adv, L.token_weights(t(2, 2), "token-mean"), cfg, ref_logp=ref, entropy=ent)
     # pg = -1 (ratio 1, A = 1); KL_k1 = mean(0.5, -0.25) = 0.125; H = 1.5
     assert out["pg_loss"].item() == pytest.approx(-1.0)

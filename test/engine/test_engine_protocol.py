@@ -199,13 +199,14 @@ def test_requests_are_checked_against_the_generated_schema(engine_proc):
 
 def test_defaults_come_from_the_generated_types():
     """protocol_types.py is generated from the same zod schemas as protocol.schema.json: its
-    dataclasses carry the schema's defaults, and the engine's own configs (PPOConfig, InitConfig,
-    TinyConfig, a checkpoint's config missing fields) take theirs from them."""
+    dataclasses carry the schema's defaults, and the engine keeps init's and update's params as
+    those dataclasses (the loss, the tiny model and a checkpoint's config missing fields take
+    their defaults from them)."""
     import dataclasses
 
-    from workers.engine.config import InitConfig
+    from workers.engine.config import from_checkpoint
     from workers.engine.model import TinyConfig
-    from workers.engine.ppo import PPOConfig
+    from workers.engine.ppo import resolved
     from workers.engine.protocol_types import PARAMS, InitOptimizer, InitParams, InitTiny, UpdateParams
     from workers.engine.schema import protocol_schema
 
@@ -229,30 +230,58 @@ def test_defaults_come_from_the_generated_types():
     assert class_defaults(InitTiny) == schema_defaults(init["tiny"])
     assert class_defaults(InitOptimizer) == schema_defaults(init["optimizer"])
 
-    u = PPOConfig()
-    assert (u.clip_ratio_low, u.clip_ratio_high, u.kl_estimator, u.entropy_coef, u.loss_agg_mode) == (
-        UpdateParams.clip_ratio,
-        UpdateParams.clip_ratio,
-        UpdateParams.kl_estimator,
-        UpdateParams.entropy_coef,
-        UpdateParams.loss_agg_mode,
+    u = resolved(UpdateParams(samples=[]), init_kl_coef=0.0)
+    assert (u.clip_ratio_low, u.clip_ratio_high, u.kl_coef, u.temperature) == (0.2, 0.2, 0.0, 1.0)
+    assert resolved(UpdateParams(samples=[], clip_ratio_high=0.28, temperature=0), 0.1).clip_ratio_high == 0.28
+    assert resolved(UpdateParams(samples=[], temperature=0), 0.1).temperature == 1.0  # greedy scores at T = 1
+    assert resolved(UpdateParams(samples=[]), init_kl_coef=0.1).kl_coef == 0.1
+    cfg = from_checkpoint({})  # a checkpoint without the fields: the defaults
+    assert (cfg.model, cfg.kl_coef, cfg.seed, cfg.device) == (
+        InitParams.model,
+        InitParams.kl_coef,
+        InitParams.seed,
+        InitParams.device,
     )
-    assert (u.epochs, u.max_grad_norm, u.temperature) == (
-        UpdateParams.epochs,
-        UpdateParams.max_grad_norm,
-        UpdateParams.temperature,
-    )
-    assert u.clip_ratio_low == 0.2
-    for cfg in (InitConfig(), InitConfig.from_json({})):  # a checkpoint without the fields: the defaults
-        assert (cfg.model, cfg.kl_coef, cfg.seed, cfg.device) == ("tiny", 0.0, 0, "auto")
-        assert (cfg.lr, cfg.betas, cfg.weight_decay, cfg.eps) == (3e-4, (0.9, 0.99), 0.0, 1e-8)
-        assert (cfg.model, cfg.kl_coef, cfg.seed, cfg.device) == (
-            InitParams.model,
-            InitParams.kl_coef,
-            InitParams.seed,
-            InitParams.device,
-        )
+    assert cfg.optimizer == InitOptimizer() and cfg.tiny == InitTiny() and cfg.tokenizer.kind == "word"
     assert {k: getattr(TinyConfig(), k) for k in schema_defaults(init["tiny"])} == schema_defaults(init["tiny"])
+
+
+def test_checkpoints_of_the_flat_config_shape_load(engine_proc, tmp_path):
+    """Checkpoints whose engine.json "init" has the tokenizer's and optimizer's fields at the top
+    level (and the tiny shape with its vocab size) load as init's params: same config, same
+    scores and sampling as the checkpoint saved beside them."""
+    import json
+
+    from workers.engine.config import from_checkpoint
+
+    e = engine_proc
+    e.call("init", tiny_init_params(optimizer={"lr": 0.01, "betas": [0.8, 0.9]}))
+    ck = tmp_path / "ck"
+    e.call("save", {"path": str(ck)})
+    meta = json.loads((ck / "engine.json").read_text())
+    cfg = meta["init"]
+    assert cfg["tokenizer"] == {"kind": "word", "corpus": None, "path": None, "chat_template": None}
+    flat = {k: v for k, v in cfg.items() if k not in ("tokenizer", "optimizer")}
+    flat.update(tokenizer_kind="word", tokenizer_path=None, chat_template=None, **cfg["optimizer"])
+    flat["tiny"] = {**cfg["tiny"], "vocab_size": e.call("info")["vocab_size"]}
+    assert from_checkpoint(flat) == from_checkpoint(cfg)
+    old = tmp_path / "old"
+    old.mkdir()
+    for f in ck.iterdir():
+        (old / f.name).write_bytes(f.read_bytes())
+    (old / "engine.json").write_text(json.dumps({**meta, "init": flat}))
+    probe = {"prompts": GRIDS, "responses": ["left", "down", "up"]}
+    answers = []
+    for path in (ck, old):
+        other = EngineProcess()
+        try:
+            info = other.call("load", {"path": str(path)})
+            gen = other.call("generate", {"prompts": GRIDS, "max_new_tokens": 5, "seed": 1})["responses"]
+            answers.append((info["tiny"], info["lr"], info["tokenizer_kind"], other.call("logprobs", probe), gen))
+        finally:
+            other.close()
+    assert answers[0] == answers[1]
+    assert answers[0][1] == 0.01
 
 
 def test_params_arrive_as_the_generated_dataclass_with_defaults():
@@ -292,7 +321,7 @@ def test_checks_the_schema_makes_are_made_once_and_name_the_field(engine_proc):
     The checks across fields that a schema cannot state stay in the commands."""
     e = engine_proc
     cases = [
-        ("init", tiny_init_params(tiny={"n_layer": 0}), "params.tiny.n_layer: expected an integer >= 1, got 0"),
+        ("init", tiny_init_params(tiny={"n_layer": 0}), "params.tiny.n_layer: expected an integer >= 1 <= 24, got 0"),
         ("init", tiny_init_params(device="gpu"), 'params.device: expected one of "auto", "cpu", "cuda", got "gpu"'),
         ("init", tiny_init_params(optimizer={"eps": 0}), "params.optimizer.eps: expected a number > 0, got 0"),
         ("init", tiny_init_params(tokenizer={"kind": "word", "corpus": ["a", 1]}), "params.tokenizer.corpus[1]:"),

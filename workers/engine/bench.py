@@ -44,7 +44,7 @@ def main() -> None:
     info = call(
         "init",
         model="tiny",
-        tiny={"n_layer": 2, "n_head": 4, "d_model": 64, "context_length": 32},
+        tiny={"context_length": 32},  # the protocol's default shape, short prompts
         tokenizer={"kind": "char", "corpus": [grid(rng) for _ in range(20)] + ["".join(ACTIONS)]},
         optimizer={"lr": 3e-4, "betas": [0.9, 0.99], "weight_decay": 0.0},
         threads=args.threads,

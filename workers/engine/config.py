@@ -1,71 +1,55 @@
-"""The engine's configuration: what init sets up and a checkpoint records (engine.json "init")."""
+"""The engine's configuration: what init sets up and a checkpoint records (engine.json "init"),
+kept as init's params (the generated InitParams) with every optional part filled in."""
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+import json
 
 import torch
 
 from .errors import InvalidRequest
-from .model import TinyConfig
-from .protocol_types import InitOptimizer, InitParams
+from .protocol_types import InitOptimizer, InitParams, InitTiny, InitTokenizer
 
 # engine.json of a checkpoint directory (save writes it, load checks it)
 CHECKPOINT_FORMAT = "turnlens-engine-checkpoint"
 CHECKPOINT_VERSION = 1
 
 
-@dataclass
-class InitConfig:
-    """init's params as the engine keeps them; every default is the protocol's (protocol_types)."""
+def completed(q: InitParams, tokenizer_kind: str) -> InitParams:
+    """init's params as the engine keeps them and a checkpoint records them: the tiny shape,
+    tokenizer and optimizer filled in (their defaults are the protocol's), the tokenizer's kind
+    resolved, its corpus dropped (the vocabulary is saved with the tokenizer)."""
+    return dataclasses.replace(
+        q,
+        tiny=q.tiny or InitTiny(),
+        tokenizer=dataclasses.replace(q.tokenizer or InitTokenizer(), kind=tokenizer_kind, corpus=None),
+        optimizer=q.optimizer or InitOptimizer(),
+    )
 
-    model: str = InitParams.model
-    """ "tiny" (trained from scratch) or the path of a local Hugging Face causal-LM directory."""
-    tiny: TinyConfig = field(default_factory=TinyConfig)
-    """Shape of the tiny transformer (ignored for Hugging Face models)."""
-    tokenizer_kind: str = "word"
-    """tiny: "word" or "char" (vocabulary built from the init corpus); HF: "hf". The protocol's
-    default depends on the model (init picks it), so none is written there."""
-    tokenizer_path: str | None = None
-    """HF only: tokenizer directory (default: the model directory)."""
-    chat_template: bool | None = None
-    """HF only: wrap string prompts as one user message through the chat template
-    (None: when the tokenizer has one). Message-list prompts always use it."""
-    lora: dict | None = None
-    """HF only: {"r", "alpha", "target_modules"} to train a LoRA adapter (peft). No LoRA dropout:
-    the engine runs the model in eval mode (PPO ratios need deterministic forwards)."""
-    lr: float = InitOptimizer.lr
-    """AdamW learning rate (the calibration prototype used 3e-4)."""
-    betas: tuple[float, float] = InitOptimizer.betas
-    """AdamW betas (beta2 0.99 as in the calibration prototype)."""
-    weight_decay: float = InitOptimizer.weight_decay
-    """AdamW decoupled weight decay."""
-    eps: float = InitOptimizer.eps
-    """AdamW epsilon."""
-    kl_coef: float = InitParams.kl_coef
-    """Default KL(pi || pi_ref) coefficient of update; > 0 keeps a frozen reference copy."""
-    seed: int = InitParams.seed
-    """Seeds weights init, sampling and minibatch shuffling."""
-    device: str = InitParams.device
-    """auto: CUDA (bf16 autocast) when torch.cuda.is_available(), else CPU; or cpu / cuda."""
-    threads: int | None = None
-    """torch.set_num_threads (None: leave torch's default). 1-2 on the 2-core CPU machines."""
 
-    def to_json(self) -> dict:
-        d = dataclasses.asdict(self)
-        d["betas"] = list(self.betas)
-        return d
+def checkpoint_json(cfg: InitParams) -> dict:
+    """engine.json's "init": the kept params as JSON."""
+    return json.loads(json.dumps(dataclasses.asdict(cfg)))
 
-    @classmethod
-    def from_json(cls, d: dict) -> "InitConfig":
-        """A checkpoint's config (engine.json "init"); a field it lacks takes the default above."""
-        d = dict(d)
-        if "tiny" in d:
-            d["tiny"] = TinyConfig(**d["tiny"])
-        if "betas" in d:
-            d["betas"] = tuple(d["betas"])
-        return cls(**d)
+
+# The fields of engine.json's "init" as checkpoints wrote them before it held init's params as
+# they are: the tokenizer's and the optimizer's fields at the top level, the tiny shape with its
+# vocab size (which the tokenizer gives).
+_FLAT_TOKENIZER = {"tokenizer_kind": "kind", "tokenizer_path": "path", "chat_template": "chat_template"}
+_FLAT_OPTIMIZER = ("lr", "betas", "weight_decay", "eps")
+
+
+def from_checkpoint(d: dict) -> InitParams:
+    """A checkpoint's kept params (engine.json "init"), of either shape; a field it lacks takes
+    the protocol's default."""
+    d = dict(d)
+    if any(k in d for k in (*_FLAT_TOKENIZER, *_FLAT_OPTIMIZER)):
+        d["tokenizer"] = {new: d.pop(old) for old, new in _FLAT_TOKENIZER.items() if old in d}
+        d["optimizer"] = {k: d.pop(k) for k in _FLAT_OPTIMIZER if k in d}
+    if isinstance(d.get("tiny"), dict):
+        d["tiny"] = {k: v for k, v in d["tiny"].items() if k != "vocab_size"}
+    return completed(InitParams.from_json(d), (d.get("tokenizer") or {}).get("kind") or "word")
 
 
 def resolve_device(name: str) -> torch.device:

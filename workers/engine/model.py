@@ -27,20 +27,16 @@ from .protocol_types import InitTiny
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass
-class TinyConfig:
-    n_layer: int = InitTiny.n_layer
-    """Transformer blocks. The calibration prototype learned a 4x4 FrozenLake with 2."""
-    n_head: int = InitTiny.n_head
-    """Attention heads per block; must divide d_model."""
-    d_model: int = InitTiny.d_model
-    """Residual stream width (2 layers x 64 wide ~ 110k parameters with a 13-token vocab)."""
-    context_length: int = InitTiny.context_length
-    """Longest prompt + response in tokens (size of the learned position table and KV cache)."""
+@dataclass(kw_only=True)
+class TinyConfig(InitTiny):
+    """init's ``tiny`` shape (its fields and defaults are the protocol's) with the vocab size."""
+
     vocab_size: int = 0
     """Set from the tokenizer at init; never from the request."""
-    mlp_ratio: int = InitTiny.mlp_ratio
-    """MLP hidden width = mlp_ratio * d_model (nanoGPT uses 4)."""
+
+    @classmethod
+    def of(cls, shape: InitTiny, vocab_size: int) -> TinyConfig:
+        return cls(**asdict(shape), vocab_size=vocab_size)
 
     def validate(self) -> None:
         for name in ("n_layer", "n_head", "d_model", "context_length", "vocab_size", "mlp_ratio"):

@@ -18,13 +18,14 @@ References:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
 from typing import Callable, get_args
 
 import torch
 
 from .backends import Backend, ScoreBatch
-from .protocol_types import InitParams, UpdateLossAggMode, UpdateParams
+from .inputs import read_temperature
+from .protocol_types import UpdateLossAggMode, UpdateParams
 from .scoring import score
 
 # ---------------------------------------------------------------------------------------------
@@ -100,40 +101,32 @@ def token_weights(
 
 
 # ---------------------------------------------------------------------------------------------
-# Configuration: update's arguments, with the protocol's defaults (the generated UpdateParams)
+# Configuration: update's params as the protocol defines them (the generated UpdateParams, which
+# hold the defaults), with the knobs whose default is another field resolved
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass
-class PPOConfig:
-    clip_ratio_low: float = UpdateParams.clip_ratio
-    """epsilon below 1: the ratio is clipped at 1 - clip_ratio_low."""
-    clip_ratio_high: float = UpdateParams.clip_ratio
-    """epsilon above 1: the ratio is clipped at 1 + clip_ratio_high (clip-higher if larger)."""
-    clip_ratio_c: float = UpdateParams.clip_ratio_c
-    """c > 1 of dual-clip PPO: where A < 0 the per-token loss is at most -c A."""
-    kl_coef: float = InitParams.kl_coef
-    """beta: weight of the KL(pi || pi_ref) penalty added to the loss."""
-    kl_estimator: str = UpdateParams.kl_estimator
-    """Per-token KL estimator: k1, k2 or k3 (see KL_ESTIMATORS)."""
-    entropy_coef: float = UpdateParams.entropy_coef
-    """c_H: weight of the entropy bonus (subtracted from the loss)."""
-    loss_agg_mode: str = UpdateParams.loss_agg_mode
-    """token-mean or seq-mean-token-mean (see token_weights)."""
-    epochs: int = UpdateParams.epochs
-    minibatch_size: int | None = None
-    """Samples per optimizer step; None: every sample in one step."""
-    micro_batch_size: int | None = None
-    """Samples per forward/backward; None: the whole minibatch."""
-    max_grad_norm: float = UpdateParams.max_grad_norm
-    """Clip ||g|| to this before each step; 0 = no clipping."""
-    temperature: float = UpdateParams.temperature
-    """T of pi = softmax(logits / T); greedy (0) is already mapped to 1."""
+def resolved(q: UpdateParams, init_kl_coef: float) -> UpdateParams:
+    """``q`` as the loss reads it: each clip side set (``clip_ratio`` where not given), ``kl_coef``
+    set (init's where not given), the temperature > 0 (greedy's 0 scores at T = 1)."""
 
-    def batch_sizes(self, num_samples: int) -> tuple[int, int]:
-        """(minibatch, micro-batch) sizes in samples."""
-        minibatch = self.minibatch_size or num_samples
-        return minibatch, min(self.micro_batch_size or minibatch, minibatch)
+    def given(v: float | None, default: float) -> float:
+        return default if v is None else v
+
+    return dataclasses.replace(
+        q,
+        clip_ratio_low=given(q.clip_ratio_low, q.clip_ratio),
+        clip_ratio_high=given(q.clip_ratio_high, q.clip_ratio),
+        kl_coef=given(q.kl_coef, init_kl_coef),
+        temperature=read_temperature(q.temperature)[0],
+    )
+
+
+def batch_sizes(cfg: UpdateParams, num_samples: int) -> tuple[int, int]:
+    """(minibatch, micro-batch) sizes in samples: a minibatch is every sample where not given, a
+    micro-batch the whole minibatch."""
+    minibatch = cfg.minibatch_size or num_samples
+    return minibatch, min(cfg.micro_batch_size or minibatch, minibatch)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -148,11 +141,11 @@ def ppo_loss(
     old_logp: torch.Tensor,
     advantages: torch.Tensor,
     weights: torch.Tensor,
-    cfg: PPOConfig,
+    cfg: UpdateParams,
     ref_logp: torch.Tensor | None = None,
     entropy: torch.Tensor | None = None,
 ) -> dict[str, torch.Tensor]:
-    """PPO-clip loss over N tokens; all inputs (N,) except cfg.
+    """PPO-clip loss over N tokens; all inputs (N,) except cfg (``resolved``).
 
     Returns 0-d tensors named as STATS: loss (differentiable), pg_loss, kl, entropy, clip_frac,
     dual_clip_frac, approx_kl, each aggregated with ``weights`` (so a sum over micro-batches is the
@@ -209,7 +202,7 @@ def ppo_update(
     old_logp: torch.Tensor,
     advantages: torch.Tensor,
     ref_logp: torch.Tensor | None,
-    cfg: PPOConfig,
+    cfg: UpdateParams,
 ) -> tuple[dict[str, float], int]:
     """Train on ``batch``'s kept response tokens.
 
@@ -218,7 +211,7 @@ def ppo_update(
     the number of steps (a minibatch with no trained token takes none).
     """
     S = batch.resp.shape[0]
-    minibatch, micro = cfg.batch_sizes(S)
+    minibatch, micro = batch_sizes(cfg, S)
     seq_len = batch.keep.sum(1)  # (S,) trained tokens per sample
     params = b.trainable_parameters()
     max_norm = cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")

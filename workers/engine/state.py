@@ -1,10 +1,11 @@
 """The engine's state: one policy (tiny or Hugging Face) with its tokenizer, optimizer, random
 generators and an optional frozen reference. Commands read and change it; it knows nothing of
-commands or requests beyond the InitConfig that builds it.
+commands or requests beyond the init params that build it (config.completed).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import platform
@@ -13,9 +14,10 @@ from pathlib import Path
 import torch
 
 from .backends import Backend, HFBackend, TinyBackend
-from .config import InitConfig, resolve_device
+from .config import resolve_device
+from .model import TinyConfig
 from .errors import InvalidRequest, NotInitialized
-from .protocol_types import PROTOCOL_VERSION, InfoResult
+from .protocol_types import PROTOCOL_VERSION, InfoResult, InitParams
 
 log = logging.getLogger("turnlens.engine")
 
@@ -23,7 +25,7 @@ log = logging.getLogger("turnlens.engine")
 class EngineState:
     def __init__(self) -> None:
         self.backend: Backend | None = None
-        self.cfg: InitConfig | None = None
+        self.cfg: InitParams | None = None
         self.optimizer: torch.optim.Optimizer | None = None
         self.gen: torch.Generator | None = None  # sampling (on the model's device)
         self.shuffle_gen: torch.Generator | None = None  # minibatch order (CPU)
@@ -36,7 +38,7 @@ class EngineState:
             raise NotInitialized("no model loaded: send init or load first")
         return self.backend
 
-    def setup(self, cfg: InitConfig, tokenizer, weights_dir: Path | None = None) -> None:
+    def setup(self, cfg: InitParams, tokenizer, weights_dir: Path | None = None) -> None:
         """Build backend, optimizer and generators from a config (init, or load with weights)."""
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
@@ -44,25 +46,27 @@ class EngineState:
         torch.manual_seed(cfg.seed)
         with_ref = cfg.kl_coef > 0
         if cfg.model == "tiny":
-            cfg.tiny.vocab_size = tokenizer.vocab_size
+            tiny = TinyConfig.of(cfg.tiny, tokenizer.vocab_size)
             try:
-                cfg.tiny.validate()
+                tiny.validate()
             except ValueError as e:
                 raise InvalidRequest(f"params.tiny: {e}") from None
-            backend: Backend = TinyBackend(cfg.tiny, tokenizer, device, with_ref)
+            backend: Backend = TinyBackend(tiny, tokenizer, device, with_ref)
             if weights_dir is not None:
                 backend.load(weights_dir)
         else:
             weights = str(weights_dir / "model") if weights_dir is not None else None
-            backend = HFBackend(cfg.model, tokenizer, device, with_ref and weights_dir is None, cfg.lora, weights)
+            lora = dataclasses.asdict(cfg.lora) if cfg.lora is not None else None
+            backend = HFBackend(cfg.model, tokenizer, device, with_ref and weights_dir is None, lora, weights)
             if weights_dir is not None:
                 backend.with_reference = with_ref
                 if with_ref:
                     backend.load_reference(weights_dir)
         self.backend = backend
         self.cfg = cfg
+        opt = cfg.optimizer
         self.optimizer = torch.optim.AdamW(
-            backend.trainable_parameters(), lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay, eps=cfg.eps
+            backend.trainable_parameters(), lr=opt.lr, betas=opt.betas, weight_decay=opt.weight_decay, eps=opt.eps
         )
         self.gen = torch.Generator(device=device).manual_seed(cfg.seed)
         self.shuffle_gen = torch.Generator().manual_seed(cfg.seed + 1)
@@ -102,7 +106,7 @@ class EngineState:
             trainable_params=trainable,
             vocab_size=b.vocab_size,
             context_length=b.context_length,
-            tokenizer_kind=self.cfg.tokenizer_kind,
+            tokenizer_kind=self.cfg.tokenizer.kind,
             eos_id=b.tokenizer.eos_id,
             pad_id=b.tokenizer.pad_id,
             has_reference=b.has_reference,
@@ -112,5 +116,5 @@ class EngineState:
             seed=self.cfg.seed,
         )
         if b.kind == "tiny":
-            out["tiny"] = self.cfg.tiny.to_dict()
+            out["tiny"] = b.cfg.to_dict()
         return out

@@ -8,7 +8,7 @@
 // forgets whatever was stored after it, so no step is ever stored twice.
 import fs from "node:fs";
 import path from "node:path";
-import type { TrainConfig } from "../../lib/schemas/train";
+import { tinyInitShape, updateKnobsOf, type TrainConfig } from "../../lib/schemas/train";
 import { createEnv } from "../../lib/envs/registry";
 import { playEpisode } from "../../lib/envs/play";
 import { randomAction } from "../../lib/envs/random-policy";
@@ -293,19 +293,7 @@ function ppoSamples(cfg: TrainConfig, groups: RolloutGroup[], creditOf: (id: str
 
 /** The PPO update in the engine at learning rate `lr`; its finite metrics. */
 async function ppoUpdate(engine: EngineClient, cfg: TrainConfig, lr: number, samples: UpdateSample[]): Promise<Record<string, number>> {
-  const upd = await engine.update({
-    samples,
-    clip_ratio: cfg.clipRatio,
-    clip_ratio_c: cfg.clipRatioC,
-    kl_coef: cfg.klCoef,
-    kl_estimator: cfg.klEstimator,
-    entropy_coef: cfg.entropyCoef,
-    loss_agg_mode: cfg.lossAggregation,
-    epochs: cfg.epochs,
-    minibatch_size: cfg.minibatchSize,
-    temperature: cfg.temperature,
-    lr,
-  });
+  const upd = await engine.update({ samples, ...updateKnobsOf(cfg), lr });
   const values: Record<string, number> = {};
   for (const [k, v] of Object.entries(upd.metrics)) if (typeof v === "number" && Number.isFinite(v)) values[k] = v;
   return values;
@@ -326,7 +314,7 @@ function initParams(cfg: TrainConfig, probe: Env, makeEnv: () => Env): InitParam
   return {
     ...common,
     model: "tiny",
-    tiny: { n_layer: cfg.model.layers, n_head: cfg.model.heads, d_model: cfg.model.dModel, context_length: cfg.model.contextLength },
+    tiny: tinyInitShape(cfg.model),
     tokenizer: { kind: cfg.model.tokenizer, corpus: tokenizerCorpus(cfg, probe, makeEnv) },
   };
 }

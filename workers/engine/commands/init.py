@@ -1,15 +1,13 @@
-"""init: a fresh policy from an InitConfig read off the request (model, tokenizer, LoRA, optimizer)."""
+"""init: a fresh policy from the request (model, tokenizer, LoRA, optimizer)."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
-from ..config import InitConfig
+from ..config import completed
 from ..errors import InvalidRequest
-from ..model import TinyConfig
 from ..protocol import shown
-from ..protocol_types import InfoResult, InitOptimizer, InitParams, InitTiny, InitTokenizer
+from ..protocol_types import InfoResult, InitParams, InitTokenizer
 from ..state import EngineState
 from ..tokenizer import HFTokenizer, TinyTokenizer, TokenizerError
 
@@ -25,8 +23,8 @@ def run(state: EngineState, q: InitParams) -> InfoResult:
     return state.info()
 
 
-def read_config(q: InitParams) -> InitConfig:
-    """The request as an InitConfig. Types, ranges and choices passed the schema; what is checked
+def read_config(q: InitParams) -> InitParams:
+    """The request as the engine keeps it (config.completed). Types, ranges and choices passed the schema; what is checked
     here depends on the model, which a schema of one field cannot say: the tokenizer kinds, the
     HF-only fields."""
     is_tiny = q.model == "tiny"
@@ -43,29 +41,13 @@ def read_config(q: InitParams) -> InitConfig:
                 raise InvalidRequest(f"params.tokenizer.{name}: applies to Hugging Face models only")
         if q.lora is not None:
             raise InvalidRequest("params.lora: LoRA applies to Hugging Face models only")
-    opt = q.optimizer or InitOptimizer()
-    return InitConfig(
-        model=q.model,
-        tiny=TinyConfig(**dataclasses.asdict(q.tiny or InitTiny())),
-        tokenizer_kind=tok.kind or kinds[0],
-        tokenizer_path=tok.path,
-        chat_template=tok.chat_template,
-        lora=dataclasses.asdict(q.lora) if q.lora is not None else None,
-        lr=opt.lr,
-        betas=opt.betas,
-        weight_decay=opt.weight_decay,
-        eps=opt.eps,
-        kl_coef=q.kl_coef,
-        seed=q.seed,
-        device=q.device,
-        threads=q.threads,
-    )
+    return completed(q, tok.kind or kinds[0])
 
 
-def _build_tokenizer(cfg: InitConfig, corpus: list[str] | None):
+def _build_tokenizer(cfg: InitParams, corpus: list[str] | None):
     if cfg.model == "tiny":
-        return TinyTokenizer.build(cfg.tokenizer_kind, corpus)
-    path = cfg.tokenizer_path or cfg.model
+        return TinyTokenizer.build(cfg.tokenizer.kind, corpus)
+    path = cfg.tokenizer.path or cfg.model
     if not Path(path).is_dir():
         raise InvalidRequest(f'params.model: {cfg.model!r} is neither "tiny" nor a local directory')
-    return HFTokenizer(path, cfg.chat_template)
+    return HFTokenizer(path, cfg.tokenizer.chat_template)

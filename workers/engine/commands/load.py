@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from ..config import CHECKPOINT_FORMAT, InitConfig
+from ..config import CHECKPOINT_FORMAT, from_checkpoint
 from ..errors import InvalidRequest
 from ..protocol_types import InfoResult, LoadParams
 from ..state import EngineState
@@ -25,7 +25,7 @@ def run(state: EngineState, q: LoadParams) -> InfoResult:
     meta = json.loads(meta_file.read_text())
     if meta.get("format") != CHECKPOINT_FORMAT:
         raise InvalidRequest(f"params.path: {meta_file} is not a {CHECKPOINT_FORMAT}")
-    cfg = InitConfig.from_json(meta["init"])
+    cfg = from_checkpoint(meta["init"])
     if q.device is not None:
         cfg.device = q.device
     if q.threads is not None:
@@ -33,7 +33,7 @@ def run(state: EngineState, q: LoadParams) -> InfoResult:
     if cfg.model == "tiny":
         tokenizer = TinyTokenizer.load(path)
     else:
-        tokenizer = HFTokenizer(str(path / "tokenizer"), cfg.chat_template)
+        tokenizer = HFTokenizer(str(path / "tokenizer"), cfg.tokenizer.chat_template)
     state.setup(cfg, tokenizer, weights_dir=path)
     dev = state.backend.device
     state.optimizer.load_state_dict(torch.load(path / "optimizer.pt", map_location=dev, weights_only=True))

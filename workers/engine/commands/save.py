@@ -1,4 +1,4 @@
-"""save: a checkpoint directory with weights, tokenizer, optimizer, RNG and the InitConfig."""
+"""save: a checkpoint directory with weights, tokenizer, optimizer, RNG and init's params as the engine keeps them."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from ..config import CHECKPOINT_FORMAT, CHECKPOINT_VERSION
+from ..config import CHECKPOINT_FORMAT, CHECKPOINT_VERSION, checkpoint_json
 from ..errors import InvalidRequest
 from ..protocol_types import PROTOCOL_VERSION, SaveParams, SaveResult
 from ..state import EngineState
@@ -41,7 +41,7 @@ def run(state: EngineState, q: SaveParams) -> SaveResult:
         "torch_version": torch.__version__,
         "saved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "update_steps": state.update_steps,
-        "init": state.cfg.to_json(),
+        "init": checkpoint_json(state.cfg),
     }
     (tmp / "engine.json").write_text(json.dumps(meta, indent=1))
     if path.exists():

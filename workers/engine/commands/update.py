@@ -8,42 +8,18 @@ import numpy as np
 import torch
 
 from ..errors import InvalidRequest
-from ..inputs import check_ids, read_completion_set, read_temperature
-from ..ppo import PPOConfig, ppo_update
+from ..inputs import check_ids, read_completion_set
+from ..ppo import batch_sizes, ppo_update, resolved
 from ..protocol import check_float_list
 from ..protocol_types import UpdateMetrics, UpdateParams, UpdateResult
 from ..scoring import prepare, score_all
 from ..state import EngineState
 
 
-def read_config(q: UpdateParams, state: EngineState) -> PPOConfig:
-    """The PPO arguments of the request (the schema has checked types, ranges and choices);
-    the optional ones default to other fields: each clip side to ``clip_ratio``, ``kl_coef``
-    to init's."""
-
-    def given(v: float | None, default: float) -> float:
-        return default if v is None else v
-
-    return PPOConfig(
-        clip_ratio_low=given(q.clip_ratio_low, q.clip_ratio),
-        clip_ratio_high=given(q.clip_ratio_high, q.clip_ratio),
-        clip_ratio_c=q.clip_ratio_c,
-        kl_coef=given(q.kl_coef, state.cfg.kl_coef),
-        kl_estimator=q.kl_estimator,
-        entropy_coef=q.entropy_coef,
-        loss_agg_mode=q.loss_agg_mode,
-        epochs=q.epochs,
-        minibatch_size=q.minibatch_size,
-        micro_batch_size=q.micro_batch_size,
-        max_grad_norm=q.max_grad_norm,
-        temperature=read_temperature(q.temperature)[0],
-    )
-
-
 def run(state: EngineState, q: UpdateParams) -> UpdateResult:
     b = state.require()
     t_start = time.perf_counter()
-    cfg = read_config(q, state)
+    cfg = resolved(q, state.cfg.kl_coef)  # the schema has checked types, ranges and choices
     default_allowed = read_completion_set(b, q.allowed, "params.allowed")
     if cfg.kl_coef > 0 and not b.has_reference:
         raise InvalidRequest(
@@ -83,7 +59,7 @@ def run(state: EngineState, q: UpdateParams) -> UpdateResult:
     if bool(bad.any()):
         i = int(bad.any(1).nonzero()[0])
         raise InvalidRequest(f"params.samples[{i}].response_ids: a token is outside the sample's allowed completions")
-    _, micro = cfg.batch_sizes(S)
+    _, micro = batch_sizes(cfg, S)
     Lr = batch.resp.shape[1]
 
     def pad_rows(rows: list[list[float] | None]) -> torch.Tensor:
