@@ -125,15 +125,30 @@ class ResponseWriter {
   private f64(src: Float64Array, a: number, b: number): void {
     this.room((b - a) * MAX_NUMBER + 2 + 4); // 4 more: the memo copies whole words
     const { out, view, memo } = this;
+    // the memo's look-up written out here, not called: this loop runs once per double
+    const { bits, words, lo: memoLo, hi: memoHi, len: memoLen, text } = memo;
     let q = this.o;
     out[q++] = 0x5b; // [
     for (let r = a; r < b; r++) {
       if (r > a) out[q++] = 0x2c;
       const v = src[r];
-      if (v === (v | 0))
+      if (v === (v | 0)) {
         q = writeInt(out, q, v); // -0 prints as 0, like JSON.stringify
-      else if (Number.isFinite(v)) q = memo.write(view, q, v);
-      else q = writeNull(out, q);
+        continue;
+      }
+      if (!Number.isFinite(v)) {
+        q = writeNull(out, q);
+        continue;
+      }
+      bits[0] = v;
+      const lo = words[0];
+      const hi = words[1];
+      const h = Math.imul(lo ^ hi, 0x9e3779b1) >>> (32 - MEMO_BITS);
+      let len = memoLen[h];
+      if (len === 0 || memoLo[h] !== lo || memoHi[h] !== hi) len = memo.fill(h, lo, hi, v);
+      const base = h * MEMO_WORDS;
+      for (let k = 0; k < len; k += 4) view.setInt32(q + k, text[base + (k >> 2)], true);
+      q += len;
     }
     out[q++] = 0x5d; // ]
     this.o = q;
@@ -177,29 +192,17 @@ function writeNull(out: Uint8Array, q: number): number {
  * lie past the chunk's end: the writer asks for 4 more).
  */
 class DoubleMemo {
-  private readonly bits = new Float64Array(1);
-  private readonly words = new Uint32Array(this.bits.buffer);
-  private readonly lo = new Uint32Array(MEMO_SLOTS);
-  private readonly hi = new Uint32Array(MEMO_SLOTS);
-  private readonly len = new Uint8Array(MEMO_SLOTS); // 0: empty
-  private readonly text = new Int32Array(MEMO_SLOTS * MEMO_WORDS);
+  readonly bits = new Float64Array(1);
+  readonly words = new Uint32Array(this.bits.buffer);
+  /** Per slot: the double's bits, its text's length (0: empty) and its text. */
+  readonly lo = new Uint32Array(MEMO_SLOTS);
+  readonly hi = new Uint32Array(MEMO_SLOTS);
+  readonly len = new Uint8Array(MEMO_SLOTS);
+  readonly text = new Int32Array(MEMO_SLOTS * MEMO_WORDS);
   private readonly textBytes = new Uint8Array(this.text.buffer);
 
-  /** v's text at q of the output chunk viewed by dv; returns the end. */
-  write(dv: DataView, q: number, v: number): number {
-    this.bits[0] = v;
-    const lo = this.words[0];
-    const hi = this.words[1];
-    const h = Math.imul(lo ^ hi, 0x9e3779b1) >>> (32 - MEMO_BITS);
-    let len = this.len[h];
-    if (len === 0 || this.lo[h] !== lo || this.hi[h] !== hi) len = this.fill(h, lo, hi, v);
-    const base = h * MEMO_WORDS;
-    const text = this.text;
-    for (let k = 0; k < len; k += 4) dv.setInt32(q + k, text[base + (k >> 2)], true);
-    return q + len;
-  }
-
-  private fill(h: number, lo: number, hi: number, v: number): number {
+  /** Slot h's text made for v (the double whose bits are lo, hi); returns its length. */
+  fill(h: number, lo: number, hi: number, v: number): number {
     const at = h * MEMO_WORDS * 4;
     let len = shortestDouble(this.textBytes, at, v);
     if (len === 0) {
