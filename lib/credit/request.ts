@@ -171,7 +171,7 @@ export function validateRequest(request: unknown): {
 /**
  * The request's fields other than `groups` (estimator, params, output, rewardTransform), then
  * `checkGroups` (the caller's check of the turns), then the estimator's params. `validateRequest`
- * and the CLI's fast path (lib/credit/fast-request.ts) share it.
+ * and the command's fast path (cli/credit/fast-path.ts) share it.
  */
 export function validateHead(
   obj: Record<string, unknown>,

@@ -99,7 +99,7 @@ describe("runCredit", () => {
   });
 });
 
-describe("CLI (compiled: what `npm run credit` runs)", () => {
+describe("CLI (compiled: what `turnlens-credit` and `npm run credit` run)", () => {
   const cwd = path.resolve(__dirname, "../..");
   // scripts/credit-cli.mjs rebuilds dist/credit-cli.cjs first when lib/credit is newer
   const node = process.execPath;
