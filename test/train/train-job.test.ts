@@ -12,6 +12,8 @@ const { launchRun } = await import("../../lib/runs/launch");
 const { launchRunSchema } = await import("../../lib/schemas/runs");
 const { countRows, runTrajectoryRows } = await import("../../lib/db/inspect");
 const { runSteps } = await import("../../lib/db/credit");
+const { readStepSummaries } = await import("../../lib/db/credit-summary");
+const { storedStepSummary } = await import("../../lib/runs/credit-views");
 const { listCheckpoints } = await import("../../lib/db/checkpoints");
 const { metricSteps } = await import("../helpers/metric-rows");
 const { getRun } = await import("../../lib/db/runs");
@@ -106,6 +108,11 @@ describe("train job", () => {
       c.advantages.forEach((a, k) => {
         expect(stored.get(c.id)![k]).toBeCloseTo(a, 9);
       });
+
+    // each step's credit summary is written with it (no credit view recomputes it), and is the one its rows give
+    const metas = runSteps(runId);
+    const kept = readStepSummaries(metas.map((m) => m.id));
+    for (const m of metas) expect([m.step, kept.get(m.id)]).toEqual([m.step, storedStepSummary(m)]);
 
     const ckpts = listCheckpoints(runId);
     expect(ckpts.map((c) => c.step)).toEqual([1, 3]);

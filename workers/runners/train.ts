@@ -21,6 +21,7 @@ import { buildPrompt, newContext, advanceContext } from "../../lib/rollout/conte
 import { providersFor } from "./turn-inputs";
 import { rollout, rolloutTrajectoryId, toStoredGroup, withCredit, type Generate, type RolloutGroup } from "../../lib/rollout/rollout";
 import type { RolloutStepInput } from "../../lib/schemas/rollouts";
+import { summarizeStepInput } from "../../lib/schemas/step-summary";
 import { writeRolloutStep } from "../../lib/db/rollouts";
 import { writeMetrics, type MetricPoint } from "../../lib/db/metrics";
 import { addCheckpoint, latestCheckpoint, truncateRunAfter } from "../../lib/db/checkpoints";
@@ -225,7 +226,7 @@ async function trainStep(t: Trainer, step: number, values: Record<string, number
   writeTransaction(
     ctx.fence,
     () => {
-      writeRolloutStep(runId, stored, null);
+      writeRolloutStep(runId, stored, null, undefined, { summary: summarizeStepInput(stored) });
       writeStepMetrics(null, runId, step, values);
     },
     undefined,
