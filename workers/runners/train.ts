@@ -3,7 +3,9 @@
 // PyTorch engine (workers/engine). Every trajectory and turn is stored with the advantage used.
 //
 // Each step:  rollout (one generate call per turn across all G x groups episodes)
-//          -> lib/credit advantages per turn -> engine.update (PPO-clip) -> metrics + rollouts stored
+//          -> the step as stored, built once -> lib/credit on its turns, keyed by trajectory id
+//          -> the stored turns' advantages and the PPO samples from that one result
+//          -> engine.update (PPO-clip) -> the step, its summary and its metrics stored together
 // Resuming: a re-run (worker lost) or an engine restart (engine died) loads the last checkpoint and
 // forgets whatever was stored after it, so no step is ever stored twice.
 import fs from "node:fs";
@@ -66,6 +68,7 @@ interface Trainer {
   evalSet: ReturnType<typeof evalTasks>;
   /** instances training has drawn so far (a resumed run replays the draws of the steps before it) */
   trained: Set<string>;
+  /** the environment instance training tasks are drawn with */
   taskEnv: Env;
   state: TrainerState;
   /** the greedy success of the last evaluation (null before the first) */
