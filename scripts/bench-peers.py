@@ -8,18 +8,19 @@ Workloads (each system in turn, round after round, after one untimed round; the 
 rounds is printed, and each round's write and turns times):
   write      N metric points (log calls of 10 keys) until stored (finish/end_run returned)
   chart      one key's series as a chart asks for it (TurnLens: downsampled to 1,500 points)
-  all-points every raw point of one key (TurnLens: the columnar export, parsed into lists)
+  all-points every point of a one-key series of --series-points points, written once untimed
+             (TurnLens: turnlens.Api().run(id).history(keys), a DataFrame: the packed export decoded
+             with numpy; Trackio: SQLiteStorage.get_metric_values; MLflow: get_metric_history)
   run-query  R runs with a numeric config value, filter on it and sort by it
   turns      T agent turns as one step's rollouts (TurnLens) / a table (Trackio, MLflow)
   tokens     one ALFWorld-sized GiGPO step (16 tasks x 8 trajectories x 50 turns = 6,400 turns,
              ~1 KB observations, --tokens response tokens a turn with ids, texts, log-probs,
              advantages and entropies) until stored (TurnLens) / as a table (Trackio, MLflow)
-Options: --points (100000), --runs (100), --turns (20000), --tokens (256; 0 skips that workload),
---rounds (3). Ratios are the peer's time divided by TurnLens's (> 1: TurnLens faster).
+Options: --points (100000), --series-points (1000000), --runs (100), --turns (20000), --tokens
+(256; 0 skips that workload), --rounds (3). Ratios are the peer's time divided by TurnLens's (> 1: TurnLens faster).
 """
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -71,6 +72,7 @@ class TurnLens:
         import turnlens
 
         self.tl, self.url, self.n = turnlens, url, 0
+        self.api = turnlens.Api(url=url, timeout=600)
 
     def _get(self, path):
         with urllib.request.urlopen(self.url + path, timeout=120) as r:
@@ -87,9 +89,15 @@ class TurnLens:
     def chart(self):
         self._get(f"/api/v1/runs/{self.last}/metrics/series?key=train/k0&maxPoints=1500")
 
+    def write_series(self, points):
+        with self.tl.init(project="peers", name="series", url=self.url, finish_timeout=600) as run:
+            for step in range(points):
+                run.log({"train/all": step * 0.001}, step=step)
+        self.series = run.id
+
     def all_points(self):
-        # parsed into Python lists, as the peers' APIs return them
-        json.loads(self._get(f"/api/v1/runs/{self.last}/metrics/export?format=columnar&key=train/k0"))
+        df = self.api.run(self.series).history(keys=["train/all"])
+        assert len(df) == self.series_points
 
     def make_runs(self, n):
         for i in range(n):
@@ -136,8 +144,16 @@ class Trackio:
     def chart(self):
         self.s.get_metric_values("peers", self.last, "train/k0", max_points=1500)
 
+    def write_series(self, points):
+        # the storage's own bulk write (what trackio.log's queue ends in), 10,000 rows a call
+        self.t.init(project="peers", name="series", embed=False)
+        self.t.finish()
+        for lo in range(0, points, 10_000):
+            steps = list(range(lo, min(points, lo + 10_000)))
+            self.s.bulk_log("peers", "series", [{"train/all": s * 0.001} for s in steps], steps=steps)
+
     def all_points(self):
-        self.s.get_metric_values("peers", self.last, "train/k0")
+        assert len(self.s.get_metric_values("peers", "series", "train/all")) == self.series_points
 
     def make_runs(self, n):
         for i in range(n):
@@ -199,8 +215,17 @@ class MLflow:
     def chart(self):
         self.c.get_metric_history(self.last, "train/k0")  # no server-side downsampling
 
+    def write_series(self, points):
+        from mlflow.entities import Metric
+
+        with self.m.start_run(experiment_id=self.exp) as run:
+            self.series = run.info.run_id
+            ts = int(time.time() * 1000)
+            for lo in range(0, points, 1000):  # log_batch's limit: 1,000 metrics
+                self.c.log_batch(self.series, metrics=[Metric("train/all", s * 0.001, ts, s) for s in range(lo, min(points, lo + 1000))])
+
     def all_points(self):
-        self.c.get_metric_history(self.last, "train/k0")
+        assert len(self.c.get_metric_history(self.series, "train/all")) == self.series_points
 
     def make_runs(self, n):
         for i in range(n):
@@ -261,10 +286,12 @@ def main() -> None:
         return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--points", type=int, default=100_000)
+    ap.add_argument("--series-points", type=int, default=1_000_000)
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--turns", type=int, default=20_000)
     ap.add_argument("--tokens", type=int, default=256)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--systems", default="TurnLens,Trackio,MLflow", help="which systems run (MLflow takes minutes to write the series)")
     args = ap.parse_args()
     ensure_venv()
     # TURNLENS_CLIENT_DIR: another client package directory (to compare two versions; bench-ingest.py reads it too)
@@ -276,18 +303,27 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="turnlens-bench-peers-"))
     os.environ["TURNLENS_DIR"] = str(work / "home")
     proc, url = ingest.start_server(work)
-    systems = [TurnLens(url), Trackio(work / "trackio"), MLflow(work)]
+    chosen = args.systems.split(",")
+    makers = {"TurnLens": lambda: TurnLens(url), "Trackio": lambda: Trackio(work / "trackio"), "MLflow": lambda: MLflow(work)}
+    if chosen[0] != "TurnLens" or any(c not in makers for c in chosen):
+        raise SystemExit(f"--systems: TurnLens first, then any of Trackio, MLflow (got {args.systems!r})")
+    systems = [makers[c]() for c in chosen]
     try:
         workloads = ("write", "chart", "all-points", "run-query", "turns") + (("tokens",) if args.tokens else ())
         step_groups = alfworld_step(args.tokens) if args.tokens else None
         times = {(s.name, w): [] for s in systems for w in workloads}
         blocked = []
         for s in systems:
+            s.series_points = args.series_points
+            t0 = time.perf_counter()
+            s.write_series(args.series_points)
+            print(f"{s.name}: the {args.series_points:,}-point series written in {time.perf_counter() - t0:.1f} s (untimed)", flush=True)
             s.make_runs(args.runs)
             # one untimed write and turns of full size first, as bench-ingest does: the server's route
             # code loads and V8 compiles the ingest loops on first use (round 1 took ~2x as long
             # as later rounds without it), and each peer's Python imports and caches warm the same way
             s.write(args.points)
+            s.all_points()
             s.turns(args.turns)
             if step_groups:
                 s.tokens(step_groups)
@@ -295,7 +331,7 @@ def main() -> None:
             for s in systems:  # interleaved: every system once per round
                 times[(s.name, "write")].append(timed(lambda: s.write(args.points)))
                 times[(s.name, "chart")].append(min(timed(s.chart) for _ in range(5)))
-                times[(s.name, "all-points")].append(min(timed(s.all_points) for _ in range(3)))
+                times[(s.name, "all-points")].append(timed(s.all_points))
                 times[(s.name, "run-query")].append(min(timed(s.query) for _ in range(5)))
                 times[(s.name, "turns")].append(timed(lambda: s.turns(args.turns)))
                 if step_groups:
@@ -307,12 +343,14 @@ def main() -> None:
                 f"{s.name} write {times[(s.name, 'write')][-1]:.3f} turns {times[(s.name, 'turns')][-1]:.3f}"
                 + (f" tokens {times[(s.name, 'tokens')][-1]:.3f}" if step_groups else "") for s in systems), flush=True)
         print(f"\nbench:peers ({os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}); median of {args.rounds} rounds, seconds; "
-              f"{args.points:,} points, {args.runs} runs, {args.turns:,} turns")
-        print("| workload | TurnLens | Trackio | MLflow | Trackio / TurnLens | MLflow / TurnLens |")
-        print("| --- | --- | --- | --- | --- | --- |")
+              f"{args.points:,} points, a {args.series_points:,}-point series, {args.runs} runs, {args.turns:,} turns")
+        peers = [s.name for s in systems[1:]]
+        print("| workload | " + " | ".join(s.name for s in systems) + "".join(f" | {p} / TurnLens" for p in peers) + " |")
+        print("| --- " * (len(systems) + len(peers)) + "| --- |")
         for w in workloads:
             m = {s.name: statistics.median(times[(s.name, w)]) for s in systems}
-            print(f"| {w} | {m['TurnLens']:.4f} | {m['Trackio']:.4f} | {m['MLflow']:.4f} | {m['Trackio'] / m['TurnLens']:.2f}x | {m['MLflow'] / m['TurnLens']:.2f}x |")
+            print(f"| {w} | " + " | ".join(f"{m[s.name]:.4f}" for s in systems)
+                  + "".join(f" | {m[p] / m['TurnLens']:.2f}x" for p in peers) + " |")
         if blocked:
             print(f"\ntokens: TurnLens's log_rollouts returned in {statistics.median(blocked) * 1e3:.3f} ms (median; the loop's wait), "
                   f"the step then stored in the background")
