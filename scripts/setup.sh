@@ -50,7 +50,8 @@ if [ -f workers/engine/requirements.txt ]; then
   fi
 fi
 
-# The credit CLI as compiled JavaScript (dist/credit-cli.cjs), rebuilt when lib/credit changed.
+# The credit command (turnlens-credit) as compiled JavaScript (dist/credit-cli.cjs), rebuilt when
+# cli/credit or lib/credit changed.
 node scripts/credit-cli.mjs --build >/dev/null
 
 # Prisma's CLI wants its native schema engine only for migrate; generate needs none (any file will do).
