@@ -408,6 +408,6 @@ describe("one contract per route", () => {
     expect(exp.parameters.map((p) => p.name)).toEqual(expect.arrayContaining(["id", "format", "key"]));
     expect(Object.keys(exp.responses["200"].content!)).toEqual(["text/csv", "application/json"]);
     const steps = doc.paths["/runs/{id}/steps"].post as { responses: Record<string, unknown> };
-    expect(Object.keys(steps.responses).sort()).toEqual(["200", "201", "400", "401", "403", "404", "409", "413", "415", "429", "507"]);
+    expect(Object.keys(steps.responses).sort()).toEqual(["200", "201", "400", "401", "403", "404", "408", "409", "413", "415", "429", "507"]);
   });
 });
