@@ -177,6 +177,7 @@ test.describe("a server with an API token", () => {
 test("a body slower than TURNLENS_BODY_TIMEOUT_MS is refused 408, its slot freed and its connection closed", async () => {
   test.setTimeout(90_000);
   const srv = await startServer({ TURNLENS_BODY_TIMEOUT_MS: "2000", TURNLENS_INGEST_QUEUE: "1" });
+  const tricklers: ReturnType<typeof trickle>[] = [];
   try {
     const json = { "content-type": "application/json" };
     const run = await (await fetch(`${srv.api}/runs/import`, { method: "POST", headers: json, body: JSON.stringify({ name: "slow" }) })).json();
@@ -184,6 +185,7 @@ test("a body slower than TURNLENS_BODY_TIMEOUT_MS is refused 408, its slot freed
     const post = async (s: number) =>
       (await fetch(`${srv.api}/runs/${run.id}/steps`, { method: "POST", headers: { ...json, ...key }, body: JSON.stringify(step(s)) })).status;
     const slow = trickle(srv.port, `/api/v1/runs/${run.id}/steps`, key, MB, 200);
+    tricklers.push(slow);
     const started = Date.now();
     await sleep(1_000); // its request started (its headers are in): it holds the one slot
     expect(await post(0)).toBe(429);
@@ -196,6 +198,7 @@ test("a body slower than TURNLENS_BODY_TIMEOUT_MS is refused 408, its slot freed
     await until("its connection closed", () => slow.closed(), 10_000);
     expect(await post(1)).toBe(201);
   } finally {
+    for (const t of tricklers) t.stop();
     expect(await srv.stop()).toBe(0);
   }
 });

@@ -61,7 +61,16 @@ export async function startServer(env: Record<string, string> = {}, command = [p
   const full = { ...process.env, DATABASE_URL: `file:${path.join(dir, "db.sqlite")}`, ...env };
   execFileSync(process.execPath, ["scripts/db-migrate.mjs", "deploy"], { env: full, stdio: "pipe" });
   const port = await freePort();
-  const proc = spawn(command[0], command.slice(1), { env: { ...full, PORT: String(port) }, stdio: ["ignore", "pipe", "pipe"] });
+  // its own process group: a test runner that exits midway (a timeout) kills it with its children
+  const proc = spawn(command[0], command.slice(1), { env: { ...full, PORT: String(port) }, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  const orphan = () => {
+    try {
+      process.kill(-proc.pid!, "SIGKILL");
+    } catch {
+      /* gone already */
+    }
+  };
+  process.once("exit", orphan);
   let log = "";
   proc.stdout!.on("data", (c) => (log += c));
   proc.stderr!.on("data", (c) => (log += c));
@@ -79,7 +88,11 @@ export async function startServer(env: Record<string, string> = {}, command = [p
     log: () => log,
     stop: async () => {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGTERM");
+      // a stop takes at most TURNLENS_STOP_GRACE_MS (10 s); past that the server is killed
+      const kill = setTimeout(orphan, 20_000);
       const code = await exited;
+      clearTimeout(kill);
+      process.off("exit", orphan);
       fs.rmSync(dir, { recursive: true, force: true });
       return code;
     },
