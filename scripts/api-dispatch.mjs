@@ -8,6 +8,7 @@
 import { createRequire } from "node:module";
 import fs from "node:fs";
 import path from "node:path";
+import { answer } from "./early-answer.mjs";
 
 const require = createRequire(import.meta.url);
 let NextRequest;
@@ -22,9 +23,10 @@ const API = "/api/v1";
  *   declared methods (a method outside them is a 405) and path parameters, or null;
  * - `dispatch(req, res, match)`: serves the request from the compiled handler and returns true, or
  *   returns false when there is none for the method (Next serves it then).
- * Call it after Next's `app.prepare()`.
+ * Call it after Next's `app.prepare()`. `bodyTimeoutMs` (lib/api/body-timeout.ts) bounds how long a
+ * request's body is read or, after an answer sent before it ended, discarded (scripts/early-answer.mjs).
  */
-export function apiRoutes(declarations, distDir = ".next") {
+export function apiRoutes(declarations, distDir = ".next", { bodyTimeoutMs = 60_000 } = {}) {
   // loaded once Next's server has set up its async context (next/server needs it)
   NextRequest = require("next/server").NextRequest;
   const base = path.resolve(distDir, "server/app/api/v1");
@@ -79,7 +81,7 @@ export function apiRoutes(declarations, distDir = ".next") {
     }
     const handler = route.handlers[req.method];
     if (typeof handler !== "function") return false;
-    serve(handler, req, res, m.params).catch((e) => {
+    serve(handler, req, res, m.params, performance.now() + bodyTimeoutMs).catch((e) => {
       // the route wrapper answers every error itself: this is a broken connection or a bug
       console.error(`api-dispatch: ${req.method} ${req.url}: ${e?.stack ?? e}`);
       if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" }).end(JSON.stringify({ error: "internal error", issues: [] }));
@@ -93,14 +95,15 @@ export function apiRoutes(declarations, distDir = ".next") {
   return { match, dispatch, uncompiled };
 }
 
-async function serve(handler, req, res, rawParams) {
+async function serve(handler, req, res, rawParams, deadline) {
   const headers = new Headers();
   for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i], req.rawHeaders[i + 1]);
   const hasBody = req.method !== "GET" && req.method !== "HEAD";
+  const body = hasBody ? nodeBody(req) : null;
   const request = new NextRequest(requestUrl(req), {
     method: req.method,
     headers,
-    ...(hasBody ? { body: nodeBody(req), duplex: "half" } : {}),
+    ...(body ? { body: body.stream, duplex: "half" } : {}),
   });
   // Next decodes path parameters before the handler sees them; a malformed one rejects here as there
   const params = new Promise((resolve, reject) => {
@@ -112,6 +115,8 @@ async function serve(handler, req, res, rawParams) {
   });
   params.catch(() => {});
   const response = await handler(request, { params });
+  // whatever of the body the handler left unread is not wanted (scripts/early-answer.mjs)
+  body?.discard();
   const out = {};
   response.headers.forEach((v, k) => {
     if (k === "set-cookie") return;
@@ -123,10 +128,8 @@ async function serve(handler, req, res, rawParams) {
   const first = reader ? await reader.read() : { done: true };
   const second = first.done ? first : await reader.read();
   if (second.done) {
-    // the whole answer at once (every JSON answer): one write with its length
-    const body = first.done ? Buffer.alloc(0) : first.value;
-    out["content-length"] = String(body.byteLength);
-    res.writeHead(response.status, out).end(body);
+    // the whole answer at once (every JSON answer), also when it comes before the body has ended (a refusal)
+    answer(req, res, response.status, out, first.done ? Buffer.alloc(0) : first.value, deadline);
     return;
   }
   // a streamed answer (a metric export): written as it comes, at the pace the client reads
@@ -140,39 +143,50 @@ async function serve(handler, req, res, rawParams) {
 }
 
 /**
- * The request's URL on its Host. A Host that makes no URL (`a b`) gets a placeholder origin: the
- * header itself reaches the handler unchanged, whose Host check refuses it (403) as any foreign one.
+ * The request's URL on its Host. A Host that is not a plain `name[:port]` (`a b`, or with user-info
+ * such as `127.0.0.1@evil.example`, which a URL reads as credentials and a Request refuses) gets a
+ * placeholder origin: the header itself reaches the handler unchanged, whose Host check refuses it
+ * (403) as any foreign one.
  */
 function requestUrl(req) {
-  try {
-    return new URL(`http://${req.headers.host ?? "localhost"}${req.url}`);
-  } catch {
-    return new URL(`http://host.invalid${req.url}`);
+  const host = req.headers.host ?? "localhost";
+  if (/^[^@/\\?#\s]+$/.test(host)) {
+    try {
+      return new URL(`http://${host}${req.url}`);
+    } catch {
+      /* the placeholder below */
+    }
   }
+  return new URL(`http://host.invalid${req.url}`);
 }
 
 /**
- * The request body as a web stream that reads the socket as the handler asks for more. When the
- * handler stops early (a body over its limit), the rest is read and dropped so the connection can
- * carry the answer and the next request.
+ * The request body as a web stream that reads the socket as the handler asks for more, and
+ * `discard()`, which detaches the stream from the socket once the handler has answered; what it did
+ * not read is then dropped (scripts/early-answer.mjs).
  */
 function nodeBody(req) {
   let detach = () => {};
-  return new ReadableStream({
-    start(controller) {
+  let controller;
+  const stream = new ReadableStream({
+    start(c) {
+      controller = c;
       const onData = (chunk) => {
-        controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-        if (controller.desiredSize <= 0) req.pause();
+        c.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+        if (c.desiredSize <= 0) req.pause();
       };
       const onEnd = () => {
         detach();
-        controller.close();
+        c.close();
       };
       const onError = (e) => {
         detach();
-        controller.error(e);
+        c.error(e);
       };
-      detach = () => req.off("data", onData).off("end", onEnd).off("error", onError);
+      detach = () => {
+        req.off("data", onData).off("end", onEnd).off("error", onError);
+        detach = () => {};
+      };
       req.on("data", onData).on("end", onEnd).on("error", onError);
       req.on("error", () => {}); // a client gone mid-body, after the handler stopped reading: nothing to do
       req.pause();
@@ -182,7 +196,17 @@ function nodeBody(req) {
     },
     cancel() {
       detach();
-      req.resume();
     },
   });
+  const discard = () => {
+    if (req.readableEnded) return;
+    detach();
+    try {
+      controller.error(new Error("the request was answered before its body was read"));
+    } catch {
+      /* closed or cancelled already */
+    }
+    req.resume();
+  };
+  return { stream, discard };
 }

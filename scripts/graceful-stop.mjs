@@ -9,6 +9,7 @@
 //     `Retry-After` (clients retry it on the next server);
 //   - after `graceMs`, whatever is still open is closed (a request that never ends cannot hold the stop).
 import http from "node:http";
+import { answer } from "./early-answer.mjs";
 
 /** Milliseconds a stop waits for requests in flight (TURNLENS_STOP_GRACE_MS, default 10 s). */
 export function stopGraceMs(env = process.env) {
@@ -25,8 +26,9 @@ export function gracefulServer(options, handler, { graceMs = stopGraceMs() } = {
   const inFlight = new Set();
   const server = http.createServer(options, (req, res) => {
     if (stopping) {
-      res.writeHead(503, { "content-type": "application/json", connection: "close", "retry-after": "1" });
-      res.end(JSON.stringify({ error: "the server is stopping; retry the request", issues: [] }));
+      // a body still arriving is discarded until the grace period closes every connection (scripts/early-answer.mjs)
+      const body = Buffer.from(JSON.stringify({ error: "the server is stopping; retry the request", issues: [] }));
+      answer(req, res, 503, { "content-type": "application/json", connection: "close", "retry-after": "1" }, body, performance.now() + graceMs);
       return;
     }
     inFlight.add(res);

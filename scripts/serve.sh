@@ -15,6 +15,35 @@ TURNLENS_HOST="$HOST" PORT="$PORT" node scripts/web-server.mjs &
 web=$!
 node --import tsx workers/worker.ts &
 worker=$!
-trap 'kill -TERM $web $worker 2>/dev/null; wait $web $worker 2>/dev/null' INT TERM EXIT
 echo "TurnLens: http://$HOST:$PORT (worker pid $worker)"
+# A stop signal stops both and exits 0 when both stopped cleanly; either one exiting on its own
+# stops the other and exits non-zero (its own status, or 1 when that was 0).
+stopping=0
+trap 'stopping=1; kill -TERM $web $worker 2>/dev/null || true' INT TERM
+trap 'kill -TERM $web $worker 2>/dev/null || true' EXIT
+set +e
 wait -n $web $worker
+first=$?
+if [ "$stopping" = 0 ]; then
+  echo "TurnLens: the $(kill -0 $web 2>/dev/null && echo worker || echo web server) exited on its own (status $first); stopping" >&2
+  kill -TERM $web $worker 2>/dev/null
+  wait $web $worker
+  exit $((first == 0 ? 1 : first))
+fi
+# `wait -n` was interrupted by the signal: each process's own status (a wait a second signal
+# interrupts is waited again)
+status_of() {
+  local s
+  while :; do
+    wait "$1"
+    s=$?
+    kill -0 "$1" 2>/dev/null || return $s
+  done
+}
+status_of $web
+web_status=$?
+status_of $worker
+worker_status=$?
+[ "$web_status" = 0 ] && [ "$worker_status" = 0 ] && exit 0
+echo "TurnLens: stopped (web server status $web_status, worker status $worker_status)" >&2
+exit 1

@@ -3,7 +3,7 @@
 // whose percent-encoding is malformed, such as /runs/%ff) with a JSON 405 or 400 first. The front
 // starts requests in arrival order (scripts/request-turns.mjs) and hands /api/v1 straight to its
 // compiled route handler (scripts/api-dispatch.mjs); pages go to Next.
-//   node scripts/web-server.mjs   (env: TURNLENS_HOST, PORT, TURNLENS_STOP_GRACE_MS, TURNLENS_SERVER_PROCESSES;
+//   node scripts/web-server.mjs   (env: TURNLENS_HOST, PORT, TURNLENS_STOP_GRACE_MS, TURNLENS_BODY_TIMEOUT_MS, TURNLENS_SERVER_PROCESSES;
 //   run from the project root after `next build`)
 import cluster from "node:cluster";
 import next from "next";
@@ -11,6 +11,7 @@ import { register } from "tsx/esm/api";
 import { gracefulServer } from "./graceful-stop.mjs";
 import { inTurn } from "./request-turns.mjs";
 import { apiRoutes } from "./api-dispatch.mjs";
+import { answer } from "./early-answer.mjs";
 
 // TURNLENS_SERVER_PROCESSES (default 1): that many server processes share the port (node:cluster
 // hands each new connection to one of them). lib/db's calls are synchronous, so one process serves
@@ -59,6 +60,8 @@ try {
   console.error(`web-server: could not finish stored steps' deferred work (${e.message}); their reads do it instead`);
 }
 const { ROUTES } = await import("../lib/api/routes.ts");
+const { bodyTimeoutMs } = await import("../lib/api/body-timeout.ts");
+const BODY_TIMEOUT_MS = bodyTimeoutMs();
 
 const hostname = process.env.TURNLENS_HOST || "127.0.0.1";
 const port = Number(process.env.PORT || 3000);
@@ -68,12 +71,13 @@ const app = next({ dev: false, hostname, port });
 const handle = app.getRequestHandler();
 await app.prepare();
 // The API's route table, from the route declarations (lib/api/routes.ts) and the compiled handlers.
-const api = apiRoutes(ROUTES);
+const api = apiRoutes(ROUTES, ".next", { bodyTimeoutMs: BODY_TIMEOUT_MS });
 if (api.uncompiled.length) console.error(`web-server: no compiled route file for ${api.uncompiled.join(", ")}; Next serves these`);
 
-function refuse(res, status, error, path, headers = {}) {
-  res.writeHead(status, { "content-type": "application/json", ...headers });
-  res.end(JSON.stringify({ error, issues: [{ path, message: error }] }));
+// a body the refusal leaves unread is discarded, within the body timeout (scripts/early-answer.mjs)
+function refuse(req, res, status, error, path, headers = {}) {
+  const body = Buffer.from(JSON.stringify({ error, issues: [{ path, message: error }] }));
+  answer(req, res, status, { "content-type": "application/json", ...headers }, body, performance.now() + BODY_TIMEOUT_MS);
 }
 
 // Requests start one per event-loop turn, in arrival order (scripts/request-turns.mjs says why).
@@ -84,18 +88,19 @@ const MAX_HEADER_BYTES = 256 * 1024;
 const { server, stop } = gracefulServer(
   { maxHeaderSize: MAX_HEADER_BYTES },
   inTurn((req, res) => {
-    if (!METHODS.has(req.method)) return refuse(res, 405, `method ${req.method} is not supported`, "method", { allow: "GET, HEAD, POST, DELETE, OPTIONS" });
+    if (!METHODS.has(req.method))
+      return refuse(req, res, 405, `method ${req.method} is not supported`, "method", { allow: "GET, HEAD, POST, DELETE, OPTIONS" });
     const pathname = (req.url ?? "/").split("?")[0];
     try {
       decodeURIComponent(pathname);
     } catch {
-      return refuse(res, 400, "malformed path: a segment is not valid percent-encoding", "params");
+      return refuse(req, res, 400, "malformed path: a segment is not valid percent-encoding", "params");
     }
     const m = api.match(pathname);
     if (m) {
       // a method the path does not declare is a 405 that lists the ones it does (RFC 9110's Allow header)
       if (!m.route.methods.has(req.method))
-        return refuse(res, 405, `${req.method} is not allowed on ${pathname}`, "method", { allow: [...m.route.methods].join(", ") });
+        return refuse(req, res, 405, `${req.method} is not allowed on ${pathname}`, "method", { allow: [...m.route.methods].join(", ") });
       // the API's handlers without Next's pipeline (scripts/api-dispatch.mjs); a trailing slash stays Next's redirect
       if (!pathname.endsWith("/") && api.dispatch(req, res, m)) return;
     }

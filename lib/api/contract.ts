@@ -7,7 +7,7 @@ import { idSchema, queryInt } from "../schemas/common";
 export type Method = "GET" | "POST" | "DELETE";
 
 /** Statuses a route may answer besides its success: each is documented in OpenAPI. */
-export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429 | 507;
+export type ErrorStatus = 400 | 401 | 403 | 404 | 408 | 409 | 413 | 415 | 429 | 507;
 
 export interface RouteContract<Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType, R extends z.ZodType = z.ZodType, P extends string = string> {
   /** operationId */
@@ -55,6 +55,7 @@ export function statusesOf(c: RouteContract): number[] {
     s.add(415);
     s.add(400); // the body is parsed even when a route declares none (it must be empty or JSON)
     s.add(413);
+    s.add(408); // a body that arrives slower than TURNLENS_BODY_TIMEOUT_MS allows
   }
   if (c.method !== "GET") s.add(507); // a write on a full disk
   if (c.ingest) {

@@ -16,6 +16,7 @@ const REASONS: Record<number, string> = {
   401: "Missing or wrong bearer token (the server has TURNLENS_API_TOKEN or TURNLENS_READ_TOKEN set)",
   403: "Refused: a foreign Host or Origin, a cross-site request, or a wrong write key",
   404: "No such run, job, step or trajectory",
+  408: "The request body did not arrive within TURNLENS_BODY_TIMEOUT_MS; the connection is closed",
   409: "Conflicts with the stored state (a worker's run, a finished run, a step stored with other content)",
   413: "Request body larger than the endpoint's limit (1 MB; ingest bodies TURNLENS_MAX_BODY_MB, uploads TURNLENS_MAX_UPLOAD_MB)",
   415: "State-changing requests must be Content-Type: application/json",

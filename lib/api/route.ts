@@ -9,6 +9,7 @@ import { DomainError, parseInput } from "../schemas/errors";
 import { parseJsonBytes } from "../schemas/json-limits";
 import { checkRequest, securityConfig, type SecurityConfig } from "./security";
 import { noteRead } from "../ingest/pool";
+import { bodyTimeoutMs } from "./body-timeout";
 
 /** Body limit of every route that declares none and is not an ingest body (docs/api.md: 1 MB outside ingest). */
 const SMALL_BODY_BYTES = 1 << 20;
@@ -30,13 +31,15 @@ function security(): SecurityConfig {
 /**
  * Hands the body to `onChunk` as it arrives, refusing more than `limit` bytes: by Content-Length
  * before reading anything, and while streaming when the length is not declared (nothing past the
- * limit is read). `setting` names the variable that sets the limit, for the 413's message.
+ * limit is read). `setting` names the variable that sets the limit, for the 413's message. A body
+ * that has not ended `timeoutMs` after reading began is refused (408) and the rest left unread.
  */
 export async function readBodyChunks(
   req: Request,
   limit: number,
   onChunk: (c: Uint8Array) => void | Promise<void>,
   setting = "the ingest limit is TURNLENS_MAX_BODY_MB",
+  timeoutMs = bodyTimeoutMs(),
 ): Promise<number> {
   const tooLarge = () =>
     new DomainError("too_large", `request body larger than this endpoint's limit of ${limit} bytes (${setting})`, [{ path: "body", message: "too large" }]);
@@ -45,9 +48,22 @@ export async function readBodyChunks(
   if (!req.body) return 0;
   const reader = req.body.getReader();
   let size = 0;
+  // cancelling ends the pending read; the flag tells that end from the body's own
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    reader.cancel().catch(() => {});
+  }, timeoutMs);
   try {
     for (;;) {
-      const { done, value } = await reader.read();
+      const { done, value } = await reader.read().catch((e: Error) => {
+        // the client closed its connection mid-body: its request, not a server error (no one reads the answer)
+        throw new DomainError("invalid", `the request body did not arrive whole: ${e.message}`, [{ path: "body", message: "incomplete" }]);
+      });
+      if (timedOut)
+        throw new DomainError("timeout", `request body did not arrive within ${timeoutMs} ms (${size} bytes came; the limit is TURNLENS_BODY_TIMEOUT_MS)`, [
+          { path: "body", message: "arrived too slowly" },
+        ]);
       if (done) break;
       size += value.byteLength;
       if (size > limit) throw tooLarge();
@@ -57,6 +73,8 @@ export async function readBodyChunks(
     // refused, or `onChunk` failed (a full disk): the rest of the body is not read
     await reader.cancel().catch(() => {});
     throw e;
+  } finally {
+    clearTimeout(timer);
   }
   return size;
 }
@@ -98,10 +116,11 @@ export interface RouteOptions {
   /** the handler parses the body itself (ingest thread): the wrapper only reads the bytes, up to the ingest limit */
   rawBody?: boolean;
   /**
-   * Takes a slot before the body is read, or throws (the ingest queue's 429), so a refused body is
-   * never buffered; the returned function gives the slot back once the handler is done.
+   * Runs before the body is read: checks what the headers and path decide (an ingest run's write
+   * key) and takes a slot, or throws (403, the ingest queue's 429), so a refused body is never
+   * buffered nor holds a slot; the returned function gives the slot back once the handler is done.
    */
-  admit?: () => () => void;
+  admit?: (x: { req: NextRequest; params: Record<string, unknown> }) => () => void;
   /** the handler streams the body itself (uploads, readBodyChunks): the wrapper reads none of it */
   streamBody?: boolean;
 }
@@ -128,7 +147,7 @@ export function route<Q extends z.ZodType, B extends z.ZodType, R extends z.ZodT
       const params: Record<string, unknown> = {};
       for (const n of names) params[n] = parseInput(pathParamSchema(n), raw[n], `params.${n}`);
       const query = contract.query ? parseInput(contract.query, queryObject(req), "query") : {};
-      release = opts.admit?.();
+      release = opts.admit?.({ req, params });
       let bodyBytes: Uint8Array = new Uint8Array(0);
       let body: unknown;
       if (contract.method !== "GET" && !opts.streamBody) {

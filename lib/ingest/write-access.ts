@@ -5,6 +5,7 @@ import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { ConflictError, ForbiddenError, NotFoundError } from "../schemas/errors";
 import { getRawDb, type RawDb } from "../db/raw";
 import { reopenImportedRun, runOwner, setWriteKeyHash } from "../db/runs";
+import { admitIngest } from "./pool";
 
 export const WRITE_KEY_HEADER = "x-turnlens-write-key";
 
@@ -42,6 +43,17 @@ export function assertExternalWrite(runId: string, headers: Headers, opts: { all
     throw new ConflictError(`run ${runId} is ${run.status}: it takes no more writes; reopen it with POST /runs/${runId}/resume`, [
       { path: "params.id", message: `run is ${run.status}` },
     ]);
+}
+
+/**
+ * An ingest route's admission (lib/api/route.ts `admit`), before the body is read: the run and its
+ * write key from the path and headers (404, 409, 403), then an ingest slot (429). A writer without
+ * the key is refused unread and never holds one of the TURNLENS_INGEST_QUEUE slots, however slowly
+ * it sends. The handler checks the run again once the body is in: it may have finished meanwhile.
+ */
+export function admitExternalWrite({ req, params }: { req: Request; params: Record<string, unknown> }): () => void {
+  assertExternalWrite(String(params.id), req.headers);
+  return admitIngest();
 }
 
 /** Reopens a finished imported run for writes (the client's `resume`). */

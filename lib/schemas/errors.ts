@@ -10,12 +10,13 @@ export interface Issue {
   message: string;
 }
 
-/** What kind of failure; lib/api answers each with one status (400, 401, 403, 404, 409, 413, 415, 429, 507). */
+/** What kind of failure; lib/api answers each with one status (400, 401, 403, 404, 408, 409, 413, 415, 429, 507). */
 export type ErrorKind =
   | "invalid"
   | "unauthorized"
   | "forbidden"
   | "not_found"
+  | "timeout"
   | "conflict"
   | "too_large"
   | "unsupported_media_type"
@@ -89,6 +90,7 @@ const KINDS = new Set<ErrorKind>([
   "unauthorized",
   "forbidden",
   "not_found",
+  "timeout",
   "conflict",
   "too_large",
   "unsupported_media_type",

@@ -5,35 +5,10 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { expect, test } from "@playwright/test";
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-
-/** The pids of a process's children (procfs: the ppid is the 4th field of /proc/PID/stat). */
-function children(pid: number): number[] {
-  return fs
-    .readdirSync("/proc")
-    .filter((d) => /^\d+$/.test(d))
-    .filter((d) => {
-      try {
-        return Number(fs.readFileSync(`/proc/${d}/stat`, "utf8").split(") ")[1].split(" ")[1]) === pid;
-      } catch {
-        return false; // gone meanwhile
-      }
-    })
-    .map(Number);
-}
-
-const alive = (pid: number) => fs.existsSync(`/proc/${pid}`);
+import { alive, children, freePort, until } from "./own-server";
 
 /** A GET on a connection of its own (keep-alive connections die with the process that held them). */
 const freshGet = (url: string) =>
@@ -45,16 +20,6 @@ const freshGet = (url: string) =>
       })
       .on("error", reject),
   );
-
-async function until<T>(what: string, fn: () => T | Promise<T>, ms = 60_000): Promise<NonNullable<T>> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v as NonNullable<T>;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 test("two server processes share the port, a dead one is replaced, and a stop ends them all", async () => {
   test.setTimeout(180_000);

@@ -69,7 +69,8 @@ beforeAll(async () => {
 const withKey = (o: CallOpts = {}): CallOpts => ({ ...o, params: { id: run.id, ...o.params }, headers: { "x-turnlens-write-key": run.key, ...o.headers } });
 
 afterEach(() => {
-  for (const k of ["TURNLENS_API_TOKEN", "TURNLENS_READ_TOKEN", "TURNLENS_ALLOWED_HOSTS", "TURNLENS_MAX_BODY_MB"]) delete process.env[k];
+  for (const k of ["TURNLENS_API_TOKEN", "TURNLENS_READ_TOKEN", "TURNLENS_ALLOWED_HOSTS", "TURNLENS_MAX_BODY_MB", "TURNLENS_BODY_TIMEOUT_MS"])
+    delete process.env[k];
 });
 
 describe("limits", () => {
@@ -109,6 +110,34 @@ describe("limits", () => {
     expect(pulled).toBeLessThan(3 << 20); // stopped soon after the 1 MB limit
     expect(counts()).toEqual(before);
   });
+
+  it("answers 408 to a body that stops arriving, and 403 to a writer without the key before reading its body", async () => {
+    process.env.TURNLENS_BODY_TIMEOUT_MS = "300";
+    const before = counts();
+    let pulled = 0;
+    // one byte, then nothing more; pulled only when read (highWaterMark 0)
+    const stalled = () =>
+      new ReadableStream<Uint8Array>(
+        {
+          pull(c) {
+            if (pulled++ === 0) c.enqueue(new TextEncoder().encode("{"));
+            else return new Promise(() => {});
+          },
+        },
+        { highWaterMark: 0 },
+      );
+    const started = Date.now();
+    const slow = await call(stepsRoute.POST, "POST", "", withKey({ raw: stalled() }));
+    expect(slow.status).toBe(408);
+    expect(slow.json.issues[0].path).toBe("body");
+    expect(Date.now() - started).toBeLessThan(3_000);
+    pulled = 0;
+    const keyless = await call(stepsRoute.POST, "POST", "", { raw: stalled(), params: { id: run.id } });
+    expect(keyless.status).toBe(403);
+    expect(keyless.json.issues[0].path).toBe("headers.x-turnlens-write-key");
+    expect(pulled).toBe(0);
+    expect(counts()).toEqual(before);
+  }, 15_000);
 
   it("names a duplicate group uid instead of failing on the unique constraint", async () => {
     const before = counts();
@@ -408,6 +437,6 @@ describe("one contract per route", () => {
     expect(exp.parameters.map((p) => p.name)).toEqual(expect.arrayContaining(["id", "format", "key"]));
     expect(Object.keys(exp.responses["200"].content!)).toEqual(["text/csv", "application/json"]);
     const steps = doc.paths["/runs/{id}/steps"].post as { responses: Record<string, unknown> };
-    expect(Object.keys(steps.responses).sort()).toEqual(["200", "201", "400", "401", "403", "404", "409", "413", "415", "429", "507"]);
+    expect(Object.keys(steps.responses).sort()).toEqual(["200", "201", "400", "401", "403", "404", "408", "409", "413", "415", "429", "507"]);
   });
 });

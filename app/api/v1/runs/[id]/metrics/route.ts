@@ -2,8 +2,8 @@ import { route, Ok } from "@/lib/api/route";
 import { routes } from "@/lib/api/routes";
 import { assertRunExists } from "@/lib/db/runs";
 import { listSeries } from "@/lib/db/metrics";
-import { admitIngest, runIngest } from "@/lib/ingest/pool";
-import { assertExternalWrite } from "@/lib/ingest/write-access";
+import { runIngest } from "@/lib/ingest/pool";
+import { admitExternalWrite, assertExternalWrite } from "@/lib/ingest/write-access";
 
 /** The run's metric keys with their summaries. */
 export const GET = route(routes.metricsKeys, ({ params }) => {
@@ -19,5 +19,5 @@ export const POST = route(
     const r = await runIngest("metrics", params.id, bodyBytes);
     return new Ok(r.body, r.status);
   },
-  { rawBody: true, admit: admitIngest },
+  { rawBody: true, admit: admitExternalWrite },
 );

@@ -2,8 +2,8 @@ import { route, Ok } from "@/lib/api/route";
 import { routes } from "@/lib/api/routes";
 import { assertRunExists } from "@/lib/db/runs";
 import { listSteps } from "@/lib/db/rollouts";
-import { admitIngest, runIngest } from "@/lib/ingest/pool";
-import { assertExternalWrite } from "@/lib/ingest/write-access";
+import { runIngest } from "@/lib/ingest/pool";
+import { admitExternalWrite, assertExternalWrite } from "@/lib/ingest/write-access";
 
 export const GET = route(routes.stepsList, ({ params, query }) => {
   assertRunExists(params.id);
@@ -18,5 +18,5 @@ export const POST = route(
     const r = await runIngest("steps", params.id, bodyBytes);
     return new Ok(r.body, r.status);
   },
-  { rawBody: true, admit: admitIngest },
+  { rawBody: true, admit: admitExternalWrite },
 );

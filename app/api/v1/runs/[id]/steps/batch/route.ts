@@ -1,7 +1,7 @@
 import { route, Ok } from "@/lib/api/route";
 import { routes } from "@/lib/api/routes";
-import { admitIngest, runIngest } from "@/lib/ingest/pool";
-import { assertExternalWrite } from "@/lib/ingest/write-access";
+import { runIngest } from "@/lib/ingest/pool";
+import { admitExternalWrite, assertExternalWrite } from "@/lib/ingest/write-access";
 
 /** Ingest several steps (in increasing order, each once) in one request (one round trip and one commit for several steps), parsed and stored by the ingest thread. */
 export const POST = route(
@@ -11,5 +11,5 @@ export const POST = route(
     const r = await runIngest("stepsBatch", params.id, bodyBytes);
     return new Ok(r.body, r.status);
   },
-  { rawBody: true, admit: admitIngest },
+  { rawBody: true, admit: admitExternalWrite },
 );

@@ -1,8 +1,8 @@
 import { route, Ok } from "@/lib/api/route";
 import { routes } from "@/lib/api/routes";
 import { discardHeldParts } from "@/lib/ingest/batches";
-import { admitIngest, runIngest } from "@/lib/ingest/pool";
-import { assertExternalWrite } from "@/lib/ingest/write-access";
+import { runIngest } from "@/lib/ingest/pool";
+import { admitExternalWrite, assertExternalWrite } from "@/lib/ingest/write-access";
 
 /** Ingest one part of a step too large for one request; the step is stored whole when its last part arrives (lib/ingest/batches.ts ingestStepPart). */
 export const POST = route(
@@ -12,7 +12,7 @@ export const POST = route(
     const r = await runIngest("stepPart", params.id, bodyBytes);
     return new Ok(r.body, r.status);
   },
-  { rawBody: true, admit: admitIngest },
+  { rawBody: true, admit: admitExternalWrite },
 );
 
 /** Drop the waiting parts of a step that never completed (lib/ingest/batches.ts discardHeldParts). */
