@@ -9,6 +9,8 @@
  * default 60 s: the largest ingest body, 64 MB, needs about 1.1 MB/s).
  */
 export function bodyTimeoutMs(env: Record<string, string | undefined> = process.env): number {
-  const ms = Number(env.TURNLENS_BODY_TIMEOUT_MS ?? 60_000);
-  return Number.isFinite(ms) && ms > 0 ? ms : 60_000;
+  const v = env.TURNLENS_BODY_TIMEOUT_MS ?? "60000";
+  const ms = Number(v);
+  if (!/^\d+$/.test(v) || !(ms > 0)) throw new Error(`TURNLENS_BODY_TIMEOUT_MS must be a whole number of milliseconds above 0 (got ${JSON.stringify(v)})`);
+  return ms;
 }

@@ -15,6 +15,7 @@ describe("serve.sh's start check", () => {
     ["TURNLENS_MAX_STEP_PARTS_MB", "500", "TURNLENS_MAX_STEP_PARTS_MB must be a number of MB above 0 and at most 400"],
     ["TURNLENS_MAX_STEP_PARTS_MB", "lots", "TURNLENS_MAX_STEP_PARTS_MB must be a number of MB above 0 and at most 400"],
     ["TURNLENS_STEP_PARTS_TTL_HOURS", "0", "TURNLENS_STEP_PARTS_TTL_HOURS must be a number of hours above 0"],
+    ["TURNLENS_BODY_TIMEOUT_MS", "1.5s", "TURNLENS_BODY_TIMEOUT_MS must be a whole number of milliseconds above 0"],
   ])("refuses %s=%s naming it", (name, value, message) => {
     const r = check({ [name]: value });
     expect(r.status).toBe(1);
@@ -22,6 +23,6 @@ describe("serve.sh's start check", () => {
   });
 
   it("passes good values", () => {
-    expect(check({ TURNLENS_MAX_STEP_PARTS_MB: "100", TURNLENS_STEP_PARTS_TTL_HOURS: "2" }).status).toBe(0);
+    expect(check({ TURNLENS_MAX_STEP_PARTS_MB: "100", TURNLENS_STEP_PARTS_TTL_HOURS: "2", TURNLENS_BODY_TIMEOUT_MS: "2000" }).status).toBe(0);
   });
 });
