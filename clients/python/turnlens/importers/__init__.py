@@ -17,6 +17,7 @@ KINDS = {
     "prime-rl": prime_rl.read,
     "art": art.read,  # OpenPipe ART's .art/<project>/models/<model> folders
     "trl": __import__(__name__ + ".trl", fromlist=["read"]).read,  # TRL completions parquet
+    "skyrl": __import__(__name__ + ".skyrl", fromlist=["read"]).read,  # SkyRL's trainer.dump_data_batch pickles
 }
 
 __all__ = ["KINDS", "ImportReport", "Source", "run_import"]
