@@ -1,6 +1,6 @@
 """`turnlens import KIND PATH`: other tools' files into TurnLens runs (see base.py for how re-imports stay duplicate-free)."""
 
-from . import art, chat, generic, inspect, mlflow, prime_rl, tensorboard, trackio, verl, wandb
+from . import art, chat, generic, inspect, mlflow, prime_rl, rllm, tensorboard, trackio, verl, wandb
 from .base import ImportReport, Source, run_import
 
 # KIND -> reader(path, env_id) -> [Source]; each reader's docstring's first line is its --help text.
@@ -16,8 +16,8 @@ KINDS = {
     "chat": chat.read,
     "prime-rl": prime_rl.read,
     "art": art.read,  # OpenPipe ART's .art/<project>/models/<model> folders
+    "rllm": rllm.read,  # rLLM's EpisodeLogger files
     "trl": __import__(__name__ + ".trl", fromlist=["read"]).read,  # TRL completions parquet
-    "skyrl": __import__(__name__ + ".skyrl", fromlist=["read"]).read,  # SkyRL's trainer.dump_data_batch pickles
 }
 
 __all__ = ["KINDS", "ImportReport", "Source", "run_import"]
