@@ -1,5 +1,5 @@
 // The PostgreSQL Prisma client (generated from the derived schema, see scripts/db-schema.mjs).
-// Loading it and pg costs ~50 ms at process start, paid on SQLite too so getDb() stays synchronous.
+// Loaded with lib/db/client.ts (~50 ms, pg included) so that createPrisma stays synchronous on either store.
 import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaClient as PrismaPgClient } from "../generated/prisma-pg/client";
 import type { PrismaClient } from "../generated/prisma/client";

@@ -6,12 +6,8 @@
 import { PrismaBetterSqlite3 } from "@prisma/adapter-better-sqlite3";
 import { PrismaClient } from "../generated/prisma/client";
 import { createPostgresPrisma } from "./client-pg";
-import { assertStoreServable, databaseUrl, isPostgres, sqlitePath } from "./url";
+import { databaseUrl, isPostgres, sqlitePath } from "./url";
 import { openSqlite } from "./sqlite";
-
-export type Db = PrismaClient;
-
-const globalForDb = globalThis as unknown as { turnlensPrisma?: PrismaClient };
 
 /** A client for the store at `url`: SQLite's for a file: URL, PostgreSQL's (lib/db/client-pg.ts) otherwise. */
 export function createPrisma(url = databaseUrl()): PrismaClient {
@@ -21,13 +17,4 @@ export function createPrisma(url = databaseUrl()): PrismaClient {
   // A generous busy timeout: several worker processes and the web server share one file.
   const adapter = new PrismaBetterSqlite3({ url, timeout: 15_000 });
   return new PrismaClient({ adapter });
-}
-
-/** Process-wide client, reused across Next.js hot reloads. Refuses a store the app cannot serve yet. */
-export function getDb(): PrismaClient {
-  if (!globalForDb.turnlensPrisma) {
-    assertStoreServable();
-    globalForDb.turnlensPrisma = createPrisma();
-  }
-  return globalForDb.turnlensPrisma;
 }

@@ -6,9 +6,6 @@ import { deleteRunMetrics } from "./metrics";
 import { getRawDb, dbDateTime, writeTransaction, type RawDb } from "./raw";
 import { dialect, likePattern } from "./dialect";
 
-// thrown here; defined with the other domain errors (re-exported for older importers)
-export { ConflictError, NotFoundError };
-
 export interface NewRun {
   project: string;
   name: string;
