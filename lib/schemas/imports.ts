@@ -33,6 +33,15 @@ export const IMPORT_FORMATS = {
     title: "prime-rl token exports",
     accepts: "a .tar/.tar.gz/.zip of a run's token_exports/ folder (trainer.enable_token_export): per-token ids, logprobs, advantages; no text or rewards",
   },
+  "nemo-rl": {
+    title: "NeMo-RL GRPO training data",
+    accepts: "a train_data_step<N>.jsonl, or a .tar/.tar.gz/.zip of the run's log dir: conversations, token ids, logprobs, advantages",
+  },
+  slime: {
+    title: "slime debug dumps",
+    accepts:
+      "a .tar/.tar.gz/.zip of the --dump-details folder (or of the --save-debug-rollout-data and --save-debug-train-data files); needs torch where the worker runs",
+  },
   "verl-file": { title: "verl file logger", accepts: "a <experiment>.jsonl written by trainer.logger=['file'] (metric curves)" },
   trl: { title: "TRL completion tables", accepts: "a completions_<step>.parquet, or a .tar/.tar.gz/.zip of a TRL output_dir or its completions/ folder" },
   jsonl: { title: "Generic JSONL", accepts: "a .jsonl file in the generic format (run / metrics / rollouts / finish lines)" },
