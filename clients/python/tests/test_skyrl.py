@@ -101,11 +101,42 @@ class Generator:
         }
 
 
+class StepWiseGenerator(Generator):
+    """generator.step_wise_trajectories: one row per turn, the context so far as its prompt, is_last_step
+    on a trajectory's final turn (11 rows for 8 trajectories: SkyRL pads one row for two data-parallel ranks)."""
+
+    async def generate(self, inp):
+        from skyrl.train.generators.base import TrajectoryID
+
+        enc = self.tok.encode
+        out = {k: [] for k in ("prompt_token_ids", "response_ids", "rewards", "loss_masks", "rollout_logprobs")}
+        out["is_last_step"], out["trajectory_ids"] = [], []
+        for k, (msgs, tid) in enumerate(zip(inp["prompts"], inp["trajectory_ids"])):
+            context = enc(msgs[0]["content"])
+            steps = 2 if k % 3 == 0 else 1
+            for j in range(steps):
+                resp = enc("look " * (1 + j + k % 2) + "go") + [self.tok.eos_token_id]
+                last = j == steps - 1
+                out["prompt_token_ids"].append(list(context))
+                out["response_ids"].append(resp)
+                out["loss_masks"].append([1] * len(resp))
+                out["rollout_logprobs"].append([-0.25] * len(resp))
+                out["rewards"].append(self.rewards[(self.calls * 7 + k) % len(self.rewards)] if last else 0.0)
+                out["is_last_step"].append(last)
+                out["trajectory_ids"].append(TrajectoryID(instance_id=tid.instance_id, repetition_id=tid.repetition_id))
+                context = context + resp + enc("obs ok")
+        self.calls += 1
+        n = len(out["response_ids"])
+        return {**out, "stop_reasons": ["stop"] * n, "rollout_metrics": {}}
+
+
 class Dispatch:
     """Stands in for the Ray GPU workers."""
 
+    dp = 1
+
     def get_lcm_dp_size(self):
-        return 1
+        return self.dp
 
     def init_weight_sync_state(self, client):
         pass
@@ -269,6 +300,39 @@ def test_rloo_and_grpo_without_std_recompute_as_trained(
     assert step["estimator"] == label
     stored = check_step(server, run.id, 1, calls[0], label, params)
     assert any(a != 0 for r in stored.values() for t in r["advantages"] for a in t)
+
+
+def test_step_wise_rows_are_the_turns_of_a_trajectory_and_the_padding_row_is_dropped(server, tmp_path, monkeypatch):
+    calls = spy_on_estimator(monkeypatch)
+    run = turnlens.init(project="skyrl", name="step-wise", url=server.url)
+    trainer = make_trainer(tmp_path, "grpo", [TurnLensSkyRLCallback(run)])
+    trainer.cfg.generator.step_wise_trajectories = True
+    trainer.cfg.trainer.max_training_steps = 1
+    trainer.generator = StepWiseGenerator(trainer.tokenizer, trainer.generator.rewards)
+    trainer.dispatch.dp = 2
+    asyncio.run(trainer.train())
+    [step] = server.steps(run.id)["steps"]
+    assert step["estimator"] == "grpo"
+    # SkyRL's estimator ran on the last step of each trajectory (and the padding row, a group of its own)
+    [call] = calls
+    assert len(call["uids"]) == 9 and call["uids"][-1] == "pad0"
+    stored = credit(server, run.id, 1)
+    assert sorted(stored) == sorted(set(call["uids"][:-1]))
+    recomputed = credit(server, run.id, 1, "grpo", {"epsilon": 1e-6})
+    lengths = []
+    for uid, r in stored.items():
+        want = sorted(round(a[0], 5) for u, a in zip(call["uids"], call["advantages"]) if u == uid)
+        assert sorted(round(t[0], 5) for t in r["advantages"]) == want
+        for st, rc in zip(r["advantages"], recomputed[uid]["advantages"]):
+            assert len(set(st)) == 1  # the last step's advantage on every turn, as SkyRL broadcasts it
+            assert rc == pytest.approx(st, abs=TOL)
+            lengths.append(len(st))
+    assert sorted(lengths) == [1, 1, 1, 1, 1, 2, 2, 2]
+    # a later step's observation is what the environment added to the context, not the whole context
+    two = [t for t in server.trajectories(run.id, 1) if t["length"] == 2]
+    turns = turns_of(server, two[0])
+    assert turns[0]["observation"] in PROMPTS and turns[1]["observation"] == "obs ok"
+    assert not turns[0]["done"] and turns[1]["done"]
 
 
 def test_rloo_with_one_sample_a_prompt_is_labelled_skyrls_own(server, tmp_path, monkeypatch):

@@ -15,7 +15,7 @@ trajectory.
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .verl_rows import _row_turns
+from .verl_rows import _decode, _row_turns
 
 
 def _np(t: Any) -> Any:
@@ -76,6 +76,7 @@ def batch_groups(batch: Any, tokenizer: Any = None, rewards: Any = None, uids: O
     sizes: Dict[str, int] = {}
     empty = 0
     pending: List[Dict[str, Any]] = []  # step-wise: the turns of the trajectory being read
+    context = np.zeros(0, dtype=seq.dtype)  # step-wise: the previous step's prompt and response
     mid_rewards = 0  # step-wise rows before the last step that carry a reward
     for i in range(n):
         sel = resp_mask[i] > 0
@@ -90,7 +91,6 @@ def batch_groups(batch: Any, tokenizer: Any = None, rewards: Any = None, uids: O
             tokens["token_logprobs"] = logprobs[i][sel]
         row_rewards = rew[i][sel].astype("float64") if rew is not None else np.zeros(count)
         uid = str(uids[i])
-        sizes[uid] = sizes.get(uid, 0) + 1
         turns = _row_turns(loss_mask[i][sel] > 0, row_rewards, adv[i][sel].astype("float64") if adv is not None else None,
                            tokens, prompt, tokenizer)
         if turns is None:
@@ -99,6 +99,11 @@ def batch_groups(batch: Any, tokenizer: Any = None, rewards: Any = None, uids: O
                 continue
             turns = []
         if is_last_step is not None:
+            if turns and pending and prompt is not None and len(prompt) >= len(context) and (prompt[: len(context)] == context).all():
+                # a later step's prompt is the context so far: its observation is what the environment added
+                turns[0]["observation"] = _decode(tokenizer, prompt[len(context):])
+            if prompt is not None:
+                context = np.concatenate([prompt, ids])
             if turns and not is_last_step[i]:
                 mid_rewards += int(any(t["reward"] != 0 for t in turns))
                 for t in turns:
@@ -111,6 +116,7 @@ def batch_groups(batch: Any, tokenizer: Any = None, rewards: Any = None, uids: O
                 continue
             for k, t in enumerate(turns):
                 t["turn_index"] = k
+        sizes[uid] = sizes.get(uid, 0) + 1
         score = float(sum(t["reward"] for t in turns))
         groups.setdefault(uid, []).append({"turns": turns, "reward": score, "success": score > 0})
     if not groups:
