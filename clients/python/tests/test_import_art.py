@@ -16,7 +16,7 @@ art = pytest.importorskip("art")
 from art import Trajectory, TrajectoryGroup  # noqa: E402
 from openai.types.chat.chat_completion import Choice  # noqa: E402
 
-from turnlens.importers import run_import  # noqa: E402
+from turnlens.importers import KINDS, run_import  # noqa: E402
 
 CALL = [{"id": "c1", "type": "function", "function": {"name": "search", "arguments": '{"q": "capital"}'}}]
 
@@ -150,6 +150,12 @@ def test_art_model_folder(server, tmp_path, monkeypatch):
 
 
 def test_art_rejects_what_it_cannot_read(tmp_path):
+    folder = tmp_path / ".art" / "geo" / "models" / "old" / "trajectories" / "train"
+    folder.mkdir(parents=True)
+    (folder / "0001.jsonl").write_text("{}\n")  # an older ART's trajectory file
+    [src] = KINDS["art"](str(tmp_path / ".art"))
+    assert src.rows() == 0 and src.rejected == [("train/0001.jsonl", "an older ART's JSONL trajectory file: convert it with "
+                                                 f"`art migrate {folder.parent.parent}` (ART's command), then import again")]
     (tmp_path / "notes.txt").write_text("hello")
     with pytest.raises(ValueError, match="the art importer reads an ART model folder"):
         run_import("art", str(tmp_path / "notes.txt"), url="http://127.0.0.1:9")

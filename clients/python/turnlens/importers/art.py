@@ -220,6 +220,7 @@ def read(path: str, env_id: str = "external") -> List[Source]:
         project = d.parent.parent.name if d.parent.name == "models" else ""
         config = {"source": "OpenPipe ART", "project": project, "model": d.name}
         splits: Dict[str, List[Tuple[int, Path]]] = {}
+        old: List[str] = []
         if one:
             splits[one[1]] = [(int(_STEP_FILE.match(one[2].name).group(1)), one[2])]
         elif (d / "trajectories").is_dir():
@@ -227,7 +228,10 @@ def read(path: str, env_id: str = "external") -> List[Source]:
                 files = sorted((int(m.group(1)), f) for f in s.iterdir() if (m := _STEP_FILE.match(f.name)))
                 if files:
                     splits[s.name] = files
+                old += [f"{s.name}/{f.name}" for f in sorted(s.glob("*.jsonl")) if not f.with_suffix(".parquet").exists()]
         main = Source(name=d.name, config=config, key=os.path.abspath(d), env_id=env_id)
+        for where in old:  # written by ART before its parquet format; ART's own command converts them
+            main.reject(where, f"an older ART's JSONL trajectory file: convert it with `art migrate {d}` (ART's command), then import again")
         if not one and (d / "history.jsonl").is_file():
             if not is_text(str(d / "history.jsonl")):
                 raise unsupported(str(d / "history.jsonl"), "art", _READS)
