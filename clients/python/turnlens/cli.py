@@ -1,4 +1,4 @@
-"""The `turnlens` console script: `turnlens sync DIR` and `turnlens import KIND PATH`."""
+"""The `turnlens` console script: `turnlens sync DIR`, `turnlens import KIND PATH` and `turnlens watch FORMAT DIR`."""
 
 import argparse
 import errno
@@ -43,7 +43,27 @@ def main(argv: Optional[List[str]] = None) -> int:
     i.add_argument("--env-id", default="external", help="environment id stored on rollout groups")
     i.add_argument("--offline", action="store_true", help="send nothing: write one client spool per run (as TURNLENS_MODE=offline) for `turnlens sync`")
     i.add_argument("--spool", help="where --offline writes the spools (default $TURNLENS_DIR/spool)")
+    from .watch import FORMATS
+
+    w = sub.add_parser("watch", help="follow a folder a trainer is writing and send each step as it lands",
+                       description="Polls DIR and sends each new, complete step (or line) with the FORMAT importer's reader; "
+                                   "a restarted watch continues where it stopped ($TURNLENS_DIR/watch). Ctrl-C stops it; "
+                                   "the run stays running until `turnlens import FORMAT DIR` finishes it.")
+    w.add_argument("--url", default=argparse.SUPPRESS, help="server (default $TURNLENS_URL, else http://127.0.0.1:3000)")
+    w.add_argument("--token", default=argparse.SUPPRESS, help="the server's API token (default $TURNLENS_API_TOKEN)")
+    w.add_argument("kind", choices=FORMATS, metavar="FORMAT", help=f"what DIR holds: {', '.join(FORMATS)}")
+    w.add_argument("path", metavar="DIR", help="the folder the trainer writes (or one JSONL file for jsonl / verl-file)")
+    w.add_argument("--project", default="default")
+    w.add_argument("--name", help="run name (default: from the folder)")
+    w.add_argument("--env-id", default="external", help="environment id stored on rollout groups")
+    w.add_argument("--interval", type=float, default=0.5, help="seconds between polls (default 0.5)")
+    w.add_argument("--quiet", type=float, default=2.0,
+                   help="verl: a step file no later step followed is complete once unchanged this long (default 2 s)")
+    w.add_argument("--once", action="store_true", help="send what is complete now and exit")
     args = ap.parse_args(argv)
+
+    if args.cmd == "watch":
+        return _watch(args)
 
     if args.cmd == "sync":
         from .sync import sync
@@ -103,6 +123,51 @@ def main(argv: Optional[List[str]] = None) -> int:
         first = "; ".join(f"{w}: {why}" for w, why in rejected[:3])
         print(f"turnlens import: {NOTHING}; {len(rejected)} row(s) rejected" + (f", e.g. {first}" if first else ""), file=sys.stderr)
         return 1
+    return 0
+
+
+def _watch(args: argparse.Namespace) -> int:
+    import signal
+    import threading
+
+    from .importers.base import WriteKeyRefused
+    from .transport import ApiError
+    from .watch import Watch
+
+    def log(line: str) -> None:
+        print(f"turnlens watch: {line}", file=sys.stderr, flush=True)
+
+    try:
+        w = Watch(args.kind, args.path, project=args.project, name=args.name, env_id=args.env_id, url=args.url,
+                  token=args.token, quiet=args.quiet, log=log)
+    except ValueError as e:
+        log(str(e))
+        return 2
+    stop = threading.Event()
+
+    def on_signal(signum, frame) -> None:
+        if stop.is_set():  # the second Ctrl-C: at once (the piece in flight is sent again next time, stored once)
+            raise KeyboardInterrupt
+        stop.set()  # the first: finish the piece in flight and record it, so a restart does not send it again
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    log(f"following {w.path} ({args.kind}); where it stopped is kept in {w.state_file}")
+    sent = 0
+    try:
+        sent = w.run(args.interval, once=args.once, stop=stop)
+    except KeyboardInterrupt:
+        pass
+    except (ApiError, WriteKeyRefused) as e:
+        log(str(e))
+        return 2
+    finally:
+        w.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if stop.is_set():
+        log("stopped")
+    if args.once:
+        log(f"{sent} piece(s) sent")
     return 0
 
 

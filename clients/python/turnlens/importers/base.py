@@ -405,7 +405,9 @@ def _post_tolerant(t: Transport, path: str, body: Dict[str, Any], key: Optional[
 
 
 def _import_source(t: Transport, kind: str, src: Source, project: str, name: Optional[str], env_id: str,
-                   write_key: Optional[str] = None) -> ImportReport:
+                   write_key: Optional[str] = None, finish: bool = True) -> ImportReport:
+    """Finds or makes the source's run and sends its records. finish=False (`turnlens watch`, which sends a
+    source in pieces as they land) leaves the run running, as a live run is."""
     create = create_body(kind, src, project, name, env_id)
     import_id = create["config"]["turnlensImport"]["id"]
     rep = ImportReport(kind, src.key, rejected=list(src.rejected), replaced=list(src.replaced))
@@ -462,6 +464,8 @@ def _import_source(t: Transport, kind: str, src: Source, project: str, name: Opt
         # Nothing the source gave is dropped: the refused requests wait in a spool, with the run's
         # finish behind them (the run stays open), until `turnlens sync` delivers them.
         rep.kept = _keep_refused(t, create, None if empty else rep.run_id, key, refused, src)
+    if not finish:
+        return rep
     if empty:
         src.status = "failed"
     if not refused or empty:

@@ -51,8 +51,10 @@ def success_rule() -> Any:
         raise ValueError(f"TURNLENS_TRL_SUCCESS_THRESHOLD: expected a number, got {v!r}") from None
 
 
-def read(path: str, env_id: str = "external") -> List[Source]:
-    """TRL GRPO/RLOO completion tables: output_dir, its completions/ folder, or one completions_<step>.parquet"""
+def read(path: str, env_id: str = "external", seen: Optional[Dict[str, Tuple[str, int]]] = None) -> List[Source]:
+    """TRL GRPO/RLOO completion tables: output_dir, its completions/ folder, or one completions_<step>.parquet
+
+    seen: the batches stored already (`turnlens watch` reads one file at a time), so a repeat is reported."""
     p = Path(path)
     if p.is_dir() and (p / "completions").is_dir():
         p = p / "completions"
@@ -69,7 +71,7 @@ def read(path: str, env_id: str = "external") -> List[Source]:
     name = p.parent.name if p.name == "completions" else (p.parent.parent.name if p.is_file() else p.name)
     src = Source(name=name or "trl", config={"source": "TRL completions parquet"}, key=os.path.abspath(p), env_id=env_id)
     points = []
-    seen: Dict[str, Tuple[str, int]] = {}
+    seen = {} if seen is None else seen
     for f in files:
         try:
             table = pq.read_table(f)
