@@ -80,3 +80,33 @@ def test_prime_rl_token_exports(server, tmp_path):
     (root / "step_4" / "STABLE").touch()  # the step completed since
     [third] = run_import("prime-rl", str(tmp_path / "outputs"), project="prime-imports", url=server.url)
     assert (third.imported, third.already) == (1, 3) and server.steps(rep.run_id)["total"] == 2
+
+
+def test_export_step_of_a_run_in_a_multi_run_trainer(tmp_path):
+    """prime-rl's exporter (token_export.py TokenExporter._write) also writes export_step and run_id: a trainer
+    serving several runs puts each run's sequences in <run_id>/token_exports/step_<export_step>, export_step being
+    the run's own step and step the trainer's. The folder is matched against export_step (against step, every
+    line of such a run was rejected as being in another step's folder)."""
+    from turnlens.importers.prime_rl import read
+
+    d = tmp_path / "outputs" / "run-a" / "token_exports" / "step_2"
+    d.mkdir(parents=True)
+    rows = [dict(line(7, i, [1, 2], [[3, 4]], adv), export_step=2, run_id="run-a") for i, adv in enumerate((1.0, -1.0))]
+    for r in rows:  # the newer exporter's per-token loss channels and rewards ride along in info.tokens
+        r["losses"] = [{"rl": {"advantage": a, "mask": m}} for a, m in zip(r["advantages"], r["loss_mask"])]
+        r["rewards"] = [None] * len(r["token_ids"])
+    (d / "rank_0.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (d / "STABLE").touch()
+    [src] = read(str(tmp_path / "outputs" / "run-a"))
+    assert src.rejected == []
+    [rec] = src.records
+    assert rec["body"]["step"] == 2 and rec["rows"] == 2
+    turns = [t["turns"][0] for g in rec["body"]["groups"] for t in g["trajectories"]]
+    assert [(t["info"]["step"], t["info"]["export_step"], t["info"]["run_id"]) for t in turns] == [(7, 2, "run-a")] * 2
+    assert sorted(t["advantage"] for t in turns) == [-1.0, 1.0]
+    assert turns[0]["info"]["tokens"]["losses"][0]["rl"]["mask"] is True
+
+    bad = dict(rows[0], export_step=3)
+    (d / "rank_1.jsonl").write_text(json.dumps(bad) + "\n")
+    [src] = read(str(tmp_path / "outputs" / "run-a"))
+    assert src.rejected == [("step_2/rank_1.jsonl:1", "export_step: 3 in the folder of step 2")]

@@ -8,7 +8,10 @@ own), advantages, inference_logprobs (sampling time), trainer_logprobs, entropy,
 diagnostics (mismatch_kl, log_importance_ratio, importance_ratio, prob_delta, is_masked,
 is_masked_high, is_masked_low, rl_weights, ce_weights, ref_kl_weights; null where not computed or
 not finite), with step, rank, micro_step, micro_sequence_idx, export_sequence_idx and env_name.
-The trainer decodes no text and exports no reward.
+Newer exporters add export_step and run_id: a trainer serving several runs writes each run's
+sequences to <output_dir>/<run_id>/token_exports/step_<export_step>, so the folder is export_step
+(the run's step), not step (the trainer's); their per-token `losses` and `rewards` columns are kept
+in info.tokens. The trainer decodes no text.
 
 Each sequence becomes a trajectory; each run of loss-masked tokens is one turn (a multi-turn
 rollout has one per model reply): its tokenIds, tokenLogprobs (inference_logprobs),
@@ -35,7 +38,8 @@ from .base import Source, is_text, json_objects, unsupported
 _READS = "prime-rl token exports (<output_dir>/token_exports/step_<n>/rank_<r>.jsonl, written with trainer.enable_token_export)"
 _STEP = re.compile(r"^step_(\d+)$")
 _TURN_ARRAYS = {"inference_logprobs": "tokenLogprobs", "advantages": "tokenAdvantages", "entropy": "tokenEntropies"}
-_META = ("schema_version", "step", "rank", "micro_step", "micro_sequence_idx", "export_sequence_idx", "env_name")
+_META = ("schema_version", "step", "export_step", "run_id", "rank", "micro_step", "micro_sequence_idx", "export_sequence_idx",
+         "env_name")
 ESTIMATOR = "prime-rl:token-export"
 PARAMS = {"trainer": {"source": "token_exports", "schemaVersion": 1},
           "note": "prime-rl's token export holds the advantages as trained but neither the rewards nor the advantage settings, so TurnLens cannot recompute them."}
@@ -139,8 +143,11 @@ def read(path: str, env_id: str = "external") -> List[Source]:
                 try:
                     if row.get("schema_version") not in (1, None):
                         raise shapes.ShapeError(f"schema_version: {row.get('schema_version')!r} is not one this importer knows (1)")
-                    if row.get("step") not in (None, step) and step >= 0:
-                        raise shapes.ShapeError(f"step: {row.get('step')!r} in the folder of step {step}")
+                    # the folder is the export step: with several runs in one trainer (each in <run_id>/token_exports)
+                    # it is the run's own step (export_step), which the trainer's step (step) need not equal
+                    field = "export_step" if row.get("export_step") is not None else "step"
+                    if row.get(field) not in (None, step) and step >= 0:
+                        raise shapes.ShapeError(f"{field}: {row.get(field)!r} in the folder of step {step}")
                     traj, group = trajectory(row)
                 except shapes.ShapeError as e:
                     src.reject(where, str(e))
