@@ -20,6 +20,7 @@ KINDS = {
     "art": art.read,  # OpenPipe ART's .art/<project>/models/<model> folders
     "rllm": rllm.read,  # rLLM's EpisodeLogger files
     "trl": __import__(__name__ + ".trl", fromlist=["read"]).read,  # TRL completions parquet
+    "skyrl": __import__(__name__ + ".skyrl", fromlist=["read"]).read,  # SkyRL's trainer.dump_data_batch pickles
 }
 
 __all__ = ["KINDS", "ImportReport", "Source", "run_import"]
