@@ -6,6 +6,7 @@ groups (task_id:trajectory name) at their training step; val episodes make a run
 import enum
 import json
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -86,7 +87,7 @@ def test_rllm_episode_logger(server, tmp_path):
 
     # the run goes on: a step written since is added, the rest already present
     logger.log_episodes_batch(train[1:2], step=5, mode="train", epoch=1)
-    reps2 = run_import("rllm", str(tmp_path / "logs" / "math" / "exp-1" / "episodes"), project="rllm-imports", url=server.url)
+    reps2 = run_import("rllm", str(tmp_path / "logs" / "math" / "exp-1"), project="rllm-imports", url=server.url)
     again = next(r for r in reps2 if r.run_id == train_rep.run_id)
     assert (again.imported, again.already) == (2, 7)
 
@@ -99,6 +100,11 @@ def test_rllm_reports_what_it_cannot_read(tmp_path):
     gone.unlink()  # listed in batch_summary.json, missing
     [src] = KINDS["rllm"](str(tmp_path / "exp"))
     assert src.rejected == [(f"train_step_1_epoch_0/{gone.name}", "listed in batch_summary.json but missing")] and src.rows() == 1
+    # an archive of the folder: the run is keyed by the archive (a re-import finds it), not the folder it was extracted to
+    with tarfile.open(tmp_path / "exp.tar.gz", "w:gz") as t:
+        t.add(tmp_path / "exp", arcname="exp")
+    [rep] = run_import("rllm", str(tmp_path / "exp.tar.gz"), mode="offline", spool_root=str(tmp_path / "spool"))
+    assert rep.source == f"{tmp_path / 'exp.tar.gz'}!train" and rep.spooled == 1
     (tmp_path / "episode.json").write_text("{}")
     with pytest.raises(ValueError, match="the rllm importer reads rLLM episode logs"):
         run_import("rllm", str(tmp_path / "episode.json"), url="http://127.0.0.1:9")

@@ -133,7 +133,7 @@ def read(path: str, env_id: str = "external") -> List[Source]:
         raise unsupported(path, "rllm", _READS)
     base = p if p.is_dir() and not _STEP_DIR.match(p.name) else (p.parent if p.is_dir() else p.parent.parent)
     base = base.parent if base.name == "episodes" else base
-    root = os.path.abspath(base)
+    root = os.path.abspath(p)  # under PATH (an archive's import keys name the archive, base.py _rebase)
     sources: Dict[str, Source] = {}
     seen: Dict[Tuple[str, int], str] = {}
     for mode, step, epoch, d, files in folders:
