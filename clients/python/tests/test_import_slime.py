@@ -199,6 +199,7 @@ def test_slime_debug_dumps(server, tmp_path, monkeypatch):
         "slime", str(dump / "rollout_data" / "2.pt"), project="slime-one", url=server.url
     )  # a .pt is a zip: read as it is
     assert one.imported == 2 and [s["estimator"] for s in server.steps(one.run_id)["steps"]] == ["slime:rollout"]
+    assert server.get(f"/api/v1/runs/{one.run_id}")["name"] == "dump"  # the --dump-details folder, not rollout_data
     monkeypatch.setenv("TURNLENS_SLIME_TRUST_PICKLE", "1")  # the user trusts the file: it is read in full
     [trusted] = run_import("slime", str(dump), project="slime-imports", url=server.url)
     assert (trusted.imported, trusted.already) == (1, 13) and "rollout_data/3.pt" not in dict(trusted.rejected)

@@ -266,7 +266,8 @@ def read(path: str, env_id: str = "external") -> List[Source]:
     rollouts, trains, bad = _scan(p)
     if not rollouts and not trains:
         raise unsupported(path, "slime", _READS)
-    name = p.parent.name if p.is_file() else (p.parent.name if p.name in ("rollout_data", "train_data") else p.name)
+    folder = p.parent if p.is_file() else p
+    name = folder.parent.name if folder.name in ("rollout_data", "train_data") else folder.name  # --dump-details DIR's name
     src = Source(name=name, config={"source": "slime debug dumps"}, key=os.path.abspath(p), env_id=env_id, estimator="slime:grpo")
     for where, why in bad:
         src.reject(where, why)
