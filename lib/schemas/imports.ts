@@ -42,6 +42,21 @@ export const IMPORT_FORMATS = {
     accepts:
       "a .tar/.tar.gz/.zip of the --dump-details folder (or of the --save-debug-rollout-data and --save-debug-train-data files); needs torch where the worker runs",
   },
+  skyrl: {
+    title: "SkyRL batch dumps",
+    accepts:
+      "a global_step_<N>_training_input.pkl, or a .tar/.tar.gz/.zip of trainer.export_path or its dumped_data/ (trainer.dump_data_batch): token ids, logprobs, SkyRL's advantages; no text or rewards",
+  },
+  art: {
+    title: "OpenPipe ART model folder",
+    accepts:
+      "a .tar/.tar.gz/.zip of an .art folder or one <project>/models/<model> folder in it: history.jsonl curves, trajectories/<split>/<step>.parquet trajectories, ART's advantage rule",
+  },
+  rllm: {
+    title: "rLLM episode logs",
+    accepts:
+      "a .tar/.tar.gz/.zip of an episode_log_dir (or its episodes/ folder) written by rLLM's EpisodeLogger: a trajectory per episode trajectory, grouped by task",
+  },
   "verl-file": { title: "verl file logger", accepts: "a <experiment>.jsonl written by trainer.logger=['file'] (metric curves)" },
   trl: { title: "TRL completion tables", accepts: "a completions_<step>.parquet, or a .tar/.tar.gz/.zip of a TRL output_dir or its completions/ folder" },
   jsonl: { title: "Generic JSONL", accepts: "a .jsonl file in the generic format (run / metrics / rollouts / finish lines)" },

@@ -366,3 +366,24 @@ def test_a_failing_run_never_stops_training(tmp_path, monkeypatch):
     msgs = [str(w.message) for w in seen if "turnlens" in str(w.message)]
     assert any("step 1 were not logged (RuntimeError: disk full)" in m for m in msgs)
     assert any("finishing the run failed" in m for m in msgs)
+
+
+def test_a_dump_is_never_run_as_code(tmp_path):
+    """The importer builds only SkyRL's batch classes and plain data: a pickle naming anything else is refused."""
+    import pickle
+
+    from turnlens.importers import skyrl as skyrl_import
+
+    class Evil:
+        def __reduce__(self):
+            return (open, (str(tmp_path / "pwned"), "w"))
+
+    d = tmp_path / "dumped_data"
+    d.mkdir()
+    (d / "global_step_3_training_input.pkl").write_bytes(pickle.dumps(Evil()))
+    [src] = skyrl_import.read(str(tmp_path))
+    assert not (tmp_path / "pwned").exists()
+    assert src.records == [] or all(r["kind"] == "metrics" for r in src.records)
+    [(where, why)] = src.rejected
+    assert where == "global_step_3_training_input.pkl"
+    assert "io.open: not part of a SkyRL training batch dump, refused" in why

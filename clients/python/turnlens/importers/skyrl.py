@@ -65,9 +65,10 @@ class _Unpickler(pickle.Unpickler):
         if module == "torch" and name == "device":
             return str
         if module in ("numpy.core.multiarray", "numpy._core.multiarray") and name in ("scalar", "_reconstruct"):
-            import numpy.core.multiarray as ma
+            import numpy
 
-            return getattr(ma, name)
+            # numpy 2 moved numpy.core to numpy._core (importing the old name warns)
+            return getattr(getattr(numpy, "_core", None) or numpy.core, "multiarray").__dict__[name]
         if module == "numpy" and name in ("dtype", "ndarray"):
             import numpy
 
@@ -90,7 +91,8 @@ def read(path: str, env_id: str = "external") -> List[Source]:
     p = Path(path)
     if p.is_dir() and (p / "dumped_data").is_dir():
         p = p / "dumped_data"
-    files = [p] if p.is_file() else [f for f in p.iterdir() if _FILE.match(f.name)]
+    # a folder: the dumps anywhere under it (an uploaded archive may hold export_path/dumped_data/)
+    files = [p] if p.is_file() else [f for f in p.rglob("*.pkl") if _FILE.match(f.name)]
     files.sort(key=lambda f: (int(_FILE.match(f.name).group(1)) if _FILE.match(f.name) else 1 << 62, f.name))
     if not files:
         raise FileNotFoundError(f"{path}: no global_step_<N>_training_input.pkl files (SkyRL writes them to "
