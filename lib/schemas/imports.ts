@@ -42,6 +42,11 @@ export const IMPORT_FORMATS = {
     accepts:
       "a .tar/.tar.gz/.zip of the --dump-details folder (or of the --save-debug-rollout-data and --save-debug-train-data files); needs torch where the worker runs",
   },
+  skyrl: {
+    title: "SkyRL batch dumps",
+    accepts:
+      "a global_step_<N>_training_input.pkl, or a .tar/.tar.gz/.zip of trainer.export_path or its dumped_data/ (trainer.dump_data_batch): token ids, logprobs, SkyRL's advantages; no text or rewards",
+  },
   art: {
     title: "OpenPipe ART model folder",
     accepts:
