@@ -171,3 +171,16 @@ def test_another_file_is_named(tmp_path, capsys):
     assert (
         "model.sqlite is an SQLite database with tables weights; the nemo-rl importer reads" in capsys.readouterr().err
     )
+
+
+def test_distillation_files_are_named_once(server, tmp_path):
+    """NeMo-RL's distillation loop writes train_data_step<N>.jsonl with content and input_lengths only."""
+    f = tmp_path / "train_data_step1.jsonl"
+    f.write_text(
+        "".join(json.dumps({"content": [["q", "a"]], "input_lengths": [5], "idx": i}) + "\n" for i in range(3))
+    )
+    [rep] = run_import("nemo-rl", str(tmp_path), project="nemo-imports", url=server.url)
+    assert rep.imported == 0 and dict(rep.rejected) == {
+        "train_data_step1.jsonl": "holds content and input_lengths only (NeMo-RL's distillation writes that): no tokens, "
+        "rewards or advantages to import"
+    }

@@ -1,6 +1,6 @@
 """NeMo-RL's GRPO training data: `train_data_step<N>.jsonl` in the run's log dir.
 
-NeMo-RL's GRPO loop (nemo_rl/algorithms/grpo.py, sync and async) writes the batch it trained on at
+NeMo-RL's GRPO loop (nemo_rl/algorithms/grpo.py, sync and async; read at NVIDIA-NeMo/RL 7ea279a) writes the batch it trained on at
 each step through `Logger.log_batched_dict_as_jsonl`, one line per sample, each value the sample's
 one-element slice of the batch: content (the conversation's message texts, no roles), rewards (the
 total reward; with dynamic sampling the reward trained on is filtered_rewards), input_lengths (the
@@ -32,6 +32,8 @@ NeMo-RL without leave-one-out, normalised), rloo (leave-one-out, not normalised)
 the first that reproduces every sample labels the step. Otherwise the step is "nemo-rl:grpo" with the
 NeMo-RL setting that reproduces it (the default, leave-one-out and normalised, lands here: TurnLens
 has no leave-one-out std), or a note that none does (advantage clipping, penalties, another estimator).
+NeMo-RL's distillation writes the same file name with content and input_lengths only: such a file is
+reported once, not line by line.
 PATH: the log dir (each folder holding train_data_step*.jsonl is one run) or one such file.
 """
 
@@ -248,6 +250,11 @@ def read(path: str, env_id: str = "external") -> List[Source]:
             groups: Dict[str, List[Dict[str, Any]]] = {}
             pairs: Dict[str, List[Tuple[float, float]]] = {}
             for where, row in json_objects(f, src):
+                if "token_ids" not in row and "advantages" not in row and "content" in row:
+                    # NeMo-RL's distillation writes the same file name with content and input_lengths only
+                    src.reject(f.name, "holds content and input_lengths only (NeMo-RL's distillation writes that): no tokens, "
+                                       "rewards or advantages to import")
+                    break
                 try:
                     traj, group, reward, adv = sample(row)
                 except shapes.ShapeError as e:

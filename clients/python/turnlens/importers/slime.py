@@ -1,7 +1,8 @@
 """slime's debug dumps: `--save-debug-rollout-data` and `--save-debug-train-data` (or `--dump-details DIR`,
 which sets both to DIR/rollout_data/{rollout_id}.pt and DIR/train_data/{rollout_id}.pt).
 
-The rollout dump (slime/observability/rollout_data_utils.py save_debug_rollout_data) is
+Read at THUDM/slime 624b824. The rollout dump (slime/observability/rollout_data_utils.py
+save_debug_rollout_data) is
 `torch.save({"rollout_id", "samples": [Sample.to_dict()]})`: each sample's group_index, index, prompt
 (text or messages), tokens (prompt then response), response (text), response_length, reward (a number,
 or a dict that --reward-key picks from), loss_mask (one per response token: 1 on the model's tokens, 0
