@@ -1,7 +1,7 @@
 """`turnlens watch FORMAT DIR` as a subprocess while the test writes a trainer's files into DIR, a line at a time:
 each step is readable from the server within 2 s of its last line (or STABLE marker); a watch stopped
 (Ctrl-C) or killed (SIGKILL) and started again sends only what is new; `turnlens import` of the same
-folder afterwards finds the watch's run and everything already present.
+folder afterwards finds the watch's run and its steps already present.
 
 Writers: prime-rl is not on PyPI and its trainer needs GPUs, so its token-export lines are
 test_import_prime_rl.py's (the exporter's schema_version 1 layout); verl's dump is written by verl's own
@@ -247,3 +247,33 @@ def test_trl_parquet_once_written(server, tmp_path):
     assert "rejected completions_00002.parquet: the same generation batch as completions_00001.parquet" in text, text
     steps = stored_steps(server, run_id)
     assert sorted(steps) == [1] and steps[1]["estimator"] == "grpo" and steps[1]["trajectories"] == 4
+
+
+def test_verl_file_logger_lines(server, tmp_path):
+    """verl's file logger (trainer.logger=['file']) appends {"step", "data"} lines: each complete line's curves are sent,
+    a line still being written waits; the run is the one `turnlens import verl-file` makes, from the same folder."""
+    from turnlens.watch import Watch as Follow
+
+    root = tmp_path / "verl_logs" / "gsm8k"
+    root.mkdir(parents=True)
+    f = root / "exp1.jsonl"
+    lines = [json.dumps({"step": s, "data": {"critic/score/mean": s / 10, "actor/entropy": 1 - s / 10}}) + "\n" for s in (1, 2, 3)]
+    f.write_text(lines[0] + lines[1] + lines[2][:10])
+    w = Follow("verl-file", str(root), project="watch-verl-file", url=server.url)
+    try:
+        assert w.poll() == 1
+        run_id = run_of(server, "watch-verl-file")
+        assert server.metrics(run_id)["critic/score/mean"] == {1: 0.1, 2: 0.2}
+        assert w.poll() == 0  # the third line has no newline yet
+        with open(f, "a") as fh:
+            fh.write(lines[2][10:])
+        assert w.poll() == 1
+    finally:
+        w.close()
+    assert server.metrics(run_id)["actor/entropy"] == {1: 0.9, 2: 0.8, 3: 0.7}
+    run = server.get(f"/api/v1/runs/{run_id}")
+    assert run["name"] == "exp1" and run["config"]["project"] == "gsm8k"
+    # the import finds the same run; its one batch of the 6 values (the watch sent two) is stored over the same points
+    [rep] = run_import("verl-file", str(root), project="watch-verl-file", url=server.url)
+    assert rep.run_id == run_id and rep.imported + rep.already == 6
+    assert server.metrics(run_id) == {"critic/score/mean": {1: 0.1, 2: 0.2, 3: 0.3}, "actor/entropy": {1: 0.9, 2: 0.8, 3: 0.7}}

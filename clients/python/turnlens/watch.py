@@ -2,8 +2,9 @@
 
 The watch polls DIR (every 0.5 s by default) and sends what is new and complete, read by the
 format's importer (importers/*.py), so one format has one reader and a watched run is the run
-`turnlens import FORMAT DIR` makes (same run, same batch ids: an import after the watch finds
-everything already present, and finishes the run).
+`turnlens import FORMAT DIR` makes (an import after the watch finds the run and its steps already
+present, by their batch ids; curves the watch sent line by line come again in the import's larger
+batches and are stored over the same points, one value per key and step; and it finishes the run).
 
 What is complete:
 - step formats, one file or folder per step: prime-rl (step_<n>/ once its STABLE marker exists),
