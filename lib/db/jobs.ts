@@ -270,8 +270,3 @@ export function pageJobs(f: JobFilter, order: keyof typeof JOB_ORDERS, skip: num
   const rows = db.prepare(`SELECT ${JOB_COLS} FROM "Job" ${w.sql} ORDER BY ${JOB_ORDERS[order]} LIMIT ? OFFSET ?`).all(...w.args, take, skip) as JobRow[];
   return rows.map(toJob);
 }
-
-/** Deletes every job (their log rows cascade): a test's or a benchmark's fresh queue. */
-export function deleteAllJobs(db: RawDb = getRawDb()): void {
-  db.prepare(`DELETE FROM "Job"`).run();
-}

@@ -103,10 +103,3 @@ export function scheduleDeferred(db: RawDb = getRawDb()): void {
     }
   });
 }
-
-/** Every held step's work now (a stop, a test). */
-export function finishAllDeferred(db: RawDb = getRawDb()): void {
-  while (finishOneDeferred(db)) {
-    /* until none is held */
-  }
-}

@@ -50,12 +50,6 @@ export const groupsQuery = (runId: string, step: number) =>
     queryFn: () => callRoute(routes.groupsList, { params: { id: runId, step } }),
   });
 
-export const trajectoriesQuery = (runId: string, params: { step?: number; groupId?: string; success?: "true" | "false"; page?: number }) =>
-  queryOptions({
-    queryKey: ["run", runId, "trajectories", params],
-    queryFn: () => callRoute(routes.trajectoriesList, { params: { id: runId }, query: { ...params, pageSize: 200 } }),
-  });
-
 export const trajectoryQuery = (id: string) =>
   queryOptions({
     queryKey: ["trajectory", id],

@@ -8,7 +8,7 @@ import ts from "typescript";
 import { afterEach, beforeEach, describe, expect, expectTypeOf, it, vi } from "vitest";
 import { ApiClientError, callRoute, routeHref, routePath } from "@/lib/client/api";
 import { routes } from "@/lib/api/routes";
-import { creditOverviewQuery, groupCreditQuery, runQuery, runsPageQuery, stepsQuery, trajectoriesQuery } from "@/lib/queries";
+import { creditOverviewQuery, groupCreditQuery, runQuery, runsPageQuery, stepsQuery } from "@/lib/queries";
 import type { CreditOverview, GroupCredit } from "@/lib/schemas/credit";
 import type { RunOut } from "@/lib/schemas/runs";
 
@@ -106,7 +106,6 @@ describe("query factories", () => {
     expect(runQuery("r1").queryKey).toEqual(["run", "r1"]);
     expect(stepsQuery("r1").queryKey).toEqual(["run", "r1", "steps"]);
     expect(runsPageQuery({ status: "running" }, 3).queryKey).toEqual(["runs", "page", { status: "running" }, 3]);
-    expect(trajectoriesQuery("r1", { step: 2, success: "true" }).queryKey).toEqual(["run", "r1", "trajectories", { step: 2, success: "true" }]);
     const gc = groupCreditQuery("r1", 4, "g7", { estimator: "grpo", params: { norm: false } });
     expect(gc.queryKey).toEqual(["run", "r1", "group-credit", 4, "g7", "grpo", { norm: false }]);
     const co = creditOverviewQuery("r1", {}, 20);
@@ -116,14 +115,12 @@ describe("query factories", () => {
     await run(runQuery("r1"));
     await run(stepsQuery("r1"));
     await run(runsPageQuery({ status: "running" }, 3));
-    await run(trajectoriesQuery("r1", { step: 2, success: "true" }));
     await run(gc);
     await run(co);
     expect(sent.map((s) => s.url.pathname + s.url.search)).toEqual([
       "/api/v1/runs/r1",
       "/api/v1/runs/r1/steps?pageSize=1000",
       "/api/v1/runs?status=running&page=3&pageSize=100",
-      "/api/v1/runs/r1/trajectories?step=2&success=true&pageSize=200",
       "/api/v1/runs/r1/steps/4/groups/g7/credit?estimator=grpo&params=%7B%22norm%22%3Afalse%7D",
       "/api/v1/runs/r1/credit?maxSteps=20",
     ]);

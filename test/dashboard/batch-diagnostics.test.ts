@@ -9,7 +9,7 @@ import { outcomeShares, templateCollapse, withinGroupVariance } from "@/lib/cred
 useTempDatabase("batch-diagnostics");
 const { createRun } = await import("@/lib/db/runs");
 const { writeRolloutStep } = await import("@/lib/db/rollouts");
-const { forgetStepSummaries } = await import("@/lib/db/inspect");
+const { forgetStepSummaries } = await import("../helpers/db-inspect");
 const { creditOverview } = await import("@/lib/runs/credit-views");
 const { summarizeStepInput } = await import("@/lib/schemas/step-summary");
 

@@ -10,7 +10,7 @@ useTempDatabase("credit-summary");
 const { createRun } = await import("@/lib/db/runs");
 const { writeRolloutStep } = await import("@/lib/db/rollouts");
 const { summarizeStepInput } = await import("@/lib/schemas/step-summary");
-const { countRows, forgetStepSummaries } = await import("@/lib/db/inspect");
+const { countRows, forgetStepSummaries } = await import("../helpers/db-inspect");
 const { creditOverview } = await import("@/lib/runs/credit-views");
 const { rolloutStepInputSchema } = await import("@/lib/schemas/rollouts");
 const { runCredit } = await import("@/lib/credit");

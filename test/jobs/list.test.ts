@@ -4,7 +4,7 @@ import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import { useTempDatabase } from "../helpers/workers";
 
 const env = useTempDatabase("jobs-list");
-const { deleteAllJobs } = await import("../../lib/db/jobs");
+const { deleteAllJobs } = await import("../helpers/db-inspect");
 const { claim, enqueue, finish, getJob, listJobs, JOB_KINDS, launchableKinds } = await import("../../lib/jobs");
 const { jobListQuerySchema, jobListSchema } = await import("../../lib/schemas/jobs");
 const { launchRunSchema } = await import("../../lib/schemas/runs");

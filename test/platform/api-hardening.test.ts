@@ -22,7 +22,7 @@ const filtersRoute = await import("@/app/api/v1/runs/filters/route");
 const groupsRoute = await import("@/app/api/v1/runs/[id]/steps/[step]/groups/route");
 const { ROUTES, routes } = await import("@/lib/api/routes");
 const { openApiDocument } = await import("@/lib/api/openapi");
-const { countRows } = await import("@/lib/db/inspect");
+const { countRows } = await import("../helpers/db-inspect");
 const { metricRows } = await import("../helpers/metric-rows");
 const { createRun } = await import("@/lib/db/runs");
 

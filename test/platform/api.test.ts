@@ -20,7 +20,7 @@ const oneTraj = await import("@/app/api/v1/trajectories/[id]/route");
 const cancelRoute = await import("@/app/api/v1/runs/[id]/cancel/route");
 const openapi = await import("@/app/api/v1/openapi.json/route");
 const finishRoute = await import("@/app/api/v1/runs/[id]/finish/route");
-const { countRows } = await import("@/lib/db/inspect");
+const { countRows } = await import("../helpers/db-inspect");
 const { turnsPage } = await import("@/lib/db/rollouts");
 
 type Handler<P> = (req: NextRequest, ctx: { params: Promise<P> }) => Promise<Response>;

@@ -24,7 +24,7 @@ const uploadRoute = await import("@/app/api/v1/imports/route");
 const importRoute = await import("@/app/api/v1/imports/[id]/route");
 const { statusOf, toErrorResponse } = await import("@/lib/api/errors");
 const { isRetryable } = await import("@/lib/jobs/errors");
-const { countRows } = await import("@/lib/db/inspect");
+const { countRows } = await import("../helpers/db-inspect");
 import type { ImportOut } from "@/lib/schemas/imports";
 
 afterAll(async () => {

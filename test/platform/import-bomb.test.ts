@@ -13,7 +13,7 @@ const env = useTempDatabase("import-bomb");
 process.env.TURNLENS_UPLOAD_DIR = path.join(env.dir, "uploads");
 const uploadRoute = await import("@/app/api/v1/imports/route");
 const importRoute = await import("@/app/api/v1/imports/[id]/route");
-const { countRows } = await import("@/lib/db/inspect");
+const { countRows } = await import("../helpers/db-inspect");
 import type { ImportOut } from "@/lib/schemas/imports";
 
 beforeAll(async () => {

@@ -19,7 +19,7 @@ const cancelRoute = await import("@/app/api/v1/imports/[id]/cancel/route");
 const { metricCount } = await import("../helpers/metric-rows");
 const { getRun, listRuns } = await import("@/lib/db/runs");
 const { listGroups } = await import("@/lib/db/rollouts");
-const { countRows } = await import("@/lib/db/inspect");
+const { countRows } = await import("../helpers/db-inspect");
 const { runListQuerySchema } = await import("@/lib/schemas/runs");
 const { requestCancel, tailLog } = await import("@/lib/jobs");
 import type { ImportOut } from "@/lib/schemas/imports";

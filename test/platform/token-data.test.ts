@@ -11,7 +11,7 @@ const importRoute = await import("@/app/api/v1/runs/import/route");
 const stepsRoute = await import("@/app/api/v1/runs/[id]/steps/route");
 const trajRoute = await import("@/app/api/v1/runs/[id]/trajectories/route");
 const oneTraj = await import("@/app/api/v1/trajectories/[id]/route");
-const { countRows, packedTurnColumns } = await import("@/lib/db/inspect");
+const { countRows, packedTurnColumns } = await import("../helpers/db-inspect");
 const { unpackTurnTexts, unpackTurnTokens } = await import("@/lib/db/trajectory-pack");
 
 const f32 = (x: number) => Math.fround(x);

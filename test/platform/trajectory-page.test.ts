@@ -6,7 +6,7 @@ import { TEST_STORE, useTempDatabase } from "../helpers/temp-db";
 useTempDatabase("trajectory-page");
 const { writeRolloutStep, listTrajectories } = await import("@/lib/db/rollouts");
 const { createRun } = await import("@/lib/db/runs");
-const { runTrajectoryRows, trajectoryPagePlan } = await import("@/lib/db/inspect");
+const { runTrajectoryRows, trajectoryPagePlan } = await import("../helpers/db-inspect");
 
 describe("listTrajectories", () => {
   it("pages like ORDER BY step DESC, uid, index over every trajectory, with each filter", () => {

@@ -13,7 +13,7 @@ const { createRun, deleteRun, finishImportedRunRow, getRun } = await import("@/l
 const { writeRolloutStep, listTrajectories, getTrajectory } = await import("@/lib/db/rollouts");
 const { dropSearchIndex, searchTrajectories, searchTerms } = await import("@/lib/db/trajectory-search");
 const { trajectorySearchQuerySchema } = await import("@/lib/schemas/search");
-const { countRows } = await import("@/lib/db/inspect");
+const { countRows } = await import("../helpers/db-inspect");
 afterAll(() => tmp.cleanup());
 
 // a small deterministic generator (mulberry32)

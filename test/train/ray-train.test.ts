@@ -21,7 +21,7 @@ if (!haveRay) console.warn(`ray-train: SKIPPED, no Ray at ${RAY} (scripts/test.s
 const db = useTempDatabase("ray-train");
 const { launchRun } = await import("../../lib/runs/launch");
 const { launchRunSchema } = await import("../../lib/schemas/runs");
-const { countRows } = await import("../../lib/db/inspect");
+const { countRows } = await import("../helpers/db-inspect");
 const { runSteps } = await import("../../lib/db/credit");
 const { metricSteps } = await import("../helpers/metric-rows");
 const { getRun } = await import("../../lib/db/runs");

@@ -10,7 +10,7 @@ import { alive, killAllWorkers, spawnWorker, useTempDatabase, waitFor, ROOT } fr
 const db = useTempDatabase("train");
 const { launchRun } = await import("../../lib/runs/launch");
 const { launchRunSchema } = await import("../../lib/schemas/runs");
-const { countRows, runTrajectoryRows } = await import("../../lib/db/inspect");
+const { countRows, runTrajectoryRows } = await import("../helpers/db-inspect");
 const { runSteps } = await import("../../lib/db/credit");
 const { readStepSummaries } = await import("../../lib/db/credit-summary");
 const { storedStepSummary } = await import("../../lib/runs/credit-views");

@@ -1,8 +1,8 @@
-// Reads of the store that tests and benchmarks make to check what was stored, which the product
-// itself has no call for (row counts, a job's stored result, the packed columns as stored), plus
+// Reads of the store that tests make to check what was stored, which the product itself has no
+// call for (row counts, a job's stored result, the packed columns as stored), plus
 // the one arrangement a test needs that no product path makes: a run's step summaries forgotten,
 // as in a store written before they existed. Not for app code: it reads tables whole.
-import { getRawDb, type RawDb } from "./raw";
+import { getRawDb, type RawDb } from "../../lib/db/raw";
 
 /** Tables with a "runId" column, so countable per run. */
 const RUN_TABLES = new Set([
@@ -145,4 +145,9 @@ export function trajectoryPagePlan(runId: string, db: RawDb = getRawDb()): strin
 /** Deletes a run's per-step credit summaries: the store as written before they existed (they are made again on read). */
 export function forgetStepSummaries(runId: string, db: RawDb = getRawDb()): void {
   db.prepare(`DELETE FROM "StepCreditSummary" WHERE "runId" = ?`).run(runId);
+}
+
+/** Every job (and, by cascade, its log), between tests. */
+export function deleteAllJobs(db: RawDb = getRawDb()): void {
+  db.prepare(`DELETE FROM "Job"`).run();
 }
