@@ -1,9 +1,8 @@
 // Shared fixtures of the worker tests: worker processes, runs, polling. (Temp databases: temp-db.ts.)
 import { spawn, type ChildProcess } from "node:child_process";
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from "vitest";
-import { deleteAllJobs } from "../../lib/db/jobs";
 import { createRun } from "../../lib/db/runs";
-import { jobMarkRows } from "../../lib/db/inspect";
+import { deleteAllJobs, jobMarkRows } from "./db-inspect";
 import { ROOT } from "./temp-db";
 
 import { useTempDatabase } from "./temp-db";
