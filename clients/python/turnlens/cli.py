@@ -149,6 +149,7 @@ def _watch(args: argparse.Namespace) -> int:
         if stop.is_set():  # the second Ctrl-C: at once (the piece in flight is sent again next time, stored once)
             raise KeyboardInterrupt
         stop.set()  # the first: finish the piece in flight and record it, so a restart does not send it again
+        log("stopping once the piece in flight is recorded (Ctrl-C again stops now)")
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     log(f"following {w.path} ({args.kind}); where it stopped is kept in {w.state_file}")

@@ -59,6 +59,8 @@ class Watch:
         if kind not in FORMATS:
             raise ValueError(f"format: `turnlens watch` follows {', '.join(FORMATS)}; got {kind!r}")
         self.kind, self.path = kind, Path(os.path.abspath(path))
+        if kind in STEP_FORMATS and self.path.is_file():
+            raise ValueError(f"DIR: {path} is a file; `turnlens watch {kind}` follows the folder the trainer writes its steps to")
         self.project, self.name, self.env_id, self.quiet, self.log = project, name, env_id, quiet, log
         self.transport = Transport(url, token)
         self.state_file = state_path(kind, path)
