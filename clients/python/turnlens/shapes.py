@@ -13,7 +13,7 @@ import re
 import sys
 import time
 from array import array
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from .contract import CONTRACT
 
@@ -412,3 +412,19 @@ def step_body(step: Any, groups: Any, env_id: str, estimator: Optional[str] = No
 
 def count_turns(body: Mapping[str, Any]) -> int:
     return sum(len(t["turns"]) for g in body["groups"] for t in g["trajectories"])
+
+
+def mask_runs(mask: Any) -> List[Tuple[int, int]]:
+    """[start, end) of each run of true entries of a token mask (a loss or response mask): the
+    trained spans that become turns, for every trainer whose batches mark them this way."""
+    out: List[Tuple[int, int]] = []
+    start = None
+    for i, m in enumerate(mask):
+        if m and start is None:
+            start = i
+        elif not m and start is not None:
+            out.append((start, i))
+            start = None
+    if start is not None:
+        out.append((start, len(mask)))
+    return out

@@ -104,17 +104,6 @@ def _text(content: Any) -> str:
     return json.dumps(content, default=str)
 
 
-def _segments(mask: Sequence[Any]) -> List[Tuple[int, int]]:
-    out, start = [], None
-    for i, m in enumerate(mask):
-        if m and start is None:
-            start = i
-        elif not m and start is not None:
-            out.append((start, i))
-            start = None
-    if start is not None:
-        out.append((start, len(mask)))
-    return out
 
 
 def sample(row: Dict[str, Any]) -> Tuple[Dict[str, Any], str, float, float]:
@@ -132,7 +121,7 @@ def sample(row: Dict[str, Any]) -> Tuple[Dict[str, Any], str, float, float]:
     prev = _numbers(row, "prev_logprobs", n, required=False)
     total = shapes.to_number(_one(row, "rewards"), "rewards")
     trained = total if "filtered_rewards" not in row else shapes.to_number(_one(row, "filtered_rewards"), "filtered_rewards")
-    segs = _segments(mask)  # type: ignore[arg-type]
+    segs = shapes.mask_runs(mask)  # type: ignore[arg-type]
     if not segs:
         raise shapes.ShapeError("token_loss_mask: no token was trained on")
     content = _one(row, "content", required=False)

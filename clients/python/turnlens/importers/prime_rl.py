@@ -61,18 +61,6 @@ def _steps(p: Path) -> List[Tuple[int, Path, List[Path]]]:
     return sorted(out)
 
 
-def _segments(mask: List[Any]) -> List[Tuple[int, int]]:
-    """[start, end) of each run of true loss_mask entries."""
-    out, start = [], None
-    for i, m in enumerate(mask):
-        if m and start is None:
-            start = i
-        elif not m and start is not None:
-            out.append((start, i))
-            start = None
-    if start is not None:
-        out.append((start, len(mask)))
-    return out
 
 
 def trajectory(row: Dict[str, Any]) -> Tuple[Dict[str, Any], str]:
@@ -87,7 +75,7 @@ def trajectory(row: Dict[str, Any]) -> Tuple[Dict[str, Any], str]:
     for k, v in columns.items():
         if len(v) != len(ids):
             raise shapes.ShapeError(f"{k}: {len(v)} entries, token_ids has {len(ids)} (one per token)")
-    segs = _segments(mask)
+    segs = shapes.mask_runs(mask)
     if not segs:
         raise shapes.ShapeError("loss_mask: no token was trained on")
     turns = []

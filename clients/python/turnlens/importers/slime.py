@@ -82,17 +82,6 @@ def _seq(v: Any, n: int, name: str) -> Optional[List[Any]]:
     return v
 
 
-def _segments(mask: Sequence[Any]) -> List[Tuple[int, int]]:
-    out, start = [], None
-    for i, m in enumerate(mask):
-        if m and start is None:
-            start = i
-        elif not m and start is not None:
-            out.append((start, i))
-            start = None
-    if start is not None:
-        out.append((start, len(mask)))
-    return out
 
 
 def _prompt_text(prompt: Any) -> str:
@@ -134,7 +123,7 @@ def trajectory(s: Dict[str, Any], t: Optional[Dict[str, Any]], raw: Optional[flo
         v = _seq(t.get(k), n, k) if t is not None else None
         if v is not None:
             cols[k] = v
-    segs = _segments(mask)
+    segs = shapes.mask_runs(mask)
     trained = bool(segs)
     segs = segs or [(0, n)]
     reward = _reward(s, raw)

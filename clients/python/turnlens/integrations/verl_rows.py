@@ -13,6 +13,8 @@ verl (volcengine/verl >= 0.6 agent loop, legacy RayPPOTrainer): one row per traj
 
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..shapes import mask_runs
+
 _TEXT_LIMIT = 200_000
 
 
@@ -90,26 +92,12 @@ def _prompt_keep(tensors: Any, i: int) -> Any:
     return p == p
 
 
-def _runs(mask: Any) -> List[Tuple[int, int]]:
-    """[start, end) of each run of 1s."""
-    out: List[Tuple[int, int]] = []
-    start = None
-    for j, m in enumerate(mask):
-        if m and start is None:
-            start = j
-        elif not m and start is not None:
-            out.append((start, j))
-            start = None
-    if start is not None:
-        out.append((start, len(mask)))
-    return out
-
 
 def _row_turns(mask: Any, rewards: Any, adv: Any, tokens: Optional[Dict[str, Any]], prompt: Any,
                tokenizer: Any) -> Optional[List[Dict[str, Any]]]:
     """One agent-loop output (1-D arrays over its response tokens) -> its turns, or None when no token
     is the model's. A turn's reward is the sum over its tokens and the tool tokens after it."""
-    runs = _runs(mask)
+    runs = mask_runs(mask)
     if not runs:
         return None
     width = len(mask)
