@@ -93,44 +93,18 @@ if ! node -e 'require("libpq")' >/dev/null 2>&1; then
   npm rebuild libpq --foreground-scripts >/dev/null 2>&1 || true
 fi
 
-stage vitest "unit and integration tests (vitest)"
-# PostgreSQL suites (test/db/postgres.test.ts) use TURNLENS_TEST_PG (a postgresql:// server URL) if
-# set, else a temporary cluster of Debian's PostgreSQL 15 on a free loopback port, removed at the end;
-# without PostgreSQL installed (apt-get install postgresql) they are skipped with a message.
-node_modules/.bin/vitest run
-
-stage vitest-postgresql "database and queue suites again, on PostgreSQL (TURNLENS_TEST_STORE=postgresql)"
-# scripts/pg-temp.ts starts a temporary cluster (or uses TURNLENS_TEST_PG's server) and removes it
-# at the end; test/helpers/temp-db.ts gives each file its own database there.
-PG_SUITES=(test/db test/platform test/jobs/queue.test.ts test/jobs/list.test.ts test/jobs/worker-fleet.test.ts
-  test/jobs/lease-hold.test.ts test/dashboard/credit-api.test.ts test/schemas)
-node --import tsx scripts/pg-temp.ts -- env TURNLENS_TEST_STORE=postgresql node_modules/.bin/vitest run "${PG_SUITES[@]}"
-
-if [ -d test/engine ] && ls test/engine/test_*.py >/dev/null 2>&1; then
-  stage pytest-engine "engine tests (pytest)"
-  "${TURNLENS_PYTHON:-python3}" -m pytest test/engine -q
-fi
-
-stage next-build "build"
-NEXT_TELEMETRY_DISABLED=1 node_modules/.bin/next build >/dev/null
-
-stage schemathesis "API contract (Schemathesis against the generated OpenAPI document)"
+stage suite-packages "the test suites' own packages (Schemathesis, the client tests' libraries)"
 PY="${TURNLENS_PYTHON:-python3}"
 stamp="node_modules/.turnlens-pip-api-$(sha1sum test/api/requirements.txt | cut -c1-12)"
 if [ ! -f "$stamp" ]; then
   "$PY" -m pip install --quiet --disable-pip-version-check -r test/api/requirements.txt
   touch "$stamp"
 fi
-stage schemathesis-run "API contract: the run"
-bash scripts/test-api-contract.sh
-
-stage pytest-client-venv "python client tests (pytest): their libraries"
-# The client (clients/python, standard library only) against the build above on a temp database.
-# The integrations and importers are tested against the real libraries (TRL, verl, MLflow,
+# The client (clients/python, standard library only) is tested against the build on a temp database.
+# The integrations and importers are tested against the real libraries (TRL, verl, SkyRL, MLflow,
 # TensorBoard, Trackio, W&B, Inspect ...), pinned in clients/python/tests/requirements-*.txt and
-# installed into a venv over the engine's torch/transformers; *-nodeps.txt with --no-deps (verl pins
-# versions its CPU modules do not need).
-PY="${TURNLENS_PYTHON:-python3}"
+# installed into a venv over the engine's torch/transformers; *-nodeps.txt with --no-deps (pins of
+# versions their CPU modules do not need).
 CLIENT_VENV="node_modules/.turnlens-client-venv"
 stamp="node_modules/.turnlens-client-$(cat clients/python/tests/requirements-*.txt | sha1sum | cut -c1-12)"
 if [ ! -f "$stamp" ] || [ ! -x "$CLIENT_VENV/bin/python" ]; then
@@ -145,8 +119,63 @@ if [ ! -f "$stamp" ] || [ ! -x "$CLIENT_VENV/bin/python" ]; then
   done
   touch "$stamp"
 fi
-stage pytest-client-run "python client tests: the run"
-"$CLIENT_VENV/bin/python" -m pytest clients/python/tests -q
+
+# Two lanes side by side: the suites mostly wait (worker and engine processes, leases, servers
+# starting), so on 2 cores the second lane runs in what the first leaves idle; the timing-sensitive
+# browser tests run after both, alone. Lane A (vitest) prints as it goes; lane B's output follows
+# when both are done. Each lane's stages are in the table at the end.
+LANES="$(mktemp -d)"
+lane_stage() {
+  if [ -n "${ls_name:-}" ]; then
+    echo "-- $ls_name: $((SECONDS - ls_start)) s"
+    echo "$ls_name $((SECONDS - ls_start))" >>"$LANES/times"
+  fi
+  ls_name="$1" ls_start=$SECONDS
+  [ -z "$1" ] || echo "== $2"
+}
+lane_a() {
+  # PostgreSQL suites (test/db/postgres.test.ts) use TURNLENS_TEST_PG (a postgresql:// server URL) if
+  # set, else a temporary cluster of Debian's PostgreSQL 15 on a free loopback port, removed at the
+  # end; without PostgreSQL installed (apt-get install postgresql) they are skipped with a message.
+  lane_stage a:vitest "unit and integration tests (vitest)"
+  node_modules/.bin/vitest run
+  # scripts/pg-temp.ts starts a temporary cluster (or uses TURNLENS_TEST_PG's server) and removes it
+  # at the end; test/helpers/temp-db.ts gives each file its own database there.
+  lane_stage a:vitest-postgresql "database and queue suites again, on PostgreSQL (TURNLENS_TEST_STORE=postgresql)"
+  local pg_suites=(test/db test/platform test/jobs/queue.test.ts test/jobs/list.test.ts test/jobs/worker-fleet.test.ts
+    test/jobs/lease-hold.test.ts test/dashboard/credit-api.test.ts test/schemas)
+  node --import tsx scripts/pg-temp.ts -- env TURNLENS_TEST_STORE=postgresql node_modules/.bin/vitest run "${pg_suites[@]}"
+  lane_stage "" ""
+}
+lane_b() {
+  lane_stage b:pytest-engine "engine tests (pytest)"
+  "$PY" -m pytest test/engine -q
+  lane_stage b:next-build "build"
+  NEXT_TELEMETRY_DISABLED=1 node_modules/.bin/next build >/dev/null
+  lane_stage b:schemathesis "API contract (Schemathesis against the generated OpenAPI document)"
+  bash scripts/test-api-contract.sh
+  lane_stage b:pytest-client "python client tests (pytest)"
+  "$CLIENT_VENV/bin/python" -m pytest clients/python/tests -q
+  lane_stage "" ""
+}
+stage lanes "lane A: vitest on SQLite, then on PostgreSQL | lane B: engine tests, build, API contract, client tests"
+# each lane in a subshell of its own with errexit on (an `||` around a function would turn it off)
+(set -e; lane_b) >"$LANES/b.log" 2>&1 &
+lane_b_pid=$!
+set +e
+(set -e; lane_a) 2>&1 | tee "$LANES/a.log"
+lane_a_status=${PIPESTATUS[0]}
+wait "$lane_b_pid"
+lane_b_status=$?
+set -e
+echo "== lane B's output"
+cat "$LANES/b.log"
+end_stage
+while read -r name secs; do STAGE_NAMES+=("  $name") STAGE_SECS+=("$secs"); done <"$LANES/times"
+if [ "$lane_a_status" != 0 ] || [ "$lane_b_status" != 0 ]; then
+  echo "test: lane A exited $lane_a_status, lane B exited $lane_b_status (their output above)" >&2
+  exit 1
+fi
 
 stage playwright "end-to-end tests (Playwright, Chromium)"
 node_modules/.bin/playwright test
