@@ -241,7 +241,7 @@ export const initParamsSchema = z.strictObject({
   threads: count
     .optional()
     .describe(
-      "`torch.set_num_threads` (default: torch's). On the shared 2-core machines use **1**: with 2 threads and another busy process the step time went from 0.15 s to 1.4-3 s",
+      "`torch.set_num_threads` (default: torch's). Use **1** where other processes share 2 cores: with 2 threads beside another busy process a step takes 1.4-3 s instead of 0.15 s",
     ),
 });
 

@@ -147,7 +147,7 @@ class InitParams:
     device: InitDevice = "auto"
     """`auto`: CUDA with bf16 autocast when `torch.cuda.is_available()`, else CPU fp32 [`"auto"` or `"cpu"` or `"cuda"`]"""
     threads: int | None = None
-    """`torch.set_num_threads` (default: torch's). On the shared 2-core machines use **1**: with 2 threads and another busy process the step time went from 0.15 s to 1.4-3 s [integer ≥ 1]"""
+    """`torch.set_num_threads` (default: torch's). Use **1** where other processes share 2 cores: with 2 threads beside another busy process a step takes 1.4-3 s instead of 0.15 s [integer ≥ 1]"""
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> InitParams:
