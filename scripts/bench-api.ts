@@ -12,7 +12,7 @@ process.env.DATABASE_URL = `file:./${DB}`;
 execFileSync(process.execPath, ["scripts/db-migrate.mjs", "deploy"], { stdio: "pipe" });
 
 const { createRun } = await import("../lib/db/runs");
-const { writeMetrics } = await import("../lib/db/metrics");
+const { writeMetrics } = await import("../lib/db/metric-writes");
 const { writeRolloutStep } = await import("../lib/db/rollouts");
 type Step = import("../lib/schemas/rollouts").RolloutStepInput;
 

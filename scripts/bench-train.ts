@@ -16,7 +16,7 @@ import os from "node:os";
 import { launchRun } from "../lib/runs/launch";
 import { launchRunSchema } from "../lib/schemas/runs";
 import { getRun } from "../lib/db/runs";
-import { readSeries } from "../lib/db/metrics";
+import { readSeries } from "../lib/db/metric-series";
 import { createEnv, getEnvSpec } from "../lib/envs/registry";
 import { playEpisode } from "../lib/envs/play";
 import { randomAction } from "../lib/envs/random-policy";

@@ -21,7 +21,7 @@ import path from "node:path";
 import { launchRun } from "../lib/runs/launch";
 import { launchRunSchema } from "../lib/schemas/runs";
 import { getRun } from "../lib/db/runs";
-import { readSeries } from "../lib/db/metrics";
+import { readSeries } from "../lib/db/metric-series";
 import { bootstrapDiffCI, minimumDetectableDifference, pairedTTest, permutationTest, verdict, welchTTest } from "./stats";
 
 const LOCK = "/tmp/turnlens-bench.lock";

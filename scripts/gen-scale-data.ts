@@ -51,7 +51,7 @@ const loadStart = loadAverage();
 const store: Store = await openStore(kind, kind === "sqlite" && opts.dir ? opts.dir : undefined);
 process.env.DATABASE_URL = store.url;
 const { createRun } = await import("../lib/db/runs");
-const { writeMetrics } = await import("../lib/db/metrics");
+const { writeMetrics } = await import("../lib/db/metric-writes");
 const { dbDateTime, getRawDb } = await import("../lib/db/raw");
 const { databaseBytes, openBulkSink, settleAfterBulkLoad, tableBytes } = await import("../lib/db/bulk-load");
 const newRun = (name: string) => createRun({ project: "scale", name, kind: "imported", jobKind: null, config: { lr: 1e-5 }, status: "running" }).runId;

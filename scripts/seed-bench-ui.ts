@@ -110,7 +110,7 @@ export async function seedBenchUi(log: (s: string) => void = console.log): Promi
   process.env.DATABASE_URL = `file:./${BENCH_DB}`;
   execFileSync(process.execPath, ["scripts/db-migrate.mjs", "deploy"], { stdio: "pipe" });
   const { createRun, finishImportedRunRow } = await import("../lib/db/runs");
-  const { writeMetrics } = await import("../lib/db/metrics");
+  const { writeMetrics } = await import("../lib/db/metric-writes");
   const { writeRolloutStep, listGroups } = await import("../lib/db/rollouts");
   const { checkpointWal } = await import("../lib/db/bulk-load");
   type Step = import("../lib/schemas/rollouts").RolloutStepInput;

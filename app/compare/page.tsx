@@ -2,7 +2,7 @@ import { Suspense } from "react";
 import { CompareView } from "@/components/compare/compare-view";
 import { Hydrate, tryRead } from "@/components/ui/hydrate";
 import { getRun } from "@/lib/db/runs";
-import { listSeries, readSeries } from "@/lib/db/metrics";
+import { listSeries, readSeries } from "@/lib/db/metric-series";
 import { CHART_POINTS } from "@/lib/charts/prepare-series";
 import { compareQuery, seriesQuery } from "@/lib/queries";
 

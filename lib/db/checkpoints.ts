@@ -1,7 +1,7 @@
 // Checkpoints of a training run and resuming from them.
 import { randomUUID } from "node:crypto";
 import { getRawDb, dbDateTime, writeTransaction, type Fence, type RawDb } from "./raw";
-import { truncateMetricsAfter } from "./metrics";
+import { truncateMetricsAfter } from "./metric-writes";
 
 export interface CheckpointRow {
   id: string;

@@ -2,7 +2,7 @@
 import { randomUUID } from "node:crypto";
 import { ConflictError, NotFoundError } from "../schemas/errors";
 import { parseConfigFilter, type ImportRun, type RunFilters, type RunListQuery, type RunOut } from "../schemas/runs";
-import { deleteRunMetrics } from "./metrics";
+import { deleteRunMetrics } from "./metric-writes";
 import { getRawDb, dbDateTime, writeTransaction, type RawDb } from "./raw";
 import { dialect, likePattern } from "./dialect";
 

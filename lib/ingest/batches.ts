@@ -4,7 +4,8 @@
 // content a 409 naming what clashes. Steps are keyed by their step number (a step is written once),
 // metric batches by the client's batchId.
 import { createHash } from "node:crypto";
-import { metricBodyByKey, writeMetricsByKey } from "../db/metrics";
+import { metricBodyByKey } from "../db/metric-points";
+import { writeMetricsByKey } from "../db/metric-writes";
 import { stepExists, writeRolloutStep } from "../db/rollouts";
 import {
   addStepPart,

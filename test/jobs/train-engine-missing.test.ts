@@ -14,7 +14,7 @@ const { launchRunSchema } = await import("../../lib/schemas/runs");
 const { getJob, tailLog } = await import("../../lib/jobs");
 const { listSteps } = await import("../../lib/db/rollouts");
 const { getRun } = await import("../../lib/db/runs");
-const { listSeries } = await import("../../lib/db/metrics");
+const { listSeries } = await import("../../lib/db/metric-series");
 const { assertEngineInstalled, engineRequirements, EngineNotInstalledError } = await import("../../workers/runners/train");
 
 afterEach(killAllWorkers);

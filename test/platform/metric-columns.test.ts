@@ -9,7 +9,7 @@ const { ingestMetrics } = await import("@/lib/ingest/batches");
 const { handleIngest } = await import("@/lib/ingest/thread");
 const { getRawDb } = await import("@/lib/db/raw");
 const { createRun } = await import("@/lib/db/runs");
-const { listSeries, readSeries } = await import("@/lib/db/metrics");
+const { listSeries, readSeries } = await import("@/lib/db/metric-series");
 const { metricRows } = await import("../helpers/metric-rows");
 
 let seed = 11;

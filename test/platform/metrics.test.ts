@@ -3,7 +3,9 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { useTempDatabase } from "../helpers/temp-db";
 
 useTempDatabase("metrics");
-const { writeMetrics, readSeries, chooseStride, listSeries, metricChunks, truncateMetricsAfter } = await import("@/lib/db/metrics");
+const { writeMetrics, truncateMetricsAfter } = await import("@/lib/db/metric-writes");
+const { readSeries, chooseStride, listSeries } = await import("@/lib/db/metric-series");
+const { metricChunks } = await import("@/lib/db/metric-export");
 const { writeTransaction } = await import("@/lib/db/raw");
 const { metricRows } = await import("../helpers/metric-rows");
 const { createRun } = await import("@/lib/db/runs");

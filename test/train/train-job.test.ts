@@ -17,10 +17,10 @@ const { storedStepSummary } = await import("../../lib/runs/credit-views");
 const { listCheckpoints } = await import("../../lib/db/checkpoints");
 const { metricSteps } = await import("../helpers/metric-rows");
 const { getRun } = await import("../../lib/db/runs");
-const { listSeries } = await import("../../lib/db/metrics");
+const { listSeries } = await import("../../lib/db/metric-series");
 const { getTrajectory, listTrajectories } = await import("../../lib/db/rollouts");
 const { runCredit } = await import("../../lib/credit");
-const { readSeries } = await import("../../lib/db/metrics");
+const { readSeries } = await import("../../lib/db/metric-series");
 const { createEnv } = await import("../../lib/envs/registry");
 const { evalTasks, heldOutSet, trainTask } = await import("../../lib/envs/heldout");
 

@@ -1,7 +1,8 @@
 // What evaluation jobs (baseline, onnx-eval, checkpoint-eval) share: per-batch and cumulative curves, the
 // fenced write of a batch's rollouts and curves together, and pass@k.
 import { runGroupTotals, runTrajectoryTotals, writeRolloutStep } from "../../lib/db/rollouts";
-import { writeMetrics, type MetricPoint } from "../../lib/db/metrics";
+import type { MetricPoint } from "../../lib/db/metric-points";
+import { writeMetrics } from "../../lib/db/metric-writes";
 import { writeTransaction } from "../../lib/db/raw";
 import type { GroupInput } from "../../lib/schemas/rollouts";
 import type { JobContext } from "./types";

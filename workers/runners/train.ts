@@ -25,7 +25,8 @@ import { rollout, rolloutTrajectoryId, toStoredGroup, withCredit, type Generate,
 import type { RolloutStepInput } from "../../lib/schemas/rollouts";
 import { summarizeStepInput } from "../../lib/schemas/step-summary";
 import { writeRolloutStep } from "../../lib/db/rollouts";
-import { writeMetrics, type MetricPoint } from "../../lib/db/metrics";
+import type { MetricPoint } from "../../lib/db/metric-points";
+import { writeMetrics } from "../../lib/db/metric-writes";
 import { addCheckpoint, latestCheckpoint, truncateRunAfter } from "../../lib/db/checkpoints";
 import { writeTransaction } from "../../lib/db/raw";
 import { projectRoot } from "../../lib/db/url";

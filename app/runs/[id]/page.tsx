@@ -2,7 +2,7 @@ import { Suspense } from "react";
 import { RunView } from "@/components/runs/run-view";
 import { Hydrate, tryRead } from "@/components/ui/hydrate";
 import { getRun } from "@/lib/db/runs";
-import { listSeries, readSeries } from "@/lib/db/metrics";
+import { listSeries, readSeries } from "@/lib/db/metric-series";
 import { mergeSeries } from "@/lib/charts/series-merge";
 import { CHART_POINTS } from "@/lib/charts/prepare-series";
 import { prefetchedKeys } from "@/components/charts/run-chart-plan";

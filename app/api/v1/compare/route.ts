@@ -1,7 +1,7 @@
 import { route } from "@/lib/api/route";
 import { routes } from "@/lib/api/routes";
 import { getRun } from "@/lib/db/runs";
-import { listSeries } from "@/lib/db/metrics";
+import { listSeries } from "@/lib/db/metric-series";
 
 /** The runs to compare and the union of their metric keys (with how many of the runs log each). */
 export const GET = route(routes.compare, ({ query }) => {

@@ -1,7 +1,7 @@
 import { route, Ok } from "@/lib/api/route";
 import { routes } from "@/lib/api/routes";
 import { assertRunExists } from "@/lib/db/runs";
-import { listSeries } from "@/lib/db/metrics";
+import { listSeries } from "@/lib/db/metric-series";
 import { runIngest } from "@/lib/ingest/pool";
 import { admitExternalWrite, assertExternalWrite } from "@/lib/ingest/write-access";
 

@@ -1,7 +1,7 @@
 import { route } from "@/lib/api/route";
 import { routes } from "@/lib/api/routes";
 import { assertRunExists } from "@/lib/db/runs";
-import { metricColumnChunks, type MetricColumns } from "@/lib/db/metrics";
+import { metricColumnChunks, type MetricColumns } from "@/lib/db/metric-export";
 import { endianness } from "node:os";
 
 // packed blocks are little-endian whatever the host: a big-endian one swaps each 8-byte number
