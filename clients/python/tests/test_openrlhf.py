@@ -243,10 +243,13 @@ def test_group_estimators_are_logged_at_the_trainers_steps_and_recompute(server,
     assert [t["action"] for t in turns] == ["look go", "five five done"]
 
 
-@pytest.mark.parametrize("name, kl", [("group_norm", 0.5), ("reinforce_baseline", 0.0), ("gae", 0.0)])
-def test_kl_in_the_reward_and_whitened_estimators_are_labelled_openrlhfs_own(server, name, kl):
-    run = turnlens.init(project="openrlhf", name=f"{name}-kl{kl}", url=server.url)
-    m = maker(name, kl_coef=kl)
+@pytest.mark.parametrize(
+    "name, kl, clip",
+    [("group_norm", 0.5, (-10, 10)), ("rloo", 0.0, (-0.5, 0.5)), ("reinforce_baseline", 0.0, None), ("gae", 0.0, None)],
+)
+def test_kl_in_the_reward_a_binding_clip_and_whitened_estimators_are_labelled_openrlhfs_own(server, name, kl, clip):
+    run = turnlens.init(project="openrlhf", name=f"{name}-kl{kl}-clip{clip}", url=server.url)
+    m = maker(name, kl_coef=kl, clip=clip)
     if name == "gae":
         m.make_experience = (
             lambda make: lambda s: [setattr(x, "values", 0.1 * x.action_mask.float()) or x for x in make(s)]
