@@ -75,16 +75,14 @@ describe("a step's deferred work", () => {
   it("of a step with tokens gives the summary of the whole step (token entropies where a turn has no entropy of its own)", () => {
     const runId = newRun("tokens");
     const s = step(1);
-    s.groups.forEach((g, gi) =>
-      g.trajectories.forEach((t, ti) =>
-        t.turns.forEach((u, k) => {
+    for (const [gi, g] of s.groups.entries())
+      for (const [ti, t] of g.trajectories.entries())
+        for (const [k, u] of t.turns.entries()) {
           u.tokenIds = [1, 2, 3];
           u.tokenLogprobs = [-0.1, -0.2, -0.3];
           u.tokenEntropies = [0.1 * (gi + 1), 0.2 * (ti + 1), 0.3 * (k + 1)];
           if ((gi + ti + k) % 2) u.entropy = null;
-        }),
-      ),
-    );
+        }
     const input = rolloutStepInputSchema.parse(s);
     const r = ingestInChild(runId, input, "finish");
     expect(r.status, r.stderr).toBe(0);
