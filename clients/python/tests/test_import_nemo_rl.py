@@ -1,74 +1,105 @@
-"""NeMo-RL's train_data_step<N>.jsonl. NeMo-RL does not install here (its PyPI package is a 0.0.0
-placeholder and the trainer needs CUDA), so its writer was not run: the files are written in the
-layout of its code (nemo_rl/algorithms/grpo.py's log_data, Logger.log_batched_dict_as_jsonl: one line
-per sample, every value the sample's one-element slice of the batch, plus idx), and the advantages
-follow GRPOAdvantageEstimator (calculate_baseline_and_std_per_prompt: baseline per identical prompt
-over the batch, optional leave-one-out, std with Bessel's correction, / (std + 1e-6) where std > 0,
-float32, expanded to every token). The check is against that layout, not NeMo-RL's own writer."""
+"""NeMo-RL's train_data_step<N>.jsonl, written by NeMo-RL's own code. NeMo-RL does not install here (its PyPI
+package is a 0.0.0 placeholder and the trainer needs CUDA), so the files it writes with are copied unchanged into
+tests/vendor/nemo_rl from NVIDIA-NeMo/RL at 7ea279a and imported with the modules the writing path never reaches
+(Ray, W&B, MLflow, the tokenizer and multimodal stacks) stood in for (tests/vendor_stubs.py). A step goes as
+grpo.py's training step takes it: message logs, batched_message_log_to_flat_message (the padded batch),
+GRPOAdvantageEstimator.compute_advantage over the prompts' token ids (calculate_baseline_and_std_per_prompt), then
+grpo.py's log_data through Logger.log_batched_dict_as_jsonl. grpo.py itself is the whole trainer (it imports vLLM,
+Megatron and Ray at the top), so the few lines of it that join these pieces are repeated here, each naming its
+source; the policy's prev_logprobs (a forward pass) are the sampler's minus 0.01."""
 
 import json
 import sqlite3
 import urllib.parse
 
 import pytest
+from vendor_stubs import import_vendored
 
 from turnlens import cli
 from turnlens.importers import run_import
 
 torch = pytest.importorskip("torch")
+for _needed in ("numpy", "pydantic", "typing_extensions"):  # what the vendored modules import for real
+    pytest.importorskip(_needed)
+
+# Imported by the vendored modules, never reached by flattening, advantages or writing a jsonl.
+STUBS = [
+    *("mlflow", "ray", "requests", "swanlab", "wandb", "matplotlib", "matplotlib.pyplot", "torch.utils.tensorboard"),
+    *("prometheus_client", "prometheus_client.parser", "prometheus_client.samples"),
+    *("rich", "rich.box", "rich.console", "rich.logging", "rich.panel"),
+    *("transformers", "transformers.tokenization_utils_base", "datasets"),
+    *("nemo_rl.data.packing", "nemo_rl.data.chat_templates", "nemo_rl.models", "nemo_rl.models.policy"),
+    *("nemo_rl.utils.fastokens", "nemo_rl.algorithms.loss"),
+]
+# text-only batches: no multimodal keys, no PackedTensor (isinstance checks against a stand-in class are False)
+MULTIMODAL = {"nemo_rl.data.multimodal_utils": {"MULTIMODAL_CONTENT_TYPES": frozenset(), "NATIVE_MULTIMODAL_KEYS": frozenset()}}
+nemo_logger, nemo_flat, nemo_adv = import_vendored(
+    ["nemo_rl.utils.logger", "nemo_rl.data.llm_message_utils", "nemo_rl.algorithms.advantage_estimator"], STUBS, MULTIMODAL
+)
+PAD = 0  # tokenizer.pad_token_id
 
 
-def nemo_advantages(prompts, rewards, leave_one_out, normalize):
-    """GRPOAdvantageEstimator.compute_advantage's per-sample value, in float32 as NeMo-RL computes it."""
-    P, R = torch.tensor(prompts), torch.tensor(rewards, dtype=torch.float32)
-    baseline, std = torch.zeros_like(R), torch.zeros_like(R)
-    for u in torch.unique(P, dim=0):
-        idx = torch.arange(len(P))[(P == u).all(1)]
-        n = len(idx)
-        if n <= 1:
-            baseline[idx] = R[idx]
-            continue
-        m = (1 - torch.eye(n)) if leave_one_out else torch.ones(n, n)
-        num = torch.tensor(float(n - int(leave_one_out)))  # a tensor, as NeMo-RL's: a group of two divides by 0 -> inf
-        b = m @ R[idx] / num
-        sq = m @ R[idx].pow(2) / num
-        baseline[idx], std[idx] = b, ((sq - b.square()) * (num / (num - 1))).sqrt().nan_to_num(0)
-    adv = R - baseline
-    if normalize:
-        nz = std > 0
-        adv[nz] = adv[nz] / (std[nz] + 1e-6)
-    return adv.tolist()
+def logger_at(log_dir):
+    """NeMo-RL's Logger with every backend off (logger: in the GRPO config)."""
+    return nemo_logger.Logger({"log_dir": str(log_dir), "wandb_enabled": False, "swanlab_enabled": False,
+                               "tensorboard_enabled": False, "mlflow_enabled": False, "wandb": {},
+                               "monitor_gpus": False, "gpu_monitoring": {}})
 
 
-def write_step(path, samples, leave_one_out=True, normalize=True):
-    """samples: (prompt ids, [(trained ids, env ids)], content, reward). Rows padded to one length, as the batch is."""
-    rows = []
-    for prompt, parts, content, reward in samples:
-        ids, mask = list(prompt), [0] * len(prompt)
-        for model, env in parts:
-            ids += model + env
-            mask += [1] * len(model) + [0] * len(env)
-        rows.append((prompt, ids, mask, content, reward))
-    width = max(len(r[1]) for r in rows) + 3
-    prompts = [r[0] + [0] * (width - len(r[0])) for r in rows]  # NeMo-RL pads the prompts too before comparing them
-    advs = nemo_advantages(prompts, [r[4] for r in rows], leave_one_out, normalize)
-    with open(path, "w") as f:
-        for i, ((prompt, ids, mask, content, reward), a) in enumerate(zip(rows, advs)):
-            pad = width - len(ids)
-            gen = [(-0.05 * (j + 1) if m else 0.0) for j, m in enumerate(mask)] + [0.0] * pad
-            sample = {
-                "content": [content],
-                "rewards": [reward],
-                "input_lengths": [len(ids)],
-                "token_ids": [ids + [0] * pad],
-                "token_loss_mask": [mask + [0] * pad],
-                "sample_loss_mask": [1.0],
-                "advantages": [[a] * width],
-                "generation_logprobs": [gen],
-                "prev_logprobs": [[x - 0.01 for x in gen]],
-            }
-            f.write(json.dumps({**sample, "idx": i}, default=str) + "\n")
-    return advs
+def message_log(prompt, parts, content, generated=True):
+    """A rollout's message log as NeMo-RL's multi-turn rollout builds it: the prompt's message, then per turn the
+    model's reply (with the sampler's generation_logprobs) and the environment's answer."""
+    texts = iter(content)
+    log = [{"role": "user", "content": next(texts), "token_ids": torch.tensor(prompt)}]
+    pos = len(prompt)
+    for model, env in parts:
+        reply = {"role": "assistant", "content": next(texts), "token_ids": torch.tensor(model)}
+        if generated:
+            reply["generation_logprobs"] = torch.tensor([-0.05 * (pos + j + 1) for j in range(len(model))])
+        log.append(reply)
+        pos += len(model)
+        if env:
+            log.append({"role": "environment", "content": next(texts), "token_ids": torch.tensor(env)})
+            pos += len(env)
+    return log
+
+
+def grpo_step(logger, step, rollouts, leave_one_out=True, normalize=True):
+    """One GRPO step's train_data_step<step>.jsonl. rollouts: (prompt ids, [(reply ids, answer ids)], message texts,
+    reward[, generated]). Returns NeMo-RL's advantage of each sample."""
+    logs = [message_log(p, parts, content, *rest[1:]) for p, parts, content, *rest in rollouts]
+    rewards = torch.tensor([r[3] for r in rollouts], dtype=torch.float32)
+    # grpo.py add_grpo_token_loss_masks_and_generation_logprobs: the generated replies are the trained tokens
+    for log in logs:
+        for m in log:
+            trained = m["role"] == "assistant" and "generation_logprobs" in m
+            m["token_loss_mask"] = torch.ones_like(m["token_ids"]) if trained else torch.zeros_like(m["token_ids"])
+            if "generation_logprobs" not in m:
+                m["generation_logprobs"] = torch.zeros_like(m["token_ids"], dtype=torch.float32)
+    flat, input_lengths = nemo_flat.batched_message_log_to_flat_message(
+        logs, pad_value_dict={"token_ids": PAD}, make_sequence_length_divisible_by=4
+    )
+    # grpo.py extract_initial_prompt_messages: the messages within the prompt's length, here the first
+    prompt_flat, _ = nemo_flat.batched_message_log_to_flat_message([log[:1] for log in logs], pad_value_dict={"token_ids": PAD})
+    sample_mask = torch.ones(len(logs))  # repeated_batch["loss_multiplier"]
+    config = nemo_adv.AdvEstimatorConfig(use_leave_one_out_baseline=leave_one_out, normalize_rewards=normalize)
+    advantages = nemo_adv.GRPOAdvantageEstimator(config, None).compute_advantage(
+        prompt_ids=prompt_flat["token_ids"], rewards=rewards, mask=flat["token_loss_mask"] * sample_mask.unsqueeze(-1)
+    )
+    # grpo.py's log_data (synchronous GRPO, no dynamic sampling), in its order
+    log_data = {
+        "content": flat["content"],
+        "rewards": rewards.tolist(),
+        "input_lengths": input_lengths.tolist(),
+        "token_ids": flat["token_ids"].tolist(),
+        "token_loss_mask": flat["token_loss_mask"].tolist(),
+        "sample_loss_mask": sample_mask.tolist(),
+        "advantages": advantages.tolist(),
+        "generation_logprobs": flat["generation_logprobs"].tolist(),
+        "prev_logprobs": (flat["generation_logprobs"] - 0.01).tolist(),
+    }
+    logger.log_batched_dict_as_jsonl(log_data, f"train_data_step{step}.jsonl")
+    return advantages[:, 0].tolist()
 
 
 def credit(server, run_id, step, group_id, estimator=None, params=None):
@@ -81,8 +112,7 @@ def credit(server, run_id, step, group_id, estimator=None, params=None):
 
 
 def test_nemo_rl_train_data(server, tmp_path):
-    log = tmp_path / "logs" / "exp_001"
-    log.mkdir(parents=True)
+    logger = logger_at(tmp_path / "logs" / "exp_001")
     a, b = [1, 2, 3], [4, 5]
     step1 = [
         # prompt a, a two-turn rollout: (reply, environment answer) twice
@@ -91,33 +121,17 @@ def test_nemo_rl_train_data(server, tmp_path):
         (a, [([16], [34])], ["sys: play", "wait", "<lost>"], 0.0),
         (b, [([20], [40])], ["2+2?", "4", "correct"], 1.0),
         (b, [([21], [41])], ["2+2?", "5", "wrong"], 0.0),
-        (
-            a,
-            [([17, 18], [35])],
-            ["sys: play", "go right", "<won>"],
-            1.0,
-        ),  # the same prompt again, not adjacent: one group
+        (a, [([17, 18], [35])], ["sys: play", "go right", "<won>"], 1.0),  # the same prompt again, not adjacent: one group
     ]
-    advs1 = write_step(log / "train_data_step1.jsonl", step1)  # NeMo-RL's defaults: leave-one-out, normalised
+    advs1 = grpo_step(logger, 1, step1)  # NeMo-RL's defaults: leave-one-out, normalised
     step2 = [(a, [([10], [30])], ["sys: play", "x", "y"], r) for r in (1.0, 0.0, 0.5)] + [
         (b, [([20], [40])], ["2+2?", "4", "ok"], r) for r in (2.0, 1.0)
     ]
-    advs2 = write_step(log / "train_data_step2.jsonl", step2, leave_one_out=False)
-    with open(log / "train_data_step2.jsonl", "a") as f:
-        f.write(
-            json.dumps(
-                {
-                    "content": [["p", "q"]],
-                    "rewards": [0.0],
-                    "input_lengths": [2],
-                    "token_ids": [[1, 2]],
-                    "token_loss_mask": [[0, 0]],
-                    "advantages": [[0.0, 0.0]],
-                    "idx": 5,
-                }
-            )
-            + "\n"
-        )
+    # a prompt whose only assistant message came with the prompt (no generation_logprobs): nothing trained on
+    advs2 = grpo_step(logger, 2, step2 + [([6, 7], [([8], [])], ["p", "q"], 0.0, False)], leave_one_out=False)[:5]
+    written = [json.loads(x) for x in (tmp_path / "logs" / "exp_001" / "train_data_step1.jsonl").read_text().splitlines()]
+    assert [r["idx"] for r in written] == list(range(6)) and all(len(r["token_ids"]) == 1 for r in written)
+    assert all(len(r["token_ids"][0]) == 12 and len(r["advantages"][0]) == 12 for r in written)  # padded to a multiple of 4
 
     [rep] = run_import("nemo-rl", str(tmp_path / "logs"), project="nemo-imports", url=server.url)
     assert rep.imported == 11
@@ -174,11 +188,10 @@ def test_another_file_is_named(tmp_path, capsys):
 
 
 def test_distillation_files_are_named_once(server, tmp_path):
-    """NeMo-RL's distillation loop writes train_data_step<N>.jsonl with content and input_lengths only."""
-    f = tmp_path / "train_data_step1.jsonl"
-    f.write_text(
-        "".join(json.dumps({"content": [["q", "a"]], "input_lengths": [5], "idx": i}) + "\n" for i in range(3))
-    )
+    """NeMo-RL's distillation loop writes train_data_step<N>.jsonl with content and input_lengths only
+    (distillation.py: log_data = {"content": flat_messages["content"], "input_lengths": ...})."""
+    content = [["q", "a"]] * 3
+    logger_at(tmp_path).log_batched_dict_as_jsonl({"content": content, "input_lengths": [5, 5, 5]}, "train_data_step1.jsonl")
     [rep] = run_import("nemo-rl", str(tmp_path), project="nemo-imports", url=server.url)
     assert rep.imported == 0 and dict(rep.rejected) == {
         "train_data_step1.jsonl": "holds content and input_lengths only (NeMo-RL's distillation writes that): no tokens, "

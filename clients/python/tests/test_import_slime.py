@@ -1,123 +1,117 @@
-"""slime's debug dumps. slime is not on PyPI (another project owns the name) and its trainer needs
-Megatron and SGLang, so its writers were not run here: the files are written in the layout of its
-code, torch.save of {"rollout_id", "samples": [Sample.to_dict()]} (save_debug_rollout_data) and the
-format_version 2 train payload (_build_dump_payload: samples in rollout order with sample_index,
-rollout_position and the per-sample training fields, raw_reward at the top), with slime's GRPO
-advantages (_post_process_rewards: n_samples_per_prompt consecutive samples, (r - mean) / (std + 1e-6),
-or the whole batch when the count is not n x rollout_batch_size; get_grpo_returns: that value on every
-response token). The check is against that layout, not slime's own writer."""
+"""slime's debug dumps, written by slime's own code. slime is not on PyPI (another project owns the name) and its
+trainer needs Megatron and SGLang, so its files are copied unchanged into tests/vendor/slime from THUDM/slime at
+624b824 and imported with what the writing path never reaches (Ray, SGLang, Megatron, the rollout servers) stood
+in for (tests/vendor_stubs.py). A rollout goes as slime takes it: Samples built with Sample.append_response_tokens
+(model tokens with their log probs, tool tokens untrained), save_debug_rollout_data, then
+RolloutManager._convert_samples_to_train_data (the group-normalised rewards of _post_process_rewards), the actor's
+GRPO step (compute_approx_kl, get_grpo_returns: advantages = returns) and save_debug_train_data on one rank (its
+megatron.core.mpu answers as a single-GPU run; torch.distributed is a real one-process gloo group). What the
+actor's model computes (log_probs, ref_log_probs, entropy) is made up: the rollout's log probs minus 0.01, minus
+0.02 more, and 0.7. The split into DP shards (_split_train_data_by_dp) is one shard, every sample in order."""
 
 import json
 import sqlite3
+import types
 import urllib.parse
 
 import pytest
+from vendor_stubs import import_vendored, stubbed
 
 from turnlens import cli
 from turnlens.importers import run_import
 
 torch = pytest.importorskip("torch")
+np = pytest.importorskip("numpy")
+
+# Imported by rollout.py (the rollout servers, Ray, SGLang, metrics) and slime.utils.misc (HTTP helpers): never
+# reached by _post_process_rewards, _convert_samples_to_train_data or the dump writers.
+STUBS = [
+    *("ray.util", "ray.util.scheduling_strategies", "sglang", "sglang.srt", "sglang.srt.constants", "slime.backends"),
+    *("slime.backends.sglang_utils", "slime.backends.sglang_utils.external", "slime.backends.sglang_utils.sglang_config"),
+    *("slime.backends.sglang_utils.sglang_engine", "slime.observability.logging_utils", "slime.observability.rollout_metrics"),
+    *("slime.rollout", "slime.rollout.base_types", "slime.rollout.sample_hooks", "slime.utils.dp_schedule"),
+    *("slime.utils.health_monitor", "slime.utils.http_utils", "slime.ray.rollout_validation", "slime.ray.utils"),
+]
+slime_types, rollout_dump, train_dump, ppo, rollout = import_vendored(
+    ["slime.utils.types", "slime.observability.rollout_data_utils", "slime.observability.train_data_utils",
+     "slime.utils.ppo_utils", "slime.ray.rollout"],
+    STUBS,
+    {"ray": {"remote": lambda cls: cls}},  # @ray.remote class RolloutManager: the class itself
+)
+Sample = slime_types.Sample
+# megatron.core.mpu of a run on one GPU (TP = PP = CP = DP = 1); all_gather_with_cp is the identity at CP = 1
+MPU = types.SimpleNamespace(
+    is_pipeline_last_stage=lambda ignore_virtual=False: True, get_tensor_model_parallel_rank=lambda: 0,
+    get_context_parallel_rank=lambda: 0, get_data_parallel_rank=lambda with_context_parallel=False: 0,
+    get_data_parallel_world_size=lambda with_context_parallel=False: 1,
+    get_data_parallel_src_rank=lambda with_context_parallel=False: 0,
+)
+ONE_RANK = {"megatron": {}, "megatron.core": {"mpu": MPU}, "slime.backends": {},
+            "slime.backends.megatron_utils": {},
+            "slime.backends.megatron_utils.cp_utils": {"all_gather_with_cp": lambda t, total, response: t}}
 
 
-def sample_dict(group, index, prompt, prompt_ids, parts, response, reward, status="completed"):
-    """Sample.to_dict(): every Sample field; parts alternate model tokens (loss_mask 1) and tool tokens (0)."""
-    resp, mask = [], []
+def sample(group, index, prompt, prompt_ids, parts, response, reward, status="completed", metadata=None):
+    """A Sample as a multi-turn generate function builds it: parts alternate the model's tokens (trained, with
+    their log probs) and a tool's tokens (appended untrained)."""
+    s = Sample(group_index=group, index=index, prompt=prompt, tokens=list(prompt_ids), label="4", reward=reward,
+               weight_versions=["1"], metadata=metadata if metadata is not None else {"turns": len(parts) // 2 + 1})
     for i, part in enumerate(parts):
-        resp += part
-        mask += [1 if i % 2 == 0 else 0] * len(part)
-    return {
-        "group_index": group,
-        "index": index,
-        "rollout_id": None,
-        "prompt": prompt,
-        "tokens": prompt_ids + resp,
-        "multimodal_inputs": None,
-        "multimodal_train_inputs": None,
-        "multimodal_train_input_id": None,
-        "apply_chat_template_kwargs": {},
-        "response": response,
-        "response_length": len(resp),
-        "label": "4",
-        "reward": reward,
-        "loss_mask": mask,
-        "weight_versions": ["1"],
-        "rollout_log_probs": [-0.1 * (j + 1) if m else 0.0 for j, m in enumerate(mask)],
-        "rollout_top_p_token_ids": None,
-        "rollout_top_p_token_offsets": None,
-        "rollout_routed_experts": None,
-        "remove_sample": False,
-        "teacher_log_probs": None,
-        "status": status,
-        "metadata": {"turns": len(parts) // 2 + 1},
-        "generate_function_path": None,
-        "custom_rm_path": None,
-        "train_metadata": None,
-        "session_id": None,
-        "non_generation_time": 0.0,
-        "spec_info": {
-            "spec_accept_token_num": 0,
-            "spec_draft_token_num": 0,
-            "spec_verify_ct": 0,
-            "completion_token_num": 0,
-        },
-        "prefix_cache_info": {"cached_tokens": 0, "total_prompt_tokens": 0},
-    }
+        if i % 2 == 0:
+            lp = [-0.1 * (s.response_length + j + 1) for j in range(len(part))]
+            s.append_response_tokens(tokens=part, log_probs=lp, trainable=True)
+        else:
+            s.append_response_tokens(tokens=part, trainable=False)
+    s.response = response
+    s.status = Sample.Status(status)
+    return s
 
 
-def slime_rewards(raw, n):
-    """_post_process_rewards for grpo with rewards_normalization and grpo_std_normalization, in float32."""
-    r = torch.tensor(raw, dtype=torch.float)
-    r = r.reshape(-1, n) if r.shape[-1] % n == 0 else r.view(-1, r.shape[-1])
-    r = r - r.mean(dim=-1, keepdim=True)
-    return (r / (r.std(dim=-1, keepdim=True) + 1e-6)).flatten().tolist()
+def rollout_manager(tmp):
+    """RolloutManager (the Ray actor, without its servers) with slime's GRPO settings: --n-samples-per-prompt 3,
+    --rollout-batch-size 2, reward normalisation with the std."""
+    m = object.__new__(rollout.RolloutManager)
+    m.args = types.SimpleNamespace(advantage_estimator="grpo", rewards_normalization=True, grpo_std_normalization=True,
+                                   n_samples_per_prompt=3, rollout_batch_size=2, reward_key=None,
+                                   save_debug_rollout_data=str(tmp / "rollout_data" / "{rollout_id}.pt"),
+                                   save_debug_train_data=str(tmp / "train_data" / "{rollout_id}.pt"))
+    m.custom_reward_post_process_func = m.custom_convert_samples_to_train_data_func = None
+    return m
 
 
-def train_payload(rollout_id, samples, rewards):
-    """_build_dump_payload's result for one DP shard: per-sample training fields in rollout order."""
-    rows = []
-    for i, (s, r) in enumerate(zip(samples, rewards)):
-        n = s["response_length"]
-        lp = torch.tensor(s["rollout_log_probs"]) - 0.01
-        rows.append(
-            {
-                "data_parallel_rank": 0,
-                "sample_index": s["index"],
-                "rollout_position": i,
-                "tokens": torch.tensor(s["tokens"]),
-                "response_lengths": n,
-                "total_lengths": len(s["tokens"]),
-                "loss_masks": torch.tensor(s["loss_mask"], dtype=torch.int),
-                "rewards": r,
-                "truncated": 0,
-                "rollout_ids": i,
-                "rollout_mask_sums": float(sum(s["loss_mask"])),
-                "rollout_log_probs": torch.tensor(s["rollout_log_probs"]),
-                "log_probs": lp,
-                "ref_log_probs": lp - 0.02,
-                "advantages": torch.ones(n) * r,
-                "returns": torch.ones(n) * r,
-                "kl": torch.full((n,), 0.02),
-                "entropy": torch.full((n,), 0.7),
-            }
-        )
-    return {
-        "format_version": 2,
-        "rollout_id": rollout_id,
-        "rank": 0,
-        "samples": rows,
-        "dp_shards": [
-            {
-                "rank": 0,
-                "data_parallel_rank": 0,
-                "sample_indices": [s["index"] for s in samples],
-                "partition": None,
-                "micro_batch_indices": [[list(range(len(samples)))]],
-                "num_microbatches": [1],
-                "global_batch_sizes": [len(samples)],
-            }
-        ],
-        "raw_reward": [s["reward"] for s in samples],
-    }
+def train_step(manager, rollout_id, samples):
+    """What one rollout's training writes: the rollout dump, then the train dump after the GRPO step."""
+    rollout_dump.save_debug_rollout_data(manager.args.save_debug_rollout_data, samples, rollout_id=rollout_id, evaluation=False)
+    data = manager._convert_samples_to_train_data(samples)
+    # _split_train_data_by_dp with one DP rank: the per-sample keys in partition order, the rest whole
+    data["total_lengths"] = [len(t) for t in data["tokens"]]
+    rollout_data = {"partition": list(range(len(samples)))}
+    rollout_data.update({k: v for k, v in data.items() if k != "source_names"})
+    rollout_dump.tensorize_rollout_data_for_training(rollout_data)
+    # the actor's forward passes (made up), then compute_advantages_and_returns for grpo with a k1 KL
+    rollout_data["log_probs"] = [lp - 0.01 for lp in rollout_data["rollout_log_probs"]]
+    rollout_data["ref_log_probs"] = [lp - 0.02 for lp in rollout_data["log_probs"]]
+    kl = [ppo.compute_approx_kl(a, b, kl_loss_type="k1") for a, b in zip(rollout_data["log_probs"], rollout_data["ref_log_probs"])]
+    rollout_data["kl"] = kl
+    returns = ppo.get_grpo_returns(torch.tensor(rollout_data["rewards"], dtype=torch.float32), kl)
+    rollout_data["advantages"], rollout_data["returns"] = list(returns), returns
+    rollout_data["entropy"] = [torch.full_like(lp, 0.7) for lp in rollout_data["log_probs"]]
+    with stubbed([], ONE_RANK):  # imported inside save_debug_train_data
+        train_dump.save_debug_train_data(manager.args, rollout_id=rollout_id, rollout_data=rollout_data)
+    return data["rewards"]
+
+
+@pytest.fixture
+def one_process_group(tmp_path):
+    dist = torch.distributed
+    if dist.is_initialized():
+        yield
+        return
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'pg'}", rank=0, world_size=1)
+    try:
+        yield
+    finally:
+        dist.destroy_process_group()
 
 
 def credit(server, run_id, step, group_id, estimator=None, params=None):
@@ -129,31 +123,30 @@ def credit(server, run_id, step, group_id, estimator=None, params=None):
     return server.get(f"/api/v1/runs/{run_id}/steps/{step}/groups/{group_id}/credit{q}")
 
 
-def test_slime_debug_dumps(server, tmp_path, monkeypatch):
-    dump = tmp_path / "dump"
-    (dump / "rollout_data").mkdir(parents=True)
-    (dump / "train_data").mkdir()
+def test_slime_debug_dumps(server, tmp_path, monkeypatch, one_process_group):
+    dump = tmp_path / "dump"  # --dump-details dump
+    manager = rollout_manager(dump)
     chat = [{"role": "user", "content": "2+2?"}]
     s0 = [
-        sample_dict(0, 0, chat, [1, 2], [[10, 11], [30, 31], [12]], "<tool>calc</tool>4", 1.0),  # two model turns
-        sample_dict(0, 1, chat, [1, 2], [[13]], "5", 0.0),
-        sample_dict(0, 2, chat, [1, 2], [[14, 15]], "four", 0.5, status="truncated"),
-        sample_dict(1, 3, "3+3?", [3], [[20]], "6", 1.0),
-        sample_dict(1, 4, "3+3?", [3], [[21]], "7", 0.0),
-        sample_dict(1, 5, "3+3?", [3], [[22]], "6!", 1.0),
+        sample(0, 0, chat, [1, 2], [[10, 11], [30, 31], [12]], "<tool>calc</tool>4", 1.0),  # two model turns
+        sample(0, 1, chat, [1, 2], [[13]], "5", 0.0),
+        sample(0, 2, chat, [1, 2], [[14, 15]], "four", 0.5, status="truncated"),
+        sample(1, 3, "3+3?", [3], [[20]], "6", 1.0),
+        sample(1, 4, "3+3?", [3], [[21]], "7", 0.0),
+        sample(1, 5, "3+3?", [3], [[22]], "6!", 1.0),
     ]
-    r0 = slime_rewards([s["reward"] for s in s0], 3)
-    torch.save({"rollout_id": 0, "samples": s0}, dump / "rollout_data" / "0.pt")
-    torch.save(train_payload(0, s0, r0), dump / "train_data" / "0.pt")
-    # 5 samples, not 2 x 3: slime normalises the whole batch together; TurnLens's grpo (per group) does not
-    s1 = [sample_dict(g, i, "q", [5], [[40 + i]], "a", float(i % 2)) for i, g in enumerate([0, 0, 0, 1, 1])]
-    torch.save({"rollout_id": 1, "samples": s1}, dump / "rollout_data" / "1.pt")
-    torch.save(train_payload(1, s1, slime_rewards([s["reward"] for s in s1], 3)), dump / "train_data" / "1.pt")
-    torch.save({"rollout_id": 2, "samples": s1[:2]}, dump / "rollout_data" / "2.pt")  # no train dump
-    torch.save({"rollout_id": 0, "samples": s1[:1]}, dump / "rollout_data" / "eval_0.pt")
-    np = pytest.importorskip("numpy")
-    odd = dict(s1[0], metadata={"scores": np.arange(2)})  # a numpy array: weights_only refuses it
-    torch.save({"rollout_id": 3, "samples": [odd]}, dump / "rollout_data" / "3.pt")
+    r0 = train_step(manager, 0, s0)
+    # 5 samples, not 3 x 2: slime normalises the whole batch together; TurnLens's grpo (per group) does not
+    s1 = [sample(g, i, "q", [5], [[40 + i]], "a", float(i % 2)) for i, g in enumerate([0, 0, 0, 1, 1])]
+    train_step(manager, 1, s1)
+    rollout_dump.save_debug_rollout_data(manager.args.save_debug_rollout_data, s1[:2], rollout_id=2, evaluation=False)  # no train dump
+    rollout_dump.save_debug_rollout_data(manager.args.save_debug_rollout_data, {"math": {"samples": s1[:1]}}, rollout_id=0,
+                                         evaluation=True)
+    odd = sample(0, 0, "q", [5], [[40]], "a", 0.0, metadata={"scores": np.arange(2)})  # a numpy array: weights_only refuses it
+    rollout_dump.save_debug_rollout_data(manager.args.save_debug_rollout_data, [odd], rollout_id=3, evaluation=False)
+    written = torch.load(dump / "train_data" / "0.pt", weights_only=True)
+    assert written["format_version"] == 2 and [x["rollout_position"] for x in written["samples"]] == list(range(6))
+    assert written["samples"][0]["loss_masks"].tolist() == [1, 1, 0, 0, 1] and r0[3] == pytest.approx(0.57735, rel=1e-4)
 
     [rep] = run_import("slime", str(dump), project="slime-imports", url=server.url)
     assert rep.imported == 13

@@ -3,8 +3,8 @@ each step is readable from the server within 2 s of its last line (or STABLE mar
 (Ctrl-C) or killed (SIGKILL) and started again sends only what is new; `turnlens import` of the same
 folder afterwards finds the watch's run and its steps already present.
 
-Writers: prime-rl is not on PyPI and its trainer needs GPUs, so its token-export lines are
-test_import_prime_rl.py's (the exporter's schema_version 1 layout); verl's dump is written by verl's own
+Writers: prime-rl's own TokenExporter (not on PyPI: copied into tests/vendor/prime_rl, run as
+test_import_prime_rl.py runs it); verl's dump is written by verl's own
 RayPPOTrainer._write_generations (its code run from the installed package, without importing the
 trainer module's GPU stack); TRL's parquet as GRPOTrainer.log writes it (pandas DataFrame.to_parquet).
 """
@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 import pytest
-from test_import_prime_rl import line as prime_line
 
 from turnlens.importers import run_import
 
@@ -83,23 +82,23 @@ def stored_steps(server, run_id):
 def test_prime_rl_steps_arrive_live_and_resume(server, tmp_path):
     out = tmp_path / "outputs"
     out.mkdir()
+    import test_import_prime_rl as prime  # here: it needs torch, the other watch tests do not
+
     args = ("prime-rl", str(out), "--project", "watch-prime")
     w = Watch(server, tmp_path, *args)  # running before the trainer made token_exports/
 
     def write_step(step):
-        d = out / "token_exports" / f"step_{step}"
-        d.mkdir(parents=True)
-        with open(d / "rank_0.jsonl", "w") as f:
-            for i, adv in enumerate((1.0, -1.0)):
-                f.write(json.dumps(prime_line(step, i, [1, 2, 3], [[10 + step, 11], [7], [12]], adv)) + "\n")
-                f.flush()
-        return d
+        """prime-rl's TokenExporter writes the step's sequences (one micro step each); the caller marks it stable."""
+        exp = prime.exporter(out)
+        for i, adv in enumerate((1.0, -1.0)):
+            prime.export(exp, step, [([1, 2, 3], [[10 + step, 11], [7], [12]], adv)], micro_step=i)
+        return exp
 
     for step in (1, 2):
-        d = write_step(step)
+        exp = write_step(step)
         time.sleep(0.8)
         assert step not in stored_steps(server, run_of(server, "watch-prime"))  # no STABLE yet: still being written
-        (d / "STABLE").touch()
+        exp.mark_stable()
         _, waited = until(lambda: step in stored_steps(server, run_of(server, "watch-prime")))
         assert waited < LIVE
     first = w.stop()
@@ -107,12 +106,12 @@ def test_prime_rl_steps_arrive_live_and_resume(server, tmp_path):
     assert "step_1: run " + run_id + " (new): 2 row(s) sent, 0 already present" in first
     assert "step_2: run " + run_id + ": 2 row(s) sent, 0 already present" in first
 
-    (write_step(3) / "STABLE").touch()  # landed while no watch ran
+    write_step(3).mark_stable()  # landed while no watch ran
     w = Watch(server, tmp_path, *args)
     until(lambda: 3 in stored_steps(server, run_id))
     until(lambda: "step_3:" in w.log_path.read_text())  # reported once recorded
     second = w.stop(signal.SIGKILL)  # killed, no goodbye
-    (write_step(4) / "STABLE").touch()
+    write_step(4).mark_stable()
     w = Watch(server, tmp_path, *args)
     until(lambda: 4 in stored_steps(server, run_id))
     third = w.stop()

@@ -1,6 +1,6 @@
 """prime-rl's per-token exports (`trainer.enable_token_export = true`).
 
-prime-rl's trainer (src/prime_rl/trainer/rl/token_export.py, schema_version 1) writes
+prime-rl's trainer (src/prime_rl/trainer/rl/token_export.py at 559b447, schema_version 1) writes
 `<output_dir>/token_exports/step_<step>/rank_<rank>.jsonl`, one line per trained sequence, and a
 `STABLE` file in the step's folder once every rank has written it. A line holds the sequence's
 aligned per-token arrays: token_ids, position_ids, loss_mask (the tokens trained on: the model's
@@ -8,10 +8,11 @@ own), advantages, inference_logprobs (sampling time), trainer_logprobs, entropy,
 diagnostics (mismatch_kl, log_importance_ratio, importance_ratio, prob_delta, is_masked,
 is_masked_high, is_masked_low, rl_weights, ce_weights, ref_kl_weights; null where not computed or
 not finite), with step, rank, micro_step, micro_sequence_idx, export_sequence_idx and env_name.
-Newer exporters add export_step and run_id: a trainer serving several runs writes each run's
-sequences to <output_dir>/<run_id>/token_exports/step_<export_step>, so the folder is export_step
-(the run's step), not step (the trainer's); their per-token `losses` and `rewards` columns are kept
-in info.tokens. The trainer decodes no text.
+Earlier exporters wrote more (read in prime-rl's history): its multi-tenant trainer (941019f until
+289562d) adds export_step and run_id and writes each run's sequences to
+<output_dir>/<run_id>/token_exports/step_<export_step>, so the folder is export_step (the run's
+step), not step (the trainer's); the first exporter (e971d90 until 0be5ac4) has a per-token
+`rewards` column, kept in info.tokens like any other column. The trainer decodes no text.
 
 Each sequence becomes a trajectory; each run of loss-masked tokens is one turn (a multi-turn
 rollout has one per model reply): its tokenIds, tokenLogprobs (inference_logprobs),
