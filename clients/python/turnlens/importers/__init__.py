@@ -21,6 +21,7 @@ KINDS = {
     "rllm": rllm.read,  # rLLM's EpisodeLogger files
     "trl": __import__(__name__ + ".trl", fromlist=["read"]).read,  # TRL completions parquet
     "skyrl": __import__(__name__ + ".skyrl", fromlist=["read"]).read,  # SkyRL's trainer.dump_data_batch pickles
+    "agentlightning": __import__(__name__ + ".agentlightning", fromlist=["read"]).read,  # an Agent Lightning store server's URL
 }
 
 __all__ = ["KINDS", "ImportReport", "Source", "run_import"]

@@ -243,7 +243,10 @@ def run_import(kind: str, path: str, project: str = "default", name: Optional[st
 
     if kind not in KINDS:
         raise ValueError(f"kind: unknown importer {kind!r}; known: {', '.join(sorted(KINDS))}")
-    if not os.path.exists(path):
+    url_reader = getattr(KINDS[kind], "reads_url", False)  # PATH is a server's URL (agentlightning's store)
+    if url_reader and not path.startswith(("http://", "https://")):
+        raise ValueError(f"path: the {kind} importer reads a URL (http://HOST:PORT), got {path!r}")
+    if not url_reader and not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such file or directory")
     mode = (mode or os.environ.get("TURNLENS_MODE") or "online").lower()
     if mode not in ("online", "offline"):
@@ -252,7 +255,7 @@ def run_import(kind: str, path: str, project: str = "default", name: Optional[st
     try:
         read_path = path
         # some formats are zips themselves (an Inspect .eval log): those the reader opens as they are
-        if kind_of(path) is not None and not any(path.endswith(x) for x in getattr(KINDS[kind], "native_suffixes", ())):
+        if not url_reader and kind_of(path) is not None and not any(path.endswith(x) for x in getattr(KINDS[kind], "native_suffixes", ())):
             tmp = tempfile.mkdtemp(prefix="turnlens-import-")
             log(f"extracting {os.path.basename(path)}")
             read_path = str(content_root(extract(path, os.path.join(tmp, "x"))))
