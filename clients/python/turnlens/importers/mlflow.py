@@ -15,15 +15,23 @@ becomes a TurnLens run named after it, with its params as config (numbers parsed
 and ids under config.mlflow; every logged metric value is one row. Two values of one key
 at one step (MLflow keeps both) become one point: the later logged is kept, the earlier counted as
 replaced. Runs keep MLflow's start and end times.
+
+Traces (SQLite store: trace_info, trace_tags, spans; what verl's rollout tracing writes with
+actor_rollout_ref.rollout.trace.backend=mlflow): each trace is a trajectory at its `step` tag, grouped
+by its `sample_index` tag (ordered by `rollout_n`), a turn per `generate` span (see trace_trajectory);
+every span (name, type, times, inputs, outputs) is kept in the last turn's info (`spans`), as the
+Trackio importer keeps a trace's. Traces tagged validate=True are reported, not imported.
 """
 
+import json
 import math
 import os
 import sqlite3
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional, Tuple
 
 from .. import shapes
+from . import chat
 from .base import Source, text_lines, unsupported
 
 # MLflow RunStatus: RUNNING=1, SCHEDULED=2, FINISHED=3, FAILED=4, KILLED=5
@@ -102,6 +110,8 @@ def read_sqlite(db: Path, env_id: str) -> List[Source]:
         runs = con.execute("SELECT run_uuid, name, status, start_time, end_time, experiment_id FROM runs "
                            "WHERE lifecycle_stage IS NULL OR lifecycle_stage != 'deleted' ORDER BY start_time, run_uuid").fetchall()
         out = []
+        by_id: Dict[str, Source] = {}
+        by_name: Dict[Tuple[str, str], Source] = {}  # (experiment id, run name) -> its source: where verl's traces go
         for run_uuid, run_name, status, start, end, exp_id in runs:
             tags = {k: v for k, v in con.execute("SELECT key, value FROM tags WHERE run_uuid = ? ORDER BY key", (run_uuid,))}
             name = tags.get("mlflow.runName") or run_name or run_uuid
@@ -123,6 +133,9 @@ def read_sqlite(db: Path, env_id: str) -> List[Source]:
             src.add_metrics(points, f"{name} metrics")
             _keep_times(src, start, end)
             out.append(src)
+            by_name[(str(exp_id), name)] = by_id[run_uuid] = src
+        if {"trace_info", "trace_tags", "spans"} <= tables:
+            out.extend(_add_traces(con, db, tables, exps, by_id, by_name, env_id))
         return out
     except sqlite3.DatabaseError as e:
         raise unsupported(str(db), "mlflow", _READS + f" (SQLite said: {e})") from None
@@ -184,3 +197,124 @@ def read(path: str, env_id: str = "external") -> List[Source]:
         _keep_times(src, *times)
         out.append(src)
     return out
+
+
+def _json(v: Any) -> Any:
+    if not isinstance(v, str):
+        return v
+    try:
+        return json.loads(v)
+    except ValueError:
+        return v
+
+
+def _span(row: Tuple[Any, ...]) -> Dict[str, Any]:
+    """One row of the spans table as the span dict TurnLens keeps (the Trackio importer's shape): MLflow stores
+    each attribute JSON-encoded in `content`, inputs and outputs under mlflow.spanInputs / mlflow.spanOutputs."""
+    span_id, parent, name, kind, status, start, end, content = row
+    attrs = {k: _json(v) for k, v in ((_json(content) or {}).get("attributes") or {}).items()}
+    out: Dict[str, Any] = {"id": span_id, "parent_id": parent, "name": name, "kind": kind, "status": status,
+                           "start_time": start / 1e9 if start else None, "end_time": end / 1e9 if end else None}
+    for key, field in (("mlflow.spanInputs", "input"), ("mlflow.spanOutputs", "output")):
+        if key in attrs:
+            out[field] = attrs.pop(key)
+    rest = {k: v for k, v in attrs.items() if k not in ("mlflow.traceRequestId", "mlflow.spanType", "mlflow.spanLogLevel")}
+    if rest:
+        out["attributes"] = rest
+    return out
+
+
+def _field(v: Any, key: str) -> Any:
+    return v.get(key) if isinstance(v, dict) else None
+
+
+def trace_trajectory(spans: List[Dict[str, Any]], where: str) -> Dict[str, Any]:
+    """verl's agent-loop trace (utils/rollout_trace.py): an `agent_loop` root, the loop's `run` under it (outputs:
+    AgentLoopOutput, reward_score when the loop scored itself), a `generate` span per model call (inputs prompt_ids,
+    outputs token_ids; prompt_text / response_text with rollout.trace.token2text) and tool calls. A turn per
+    generate span: the prompt text new since the previous call the observation (the chat importer's rendering),
+    the response text the action."""
+    spans = sorted(spans, key=lambda s: (s.get("start_time") or 0, s.get("id") or ""))
+    messages: List[Dict[str, Any]] = []
+    counts: List[int] = []
+    seen = ""  # the text the previous calls showed and produced
+    reward: Optional[float] = None
+    for s in spans:
+        name = s.get("name") or ""
+        if name.endswith(".run") and _field(s.get("output"), "reward_score") is not None:
+            reward = shapes.to_number(s["output"]["reward_score"], f"{where} span {name}.outputs.reward_score")
+        if not name.endswith("generate"):
+            continue
+        out = s.get("output")
+        prompt = _field(out, "prompt_text") or ""
+        new = prompt[len(seen):] if seen and prompt.startswith(seen) else prompt
+        response = _field(out, "response_text") or ""
+        messages += [{"role": "user", "content": new}, {"role": "assistant", "content": response}]
+        seen = prompt + response
+        ids = _field(out, "token_ids")
+        counts.append(len(ids) if isinstance(ids, list) else 0)
+    if not counts:
+        raise shapes.ShapeError(f"no generate span among its {len(spans)} span(s) (verl's rollout tracing records one per model call)")
+    turns, _ = chat.turns_of(messages, reward if reward is not None else 0.0, where)
+    for t, n in zip(turns, counts):
+        if n:
+            t["tokenCount"] = n
+        if t["observation"].startswith("user: "):  # the prompt text is the tokenizer's own rendering: no role prefix of ours
+            t["observation"] = t["observation"][len("user: "):]
+    traj: Dict[str, Any] = {"turns": turns}
+    if reward is not None:
+        traj["reward"], traj["success"] = reward, reward > 0
+    return traj
+
+
+def _add_traces(con: sqlite3.Connection, db: Path, tables: Any, exps: Dict[str, str], by_id: Dict[str, Source],
+                by_name: Dict[Tuple[str, str], Source], env_id: str) -> List[Source]:
+    """The store's traces (trace_info, trace_tags, spans) as trajectories at their `step` tag, grouped by `sample_index`
+    (verl's rollout tracing tags each agent loop with step, sample_index, rollout_n, validate and experiment_name).
+    A trace joins the run it was logged in (request metadata mlflow.sourceRun), else the run of its experiment named
+    as its experiment_name tag (verl's MLflow logger names the run so), else a run of its own; its spans are kept
+    in its last turn's info as the Trackio importer keeps a trace's."""
+    new: Dict[Tuple[str, str], Source] = {}
+    steps_of: Dict[int, Dict[int, Dict[str, List[Tuple[int, Dict[str, Any]]]]]] = {}  # id(src) -> step -> uid -> [(n, traj)]
+    sources: Dict[int, Source] = {}
+    meta_table = "trace_request_metadata" in tables
+    for tid, exp_id, ts in con.execute("SELECT request_id, experiment_id, timestamp_ms FROM trace_info ORDER BY timestamp_ms, request_id").fetchall():
+        where = f"trace {tid}"
+        tags = {k: v for k, v in con.execute("SELECT key, value FROM trace_tags WHERE request_id = ?", (tid,))}
+        meta = {k: v for k, v in con.execute("SELECT key, value FROM trace_request_metadata WHERE request_id = ?", (tid,))} if meta_table else {}
+        exp = str(exp_id)
+        src = by_id.get(meta.get("mlflow.sourceRun") or "") or by_name.get((exp, tags.get("experiment_name") or ""))
+        if src is None:
+            label = tags.get("experiment_name") or exps.get(exp, exp)
+            src = new.get((exp, label))
+            if src is None:
+                src = new[(exp, label)] = Source(name=label, config={"mlflow": {"experiment": exps.get(exp, exp), "traces": True}},
+                                                 key=f"{os.path.abspath(db)}#traces:{exp}:{label}", env_id=env_id)
+        sources[id(src)] = src
+        if tags.get("validate") == "True":
+            src.reject(where, "a validation rollout (tag validate=True): not a training step, not imported")
+            continue
+        rows = con.execute("SELECT span_id, parent_span_id, name, type, status, start_time_unix_nano, end_time_unix_nano, content "
+                           "FROM spans WHERE trace_id = ?", (tid,)).fetchall()
+        try:
+            step = shapes.to_step(tags["step"], "tags.step") if "step" in tags else 0
+            traj = trace_trajectory([_span(r) for r in rows], where)
+            info = traj["turns"][-1].setdefault("info", {})
+            info["mlflow"] = {"traceId": tid, "tags": {k: v for k, v in tags.items() if not k.startswith("mlflow.")},
+                              **({} if "reward" in traj else {"noReward": "the trace holds no reward_score"})}
+            info["spans"] = [_span(r) for r in sorted(rows, key=lambda r: (r[5] or 0, r[0]))]
+            traj = shapes.trajectory_body(traj, where)
+        except shapes.ShapeError as e:
+            src.reject(where, str(e))
+            continue
+        uid = f"sample-{tags['sample_index']}" if tags.get("sample_index") is not None else f"trace-{tid}"
+        n = int(tags["rollout_n"]) if (tags.get("rollout_n") or "").lstrip("-").isdigit() else 0
+        steps_of.setdefault(id(src), {}).setdefault(step, {}).setdefault(uid, []).append((n, traj))
+        if src.started_at is None and isinstance(ts, (int, float)):
+            src.started_at = ts / 1000
+    for key, steps in steps_of.items():
+        src = sources[key]
+        for step in sorted(steps):
+            groups = shapes.groups_body({u: [t for _, t in sorted(ts, key=lambda x: x[0])] for u, ts in steps[step].items()}, env_id)
+            src.add_step({"step": step, "groups": groups}, sum(len(g["trajectories"]) for g in groups), f"{src.name} step {step}")
+    return list(new.values())
