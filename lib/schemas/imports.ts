@@ -52,6 +52,11 @@ export const IMPORT_FORMATS = {
     accepts:
       "a .tar/.tar.gz/.zip of an .art folder or one <project>/models/<model> folder in it: history.jsonl curves, trajectories/<split>/<step>.parquet trajectories, ART's advantage rule",
   },
+  areal: {
+    title: "AReaL rollout dumps",
+    accepts:
+      "a .tar/.tar.gz/.zip of a trial's log folder or its rollout/ folder (rollout.dump_to_file): prompt, completion, reward and policy versions per sequence, a group per task",
+  },
   rllm: {
     title: "rLLM episode logs",
     accepts:
