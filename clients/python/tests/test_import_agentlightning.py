@@ -122,8 +122,8 @@ def test_store_rollouts_become_steps_of_groups(server, store_url):
     assert len(rep.rejected) == 3, rep.rejected
     assert (f"rollout {no_reward}", "no reward span (agentlightning.reward.0.value): the daemon trains on none") in rep.rejected
     assert [why for _, why in rep.rejected if "validation" in why] == ["a val rollout (validation, not a training step): not imported"]
-    assert ("step 2", f"1 rollout(s) not finished (e.g. {late.rollout_id}): the step is imported once they have "
-                      "(import again, or `turnlens watch agentlightning URL`)") in rep.rejected
+    assert ("step 2", f"1 rollout(s) not finished (e.g. {late.rollout_id}): the step is imported by an "
+                      "import after they have (a step is stored once, whole)") in rep.rejected
     assert [(s["step"], s["groups"], s["trajectories"]) for s in server.steps(rep.run_id)["steps"]] == [(1, 2, 4)]
 
     # the running rollout finishes: a second import adds step 2, step 1 is already present

@@ -217,8 +217,8 @@ def read(path: str, env_id: str = "external") -> List[Source]:
             gid = "input-" + hashlib.sha1(json.dumps(ro.get("input"), sort_keys=True, default=str).encode()).hexdigest()[:16]
         steps.setdefault(step, {}).setdefault(str(gid), []).append(traj)
     for step, rids in sorted(waiting.items()):
-        src.reject(f"step {step}", f"{len(rids)} rollout(s) not finished (e.g. {rids[0]}): the step is imported once they have "
-                                   "(import again, or `turnlens watch agentlightning URL`)")
+        src.reject(f"step {step}", f"{len(rids)} rollout(s) not finished (e.g. {rids[0]}): the step is imported by an "
+                                   "import after they have (a step is stored once, whole)")
         steps.pop(step, None)
     for step in sorted(steps):
         groups = shapes.groups_body(steps[step], env_id)
