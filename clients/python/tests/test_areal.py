@@ -172,12 +172,14 @@ def test_hook_never_raises_into_the_trainer(server):
             raise RuntimeError("tokenizer gone")
 
     run = turnlens.init(project="areal-tests", name="areal-broken", url=server.url)
-    restore = hook_compute_advantages(run, tokenizer=Broken())
+    hook_compute_advantages(run)
+    restore = hook_compute_advantages(run, tokenizer=Broken())  # installed twice: the batch is converted once
     try:
-        with pytest.warns(UserWarning, match="rollouts of step 6 were not logged.*tokenizer gone"):
+        with pytest.warns(UserWarning, match="rollouts of step 6 were not logged.*tokenizer gone") as caught:
             out = actor().compute_advantages(batch())
     finally:
         restore()
+    assert len([w for w in caught if "not logged" in str(w.message)]) == 1
     run.finish()
     assert len(out) == 2 and "advantages" in out[0]
     assert server.steps(run.id)["steps"] == []

@@ -223,7 +223,8 @@ def hook_compute_advantages(run: Any, tokenizer: Any = None, every: int = 1) -> 
     Call it in the process that runs the actor's compute_advantages: the trainer's process when the actor
     is local (FSDPPPOActor, MegatronPPOActor, ArchonPPOActor); with AReaL's single-controller scheduler the
     actor runs in its training workers (PPOActorController forwards the call), so install it there. Each
-    process that installs it logs the batch that process computes.
+    data-parallel rank computes its share of the tasks (AReaL redistributes whole tasks by length) and a
+    run stores a step once: install it on rank 0, or give each rank a run of its own.
     tokenizer: decodes observation and action text (default: the engine's `tokenizer`, if any).
     every: log the steps divisible by it.
     Installing again replaces the run and settings (each batch is still logged once); logging never raises
