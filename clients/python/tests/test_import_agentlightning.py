@@ -173,5 +173,7 @@ def test_not_a_store(server, tmp_path):
     port = free_port()
     with pytest.raises(ValueError, match="no Agent Lightning store answers"):
         run_import("agentlightning", f"http://127.0.0.1:{port}", project="agl-imports", url=server.url)
+    with pytest.raises(ValueError, match=r"answered HTTP 404; the agentlightning importer reads the store API of agentlightning 0.3"):
+        run_import("agentlightning", server.url, project="agl-imports", url=server.url)  # a web server, not a store
     with pytest.raises(ValueError, match=r"path: the agentlightning importer reads a URL"):
         run_import("agentlightning", str(tmp_path), project="agl-imports", url=server.url)

@@ -6,7 +6,8 @@ Routes read (agentlightning 0.3 store/client_server.py, under /v1/agl): GET /rol
 GET /resources (each {resources_id, create_time, version}) and GET /spans?rollout_id=R&attempt_id=latest
 (the latest attempt's OpenTelemetry spans {name, attributes, sequence_id, span_id, parent_id, times}),
 the spans Agent Lightning's own verl daemon turns into training triplets (verl/daemon.py
-`_validate_data_v1`).
+`_validate_data_v1`). Agent Lightning 1.0 (Python >= 3.12) replaced this store with a rollout events API
+(/api/rollouts, /api/rollouts/{id}/events: model_request and reward events), which this importer does not read.
 
 Each finished rollout (status succeeded or failed) is a trajectory:
 - turns: one per LLM call span (name matching `openai.chat.completion`, the adapter's default
@@ -61,8 +62,8 @@ def _get(base: str, route: str, params: Optional[Dict[str, Any]] = None, timeout
         with urllib.request.urlopen(url, timeout=timeout) as r:
             return json.loads(r.read().decode("utf-8"))
     except urllib.error.HTTPError as e:
-        raise StoreUnreachable(f"{url}: the store answered HTTP {e.code} ({e.read()[:200].decode('utf-8', 'replace')}); "
-                               "the agentlightning importer reads an Agent Lightning store server (agentlightning >= 0.3)") from None
+        raise StoreUnreachable(f"{url}: the server answered HTTP {e.code}; the agentlightning importer reads the store API of "
+                               "agentlightning 0.3 (LightningStoreServer, /v1/agl/...), not 1.0's rollout events API (/api/rollouts)") from None
     except (urllib.error.URLError, OSError) as e:
         raise StoreUnreachable(f"{url}: no Agent Lightning store answers ({getattr(e, 'reason', e)})") from None
     except ValueError:
