@@ -11,7 +11,17 @@ import urllib.parse
 import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm (imported by art) fetches a price list otherwise
+try:
+    from transformers import masking_utils
+except ImportError:
+    masking_utils = None
+_mask_arguments = getattr(masking_utils, "_preprocess_mask_arguments", None)
 art = pytest.importorskip("art")
+# Importing art patches transformers' mask preprocessing for its own models, with a signature the
+# installed transformers no longer calls: every model forward in the other tests of this process
+# would then fail. Nothing here runs a model, so transformers gets its own function back.
+if _mask_arguments is not None:
+    masking_utils._preprocess_mask_arguments = _mask_arguments
 
 from art import Trajectory, TrajectoryGroup  # noqa: E402
 from openai.types.chat.chat_completion import Choice  # noqa: E402
