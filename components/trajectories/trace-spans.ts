@@ -29,7 +29,28 @@ export function spanRows(spans: unknown): SpanRow[] {
     for (let at = text(s.parent_id) ?? undefined; at !== undefined && d < items.length; at = parent.get(at)) d++;
     return d;
   };
-  return items.map((s) => {
+  // each span right under its parent (siblings in the trace's order), so the indentation reads as a
+  // tree; a span whose parent is not in the list starts a tree of its own; spans in a cycle last
+  const children = new Map<string, Record<string, unknown>[]>();
+  const known = new Set(items.map((s) => text(s.id)).filter((id): id is string => id !== null));
+  const roots: Record<string, unknown>[] = [];
+  for (const s of items) {
+    const p = text(s.parent_id);
+    if (p && known.has(p)) children.set(p, [...(children.get(p) ?? []), s]);
+    else roots.push(s);
+  }
+  const ordered: Record<string, unknown>[] = [];
+  const seen = new Set<Record<string, unknown>>();
+  const visit = (s: Record<string, unknown>) => {
+    if (seen.has(s)) return;
+    seen.add(s);
+    ordered.push(s);
+    const id = text(s.id);
+    for (const c of (id && children.get(id)) || []) visit(c);
+  };
+  for (const r of roots) visit(r);
+  for (const s of items) if (!seen.has(s)) ordered.push(s);
+  return ordered.map((s) => {
     const ms = typeof s.duration_ms === "number" && Number.isFinite(s.duration_ms) ? `${Number(s.duration_ms.toPrecision(4))} ms` : null;
     const status = text(s.status) ?? (s.error ? "error" : null);
     return {

@@ -18,6 +18,21 @@ describe("spanRows", () => {
     ]);
   });
 
+  it("puts each span right under its parent, whatever the order of the list", () => {
+    const rows = spanRows([
+      { id: "s1", name: "agent" },
+      { id: "s2", name: "chat", parent_id: "s1" },
+      { id: "s3", name: "search", parent_id: "s1" },
+      { id: "s4", name: "tokenize", parent_id: "s2" },
+    ]);
+    expect(rows.map((r) => [r.name, r.depth])).toEqual([
+      ["agent", 0],
+      ["chat", 1],
+      ["tokenize", 2],
+      ["search", 1],
+    ]);
+  });
+
   it("shows nothing for what is not a list of spans, and stops at a parent cycle", () => {
     expect(spanRows(undefined)).toEqual([]);
     expect(spanRows({ name: "x" })).toEqual([]);
