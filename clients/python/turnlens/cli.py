@@ -1,4 +1,5 @@
-"""The `turnlens` console script: `turnlens sync DIR`, `turnlens import KIND PATH` and `turnlens watch FORMAT DIR`."""
+"""The `turnlens` console script: `turnlens sync DIR`, `turnlens import KIND PATH`, `turnlens watch FORMAT DIR`
+and `turnlens mcp`."""
 
 import argparse
 import errno
@@ -60,7 +61,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     w.add_argument("--quiet", type=float, default=2.0,
                    help="verl: a step file no later step followed is complete once unchanged this long (default 2 s)")
     w.add_argument("--once", action="store_true", help="send what is complete now and exit")
+    m = sub.add_parser("mcp", help="serve the read API to an AI assistant (Model Context Protocol over stdio)",
+                       description="A Model Context Protocol server on stdin/stdout: tools that list runs and read their "
+                                   "config, metrics, trajectories, turns and credit. Add it to an MCP client's config as "
+                                   "the command `turnlens mcp`.")
+    m.add_argument("--url", default=argparse.SUPPRESS, help="server (default $TURNLENS_URL, else http://127.0.0.1:3000)")
+    m.add_argument("--token", default=argparse.SUPPRESS, help="the server's API token (default $TURNLENS_API_TOKEN)")
     args = ap.parse_args(argv)
+
+    if args.cmd == "mcp":
+        from .mcp_server import main as serve_mcp
+
+        return serve_mcp(args.url, args.token)
 
     if args.cmd == "watch":
         return _watch(args)

@@ -1,0 +1,152 @@
+"""`turnlens mcp` driven by the official MCP Python SDK as the client (tests/requirements-mcp.txt):
+the stdio handshake, the tool list with input schemas, each tool against a run logged to a real
+server, and bad calls answered with isError while the server keeps serving."""
+
+import asyncio
+import json
+import os
+import secrets
+import sys
+
+import pytest
+
+import turnlens
+
+from conftest import CLIENT
+
+mcp = pytest.importorskip("mcp")
+from mcp import ClientSession, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+
+TOOLS = {
+    "list_runs",
+    "get_run",
+    "get_history",
+    "list_steps",
+    "search_trajectories",
+    "get_trajectory_turns",
+    "get_credit",
+}
+
+
+@pytest.fixture(scope="module")
+def logged(server, tmp_path_factory):
+    """One run with metrics (a NaN among them) and one rollout step of two task groups."""
+    project = f"mcp-{secrets.token_hex(4)}"
+    name = f"mcp-run-{secrets.token_hex(3)}"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TURNLENS_DIR", str(tmp_path_factory.mktemp("home")))
+        run = turnlens.init(
+            project=project, name=name, config={"lr": 3e-4}, url=server.url, env_id="sokoban", estimator="grpo"
+        )
+        for step in range(30):
+            run.log(
+                {"train/reward": step / 10, "train/loss": float("nan") if step == 5 else 1.0 / (step + 1)}, step=step
+            )
+        groups = {
+            f"task-{g}": [
+                {
+                    "success": t == 0,
+                    "turns": [
+                        {
+                            "observation": f"room {g}-{t}-{k}",
+                            "action": "push the box left" if t == 0 else "wait",
+                            "reward": 1.0 if (t == 0 and k == 1) else 0.0,
+                            "advantage": 0.5 if t == 0 else -0.5,
+                        }
+                        for k in range(2)
+                    ],
+                }
+                for t in range(2)
+            ]
+            for g in range(2)
+        }
+        run.log_rollouts(3, groups)
+        run.finish()
+        assert run.rejected == []
+    return {"project": project, "name": name, "id": run.id, "url": server.url}
+
+
+async def session_calls(url, calls):
+    """Starts `python -m turnlens mcp`, lists the tools, makes each call; returns (tools, results)."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "turnlens", "mcp"],
+        env={**os.environ, "TURNLENS_URL": url, "PYTHONPATH": str(CLIENT)},
+        cwd=str(CLIENT),
+    )
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            assert init.server_info.name == "turnlens"
+            tools = (await session.list_tools()).tools
+            results = []
+            for name, args in calls:
+                r = await asyncio.wait_for(session.call_tool(name, args), 30)
+                results.append((r.is_error, r.content[0].text))
+            return tools, results
+
+
+def test_mcp_tools_read_a_logged_run(logged):
+    rid = logged["id"]
+    calls = [
+        ("list_runs", {"project": logged["project"], "name": logged["name"][-6:], "limit": 5}),
+        ("get_run", {"run_id": rid}),
+        ("get_history", {"run_id": rid, "keys": ["train/reward", "train/loss"], "max_points": 0}),
+        ("list_steps", {"run_id": rid}),
+        ("list_steps", {"run_id": rid, "step": 3}),
+        ("search_trajectories", {"run_id": rid, "text": "push", "outcome": "success"}),
+        ("get_trajectory_turns", {"run_id": rid, "step": 3, "group": "task-1"}),
+        ("get_credit", {"run_id": rid, "step": 3, "group": "task-0"}),
+        ("get_credit", {"run_id": rid, "step": 3, "group": "task-0", "estimator": "grpo"}),
+        # bad calls: answered with isError and the API's message, and the session goes on
+        ("get_run", {"run_id": "no-such-run"}),
+        ("get_credit", {"run_id": rid, "step": 3}),
+        ("get_trajectory_turns", {"run_id": rid, "step": "three"}),
+        ("get_credit", {"run_id": rid, "step": 3, "group": "task-9"}),
+        ("no_such_tool", {}),
+        ("get_history", {"run_id": rid, "max_points": 5}),
+        ("list_runs", {"project": logged["project"]}),
+    ]
+    tools, results = asyncio.run(session_calls(logged["url"], calls))
+
+    assert TOOLS <= {t.name for t in tools} and len(tools) >= 6
+    for t in tools:
+        assert t.description and t.input_schema["type"] == "object", t.name
+    by_name = {t.name: t for t in tools}
+    assert by_name["get_credit"].input_schema["required"] == ["run_id", "step", "group"]
+
+    ok = [(err, json.loads(text) if not err else text) for err, text in results[:9]]
+    assert [err for err, _ in ok] == [False] * 9, results[:9]
+    listed, run, history, steps, groups, found, turns, stored, grpo = (v for _, v in ok)
+
+    assert [r["name"] for r in listed["runs"]] == [logged["name"]] and listed["runs"][0]["id"] == rid
+    assert (
+        run["config"] == {"lr": 3e-4}
+        and run["status"] == "succeeded"
+        and run["summary"]["train/reward"] == pytest.approx(2.9)
+    )
+    assert set(run["metricKeys"]) == {"train/reward", "train/loss"}
+    assert history["series"]["train/reward"]["steps"] == list(range(30))
+    assert history["series"]["train/reward"]["values"][10] == pytest.approx(1.0)
+    assert history["series"]["train/loss"]["values"][5] == "NaN"  # compact JSON stays valid JSON
+    assert [s["step"] for s in steps["steps"]] == [3] and steps["steps"][0]["trajectories"] == 4
+    assert sorted(g["uid"] for g in groups["groups"]) == ["task-0", "task-1"]
+    assert found["count"] == 2 and {t["task"] for t in found["trajectories"]} == {"task-0", "task-1"}
+    assert all(t["success"] for t in found["trajectories"])
+    assert turns["total"] == 4 and {t["uid"] for t in turns["turns"]} == {"task-1"}
+    assert sorted(t["observation"] for t in turns["turns"]) == ["room 1-0-0", "room 1-0-1", "room 1-1-0", "room 1-1-1"]
+    assert stored["source"] == "stored" and stored["advantages"] == [[0.5, 0.5], [-0.5, -0.5]]
+    assert grpo["source"] == "recomputed" and grpo["estimator"] == "grpo"
+    assert grpo["advantages"][0][0] > 0 > grpo["advantages"][1][0]
+
+    bad = results[9:15]
+    assert all(err for err, _ in bad), bad
+    assert "no-such-run" in bad[0][1]
+    assert bad[1][1] == "arguments.group: required"
+    assert bad[2][1].startswith("arguments.step: expected integer")
+    assert "task-9" in bad[3][1]
+    assert "unknown tool 'no_such_tool'" in bad[4][1]
+    assert bad[5][1] == "arguments.max_points: expected 0 (every point) or at least 10, got 5"
+    after = results[15]
+    assert not after[0] and json.loads(after[1])["runs"][0]["id"] == rid
