@@ -39,7 +39,7 @@ export const LAYERS = {
     "lib/envs",
   ],
   // React components: data through lib/queries (HTTP), never the database.
-  components: ["lib/queries", "lib/client", "lib/schemas", "lib/charts", "lib/forms", "lib/credit", "lib/envs"],
+  components: ["lib/queries", "lib/client", "lib/schemas", "lib/charts", "lib/forms", "lib/credit", "lib/envs", "lib/stats"],
   // Job processes: the queue, the stores and the pure rooms; the import job stores its rows through
   // the ingest service (the same validation and idempotent batches as the HTTP ingest API).
   workers: ["lib/jobs", "lib/db", "lib/ingest", "lib/schemas", "lib/credit", "lib/envs", "lib/rollout", "lib/policy", "lib/generated"],
@@ -67,6 +67,8 @@ export const LAYERS = {
   "lib/rollout": ["lib/envs", "lib/schemas", "lib/credit"],
   "lib/schemas": ["lib/credit"],
   "lib/envs": ["lib/credit"],
+  // two-sample tests (pure): the experiment scripts and the compare page's group difference
+  "lib/stats": ["lib/envs"],
   "lib/credit": [],
   "lib/generated": [],
   // Command lines: byte-level readers and writers around a pure room (stdin, stdout, exit codes).

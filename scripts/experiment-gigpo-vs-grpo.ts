@@ -11,7 +11,7 @@
 // The whole experiment holds /tmp/turnlens-bench.lock (no other benchmark runs meanwhile) and its
 // training processes run under `nice -n 10` (the machine is shared). The runs are stored like any
 // other (tag experiment:gigpo-vs-grpo); the report, with the tests and 95 % intervals computed in
-// scripts/stats.ts, goes to --out.
+// lib/stats/two-sample.ts, goes to --out.
 //   flags: --steps 60  --grpo-factor 1  --seeds 5  --eval-episodes 200  --eval-interval 10
 //          --out docs/experiments/gigpo-vs-grpo.md  --tag experiment:gigpo-vs-grpo
 import { spawn, spawnSync } from "node:child_process";
@@ -22,7 +22,7 @@ import { launchRun } from "../lib/runs/launch";
 import { launchRunSchema } from "../lib/schemas/runs";
 import { getRun } from "../lib/db/runs";
 import { readSeries } from "../lib/db/metric-series";
-import { bootstrapDiffCI, minimumDetectableDifference, pairedTTest, permutationTest, verdict, welchTTest } from "./stats";
+import { bootstrapDiffCI, minimumDetectableDifference, pairedTTest, permutationTest, verdict, welchTTest } from "../lib/stats/two-sample";
 
 const LOCK = "/tmp/turnlens-bench.lock";
 const args = process.argv.slice(2);
@@ -273,7 +273,7 @@ ${seeds
   )
   .join("\n")}
 
-Tests of GiGPO minus GRPO, two-sided, computed by the script (scripts/stats.ts). Welch's t-test and its 95 %
+Tests of GiGPO minus GRPO, two-sided, computed by the script (lib/stats/two-sample.ts). Welch's t-test and its 95 %
 confidence interval treat the arms as independent samples; the paired t-test uses that the two runs of a
 seed share maps and initial weights; the bootstrap resamples each arm's seeds; the exact permutation test
 enumerates every split of the ${2 * SEEDS} scores into two groups of ${SEEDS}.

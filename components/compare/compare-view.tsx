@@ -35,6 +35,7 @@ import { useInView } from "@/components/ui/use-in-view";
 import { useUrlState } from "@/components/ui/use-url-state";
 import { cardCls, inputCls, labelCls } from "@/components/ui/controls";
 import { StatusBadge } from "@/components/ui/status-badge";
+import { GroupDifferencePanel } from "./group-difference-panel";
 
 /** The line under the pointer (a run id, or a group's mean `m<i>`), highlighted in every chart. */
 const HoverCtx = createContext<{ hover: string | null; setHover: (k: string | null) => void }>({ hover: null, setHover: () => {} });
@@ -103,6 +104,7 @@ export function CompareView() {
       ) : null}
       <RunChips st={st} />
       <CompareControls st={st} />
+      {st.groupKey ? <GroupDifferencePanel groups={st.groups} runs={runs} keys={st.keys.map((k) => k.key)} /> : null}
       <CompareSections st={st} />
       {runs.length ? <ConfigDiff runs={runs} colorOfRun={colorOfRun} /> : null}
     </div>

@@ -104,6 +104,20 @@ export const seriesQuery = (runId: string, key: string, maxPoints = 1000) =>
     staleTime: 10_000,
   });
 
+/** One metric of a run at full resolution (the export, columnar): exact stored values, not buckets; non-finite values as their texts. */
+export const metricExactQuery = (runId: string, key: string) =>
+  queryOptions({
+    queryKey: ["run", runId, "metric-exact", key],
+    queryFn: async () => {
+      const blocks = (await callRoute(routes.metricsExport, { params: { id: runId }, query: { format: "columnar", key } })) as unknown as {
+        steps: number[];
+        values: (number | string)[];
+      }[];
+      return { steps: blocks.flatMap((b) => b.steps), values: blocks.flatMap((b) => b.values) };
+    },
+    staleTime: 10_000,
+  });
+
 export const groupCreditQuery = (runId: string, step: number, groupId: string, source: CreditSource) =>
   queryOptions({
     queryKey: ["run", runId, "group-credit", step, groupId, source.estimator ?? "stored", source.params ?? null],

@@ -7,6 +7,7 @@ import { expect, test, type APIRequestContext, type Page } from "@playwright/tes
 import fs from "node:fs";
 import { runCredit } from "../../lib/credit";
 import { fmtSigned } from "../../lib/charts/format";
+import { groupDifference } from "../../lib/stats/group-difference";
 import { creditGroups, curve, gigpoStep, GIGPO_PARAMS } from "../dashboard/fixtures";
 
 const ART = "test/artifacts";
@@ -132,6 +133,8 @@ test("runs table: filter, select two runs and compare them grouped by estimator"
   const diff = page.getByTestId("config-diff");
   await expect(diff.locator('tr[data-differs="true"]', { hasText: "config.lr" })).toHaveCount(1);
   await expect(diff.locator('tr[data-differs="true"]', { hasText: "estimator" }).first()).toBeVisible();
+  // one run per group: no difference of the groups to test
+  await expect(page.getByTestId("group-difference")).toHaveCount(0);
   await shot(page, "compare-two");
 
   // all four runs over two seeds: the mean with a std band per estimator, smoothed
@@ -140,6 +143,43 @@ test("runs table: filter, select two runs and compare them grouped by estimator"
   await expect(page.getByTestId("compare-groups")).toContainText("(2 runs)");
   await expect(page.getByTestId("compare-chart-rollout/success_rate").locator("path.recharts-area-area")).toHaveCount(2);
   await shot(page, "compare-grouped");
+
+  // two groups of two: gigpo minus grpo at one step, from each run's stored value there (the
+  // charts above are smoothed and downsampled; the panel reads neither)
+  const panel = page.getByTestId("group-difference");
+  await panel.getByLabel("Difference metric").selectOption("rollout/success_rate");
+  const stats = panel.getByTestId("group-difference-stats");
+  const expectAt = async (step: number) => {
+    // each run's stored value at the step: the same curves beforeAll logged
+    const at = (est: string, seed: number, ceiling: number) => curve(80, seed + (est === "gigpo" ? 0 : 10), ceiling)[step].values["rollout/success_rate"];
+    const want = groupDifference(
+      { label: "estimator=gigpo", values: [at("gigpo", 0, 0.85), at("gigpo", 1, 0.8)].map((value, i) => ({ runId: `g${i}`, value })) },
+      { label: "estimator=grpo", values: [at("grpo", 0, 0.55), at("grpo", 1, 0.5)].map((value, i) => ({ runId: `r${i}`, value })) },
+    );
+    if (!want.ok) throw new Error(want.reason);
+    await expect(stats).toHaveAttribute("data-step", String(step));
+    for (const [attr, v] of [
+      ["data-diff", want.welch.diff],
+      ["data-ci-lo", want.welch.ci95[0]],
+      ["data-ci-hi", want.welch.ci95[1]],
+      ["data-welch-p", want.welch.p],
+      ["data-permutation-p", want.permutation.p],
+    ] as const)
+      expect(Number(await stats.getAttribute(attr))).toBeCloseTo(v, 10);
+    await expect(stats).toContainText(`A − B = ${want.welch.diff.toFixed(4)}`);
+    await expect(stats).toContainText(`95 % CI [${want.welch.ci95[0].toFixed(4)}, ${want.welch.ci95[1].toFixed(4)}]`);
+    await expect(stats).toContainText(`Welch p = ${want.welch.p < 1e-4 ? want.welch.p.toExponential(2) : want.welch.p.toFixed(4)}`);
+    await expect(stats).toContainText(`permutation p = ${want.permutation.p.toFixed(4)} (exact, 6 splits)`);
+  };
+  // the default step: the last one all four runs reached
+  await expectAt(79);
+  await expect(panel.getByTestId("group-difference-group")).toHaveCount(2);
+  await expect(panel.getByTestId("group-difference-group").first()).toContainText("n = 2");
+  await panel.getByLabel("Difference step").fill("40");
+  await expectAt(40);
+  await panel.scrollIntoViewIfNeeded();
+  await page.screenshot({ path: "/tmp/h22-group-difference.png" });
+  await shot(page, "compare-group-difference");
 });
 
 test("a trainer's own estimator is named as not recomputable, and a NaN loss is named under its chart", async ({ page }) => {

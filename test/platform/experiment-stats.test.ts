@@ -1,4 +1,4 @@
-// The tests and intervals the GiGPO-vs-GRPO experiment reports (scripts/stats.ts), checked against
+// The tests and intervals the GiGPO-vs-GRPO experiment reports (lib/stats/two-sample.ts), checked against
 // values derived by hand, from t tables and by enumeration.
 import { describe, expect, it } from "vitest";
 import {
@@ -10,7 +10,7 @@ import {
   studentTwoSidedP,
   verdict,
   welchTTest,
-} from "../../scripts/stats";
+} from "../../lib/stats/two-sample";
 
 describe("Student's t", () => {
   it("quantiles match the tables", () => {

@@ -1,8 +1,9 @@
-// Two-sample tests for the experiment scripts: Welch's t-test (unequal variances) with the t
-// confidence interval of the difference in means, a paired t-test (runs that share a seed share
-// their task draws and initial weights), a percentile bootstrap interval and an exact permutation
-// test. Small samples (5 seeds), so several are reported side by side.
-import { createRng } from "../lib/envs/rng";
+// Two-sample tests (pure, no I/O), one implementation for the experiment scripts and the compare
+// page: Welch's t-test (unequal variances) with the t confidence interval of the difference in
+// means, a paired t-test (runs that share a seed share their task draws and initial weights), a
+// percentile bootstrap interval and a permutation test (exact, or sampled when the splits are too
+// many to list). Small samples (5 seeds), so several are reported side by side.
+import { createRng } from "../envs/rng";
 
 export interface WelchResult {
   /** mean(a) - mean(b) */
@@ -133,6 +134,45 @@ export function permutationTest(a: number[], b: number[]): { diff: number; p: nu
   };
   choose(0, k, 0);
   return { diff: mean(a) - mean(b), p: hits / splits, splits };
+}
+
+/** Splits permutationTestAuto enumerates exactly; above it, it samples (C(16, 8) = 12,870; C(20, 10) = 184,756). */
+export const EXACT_PERMUTATION_SPLITS = 200_000;
+
+/** C(n, k) as a float (exact for the sizes enumerated here). */
+export function binomial(n: number, k: number): number {
+  let c = 1;
+  for (let i = 1; i <= k; i++) c = (c * (n - k + i)) / i;
+  return Math.round(c);
+}
+
+/**
+ * Two-sided permutation test of mean(a) - mean(b): exact when the pooled values split into at most
+ * EXACT_PERMUTATION_SPLITS ways, else `resamples` random splits from a seeded stream, with the
+ * observed split counted once ((hits + 1) / (resamples + 1): never 0).
+ */
+export function permutationTestAuto(
+  a: number[],
+  b: number[],
+  opts: { resamples?: number; seed?: string } = {},
+): { diff: number; p: number; splits: number; exact: boolean } {
+  if (a.length < 1 || b.length < 1) throw new Error("permutationTestAuto: each sample needs at least 1 value");
+  const n = a.length + b.length;
+  if (n <= 24 && binomial(n, a.length) <= EXACT_PERMUTATION_SPLITS) return { ...permutationTest(a, b), exact: true };
+  const resamples = opts.resamples ?? 20_000;
+  const rng = createRng(opts.seed ?? "permutation");
+  const pooled = [...a, ...b];
+  const observed = Math.abs(mean(a) - mean(b));
+  let hits = 0;
+  for (let r = 0; r < resamples; r++) {
+    const s = rng.shuffle(pooled);
+    let sa = 0;
+    for (let i = 0; i < a.length; i++) sa += s[i];
+    let sb = 0;
+    for (let i = a.length; i < n; i++) sb += s[i];
+    if (Math.abs(sa / a.length - sb / b.length) >= observed - 1e-12) hits++;
+  }
+  return { diff: mean(a) - mean(b), p: (hits + 1) / (resamples + 1), splits: resamples, exact: false };
 }
 
 // Regularized incomplete beta I_x(a, b) by its continued fraction (Numerical Recipes, betacf).
