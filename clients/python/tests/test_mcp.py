@@ -78,12 +78,12 @@ async def session_calls(url, calls):
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
-            assert init.server_info.name == "turnlens"
+            assert init.serverInfo.name == "turnlens"
             tools = (await session.list_tools()).tools
             results = []
             for name, args in calls:
                 r = await asyncio.wait_for(session.call_tool(name, args), 30)
-                results.append((r.is_error, r.content[0].text))
+                results.append((r.isError, r.content[0].text))
             return tools, results
 
 
@@ -112,9 +112,9 @@ def test_mcp_tools_read_a_logged_run(logged):
 
     assert TOOLS <= {t.name for t in tools} and len(tools) >= 6
     for t in tools:
-        assert t.description and t.input_schema["type"] == "object", t.name
+        assert t.description and t.inputSchema["type"] == "object", t.name
     by_name = {t.name: t for t in tools}
-    assert by_name["get_credit"].input_schema["required"] == ["run_id", "step", "group"]
+    assert by_name["get_credit"].inputSchema["required"] == ["run_id", "step", "group"]
 
     ok = [(err, json.loads(text) if not err else text) for err, text in results[:9]]
     assert [err for err, _ in ok] == [False] * 9, results[:9]
