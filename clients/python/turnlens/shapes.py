@@ -7,6 +7,7 @@ in the background thread.
 """
 
 import base64
+import enum
 import json
 import math
 import re
@@ -428,3 +429,20 @@ def mask_runs(mask: Any) -> List[Tuple[int, int]]:
     if start is not None:
         out.append((start, len(mask)))
     return out
+
+
+def config_value(cfg: Any, path: str, default: Any = None) -> Any:
+    """A trainer's setting by dotted path ("algorithm.adv_estimator") through dicts, OmegaConf configs,
+    dataclasses and argparse namespaces; `default` where a part is missing or None. An enum setting
+    (verl's and SkyRL's estimator names) gives its value."""
+    cur = cfg
+    for part in path.split("."):
+        if cur is None:
+            return default
+        try:
+            cur = cur.get(part) if isinstance(cur, Mapping) else getattr(cur, part, None)
+        except Exception:  # OmegaConf struct mode refuses unknown keys; a missing interpolation raises
+            cur = None
+    if cur is None:
+        return default
+    return cur.value if isinstance(cur, enum.Enum) else cur

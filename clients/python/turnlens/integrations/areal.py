@@ -28,27 +28,21 @@ from .verl_hook import _patch, _unpatch
 _hook: Dict[str, Any] = {}
 
 
-def _get(cfg: Any, key: str, default: Any = None) -> Any:
-    if cfg is None:
-        return default
-    if isinstance(cfg, dict):
-        return cfg.get(key, default)
-    return getattr(cfg, key, default)
 
 
 def _norm(cfg: Any) -> Optional[Dict[str, Any]]:
     if cfg is None:
         return None
-    return {k: _get(cfg, k) for k in ("mean_level", "mean_leave1out", "std_level", "std_unbiased", "eps", "group_size")}
+    return {k: shapes.config_value(cfg, k) for k in ("mean_level", "mean_leave1out", "std_level", "std_unbiased", "eps", "group_size")}
 
 
 def _settings(config: Any) -> Dict[str, Any]:
     """The PPOActorConfig fields compute_advantages reads."""
     keys = ("reward_bias", "reward_scaling", "reward_clip", "overlong_reward_penalty", "overlong_tokens",
             "overlong_penalty_factor", "mask_no_eos_with_zero", "discount", "gae_lambda", "kl_ctl", "kl_estimator")
-    out = {k: _get(config, k) for k in keys}
-    out["reward_norm"] = _norm(_get(config, "reward_norm"))
-    out["adv_norm"] = _norm(_get(config, "adv_norm"))
+    out = {k: shapes.config_value(config, k) for k in keys}
+    out["reward_norm"] = _norm(shapes.config_value(config, "reward_norm"))
+    out["adv_norm"] = _norm(shapes.config_value(config, "adv_norm"))
     return out
 
 

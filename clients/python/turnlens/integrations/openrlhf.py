@@ -27,6 +27,8 @@ import threading
 import warnings
 from typing import Any, Callable, Dict, List, Tuple
 
+from ..shapes import config_value
+
 from .verl_rows import _np, _row_turns
 
 # Settings of the class-level hook (log_openrlhf without an experience maker); empty when none is installed.
@@ -36,13 +38,6 @@ _hook: Dict[str, Any] = {}
 _local = threading.local()
 
 
-def _get(cfg: Any, path: str, default: Any = None) -> Any:
-    cur = cfg
-    for part in path.split("."):
-        if cur is None:
-            return default
-        cur = cur.get(part) if isinstance(cur, dict) else getattr(cur, part, None)
-    return default if cur is None else cur
 
 
 def _args(maker: Any, config: Any) -> Any:
@@ -51,8 +46,8 @@ def _args(maker: Any, config: Any) -> Any:
 
 def _setting(args: Any, nested: str, flat: str, default: Any) -> Any:
     """OpenRLHF 0.11 nests its arguments (args.algo.advantage.estimator); older releases were flat."""
-    value = _get(args, nested)
-    return value if value is not None else _get(args, flat, default)
+    value = config_value(args, nested)
+    return value if value is not None else config_value(args, flat, default)
 
 
 def experience_groups(experiences: List[Any], n_samples: int, tokenizer: Any = None) -> Tuple[Dict[str, List[Dict[str, Any]]], Dict[str, Any]]:

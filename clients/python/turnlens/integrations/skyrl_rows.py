@@ -15,6 +15,8 @@ trajectory.
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..shapes import config_value
+
 from .verl_rows import _decode, _row_turns
 
 
@@ -128,18 +130,6 @@ def batch_groups(batch: Any, tokenizer: Any = None, rewards: Any = None, uids: O
     return groups, facts
 
 
-def _get(cfg: Any, path: str, default: Any = None) -> Any:
-    cur = cfg
-    for part in path.split("."):
-        if cur is None:
-            return default
-        try:
-            cur = cur.get(part) if isinstance(cur, dict) else getattr(cur, part, None)
-        except Exception:  # a config object that refuses unknown keys
-            cur = None
-    if cur is None:
-        return default
-    return getattr(cur, "value", cur)  # SkyRL's AdvantageEstimator is a StrEnum
 
 
 def training_estimator(cfg: Any, facts: Optional[Dict[str, Any]] = None) -> Tuple[str, Dict[str, Any]]:
@@ -147,12 +137,12 @@ def training_estimator(cfg: Any, facts: Optional[Dict[str, Any]] = None) -> Tupl
     where recomputing it from the stored turns gives the advantages SkyRL computed, else
     "skyrl:<name>" with SkyRL's settings and why."""
     facts = facts or {}
-    algo = _get(cfg, "trainer.algorithm")
-    name = str(_get(algo, "advantage_estimator", "grpo")).lower()
-    norm_std = bool(_get(algo, "grpo_norm_by_std", True))
-    own = {"advantage_estimator": name, "grpo_norm_by_std": norm_std, "gamma": float(_get(algo, "gamma", 1.0)),
-           "lambd": float(_get(algo, "lambd", 1.0)), "advantage_batch_normalize": bool(_get(algo, "advantage_batch_normalize", False)),
-           "use_kl_in_reward": bool(_get(algo, "use_kl_in_reward", False))}
+    algo = config_value(cfg, "trainer.algorithm")
+    name = str(config_value(algo, "advantage_estimator", "grpo")).lower()
+    norm_std = bool(config_value(algo, "grpo_norm_by_std", True))
+    own = {"advantage_estimator": name, "grpo_norm_by_std": norm_std, "gamma": float(config_value(algo, "gamma", 1.0)),
+           "lambd": float(config_value(algo, "lambd", 1.0)), "advantage_batch_normalize": bool(config_value(algo, "advantage_batch_normalize", False)),
+           "use_kl_in_reward": bool(config_value(algo, "use_kl_in_reward", False))}
 
     def cannot(note: str) -> Tuple[str, Dict[str, Any]]:
         return f"skyrl:{name}", {"trainer": own, "note": note}

@@ -5,19 +5,9 @@ TurnLens cannot recompute it.
 
 from typing import Any, Dict, Tuple
 
+from ..shapes import config_value
 
-def _get(cfg: Any, path: str, default: Any = None) -> Any:
-    cur = cfg
-    for part in path.split("."):
-        if cur is None:
-            return default
-        try:
-            cur = cur.get(part) if hasattr(cur, "get") else getattr(cur, part, None)
-        except Exception:  # OmegaConf struct mode or missing interpolation
-            cur = None
-    if cur is None:
-        return default
-    return getattr(cur, "value", cur)  # verl's AdvantageEstimator enum
+
 
 
 def _plain(cfg: Any) -> Any:
@@ -35,12 +25,12 @@ def training_estimator(config: Any, layout: str = "verl") -> Tuple[str, Dict[str
     """(estimator, params) for the trainer's config (the full config, or its `algorithm` section).
 
     layout "verl-agent": verl-agent's fit; "verl": verl's agent loop (one row per trajectory)."""
-    algo = _get(config, "algorithm") if _get(config, "algorithm") is not None else config
-    name = str(_get(algo, "adv_estimator", "gae")).lower()
-    gamma = float(_get(algo, "gamma", 1.0))
-    lam = float(_get(algo, "lam", 1.0))
-    norm_std = bool(_get(algo, "norm_adv_by_std_in_grpo", True))
-    kl_in_reward = bool(_get(algo, "use_kl_in_reward", False))
+    algo = config_value(config, "algorithm") if config_value(config, "algorithm") is not None else config
+    name = str(config_value(algo, "adv_estimator", "gae")).lower()
+    gamma = float(config_value(algo, "gamma", 1.0))
+    lam = float(config_value(algo, "lam", 1.0))
+    norm_std = bool(config_value(algo, "norm_adv_by_std_in_grpo", True))
+    kl_in_reward = bool(config_value(algo, "use_kl_in_reward", False))
     trainer = "verl-agent" if layout == "verl-agent" else "verl"
     own: Dict[str, Any] = {"adv_estimator": name, "gamma": gamma, "lam": lam, "norm_adv_by_std_in_grpo": norm_std,
                            "use_kl_in_reward": kl_in_reward}
@@ -49,15 +39,15 @@ def training_estimator(config: Any, layout: str = "verl") -> Tuple[str, Dict[str
         return f"{trainer}:{name}", {"trainer": own, "note": note}
 
     if layout == "verl-agent":
-        actor = _get(config, "actor_rollout_ref.actor")
-        use_pen = bool(_get(actor, "use_invalid_action_penalty", True))
-        coef = float(_get(actor, "invalid_action_penalty_coef", 0.1))
-        gigpo = _get(algo, "gigpo")
-        similar = bool(_get(gigpo, "enable_similarity", False))
+        actor = config_value(config, "actor_rollout_ref.actor")
+        use_pen = bool(config_value(actor, "use_invalid_action_penalty", True))
+        coef = float(config_value(actor, "invalid_action_penalty_coef", 0.1))
+        gigpo = config_value(algo, "gigpo")
+        similar = bool(config_value(gigpo, "enable_similarity", False))
         own.update({"use_invalid_action_penalty": use_pen, "invalid_action_penalty_coef": coef})
         if name == "gigpo":
             own["gigpo"] = _plain(gigpo) if gigpo is not None else None
-        if similar and name == "gigpo" and bool(_get(config, "trainer.balance_batch", True)):
+        if similar and name == "gigpo" and bool(config_value(config, "trainer.balance_batch", True)):
             own["balance_batch"] = True
             return cannot("Similarity clustering is greedy in batch order, which _balance_batch shuffles; TurnLens clusters in rollout order.")
         if kl_in_reward and name in ("gigpo", "grpo"):
@@ -65,12 +55,12 @@ def training_estimator(config: Any, layout: str = "verl") -> Tuple[str, Dict[str
         # the penalty is subtracted in the trainer's compute step, after the env rewards stored here
         params = {"gamma": gamma, "invalidPenalty": coef if use_pen else 0.0, "perTrajectory": False, "epsilon": 1e-6,
                   "anchorMatch": "similarity" if similar else "exact",
-                  "similarityThreshold": float(_get(gigpo, "similarity_thresh", 0.95))}
+                  "similarityThreshold": float(config_value(gigpo, "similarity_thresh", 0.95))}
         if name == "gigpo":
-            mode = str(_get(gigpo, "mode", "mean_norm"))
+            mode = str(config_value(gigpo, "mode", "mean_norm"))
             if mode not in ("mean_norm", "mean_std_norm"):
                 return cannot(f"GiGPO mode {mode!r} is not one TurnLens implements.")
-            return "gigpo", {**params, "omega": float(_get(gigpo, "step_advantage_w", 1.0)), "mode": mode}
+            return "gigpo", {**params, "omega": float(config_value(gigpo, "step_advantage_w", 1.0)), "mode": mode}
         if name == "grpo":
             # verl-agent's GRPO is GiGPO's episode term: statistics over all turn rows of the group
             return "gigpo", {**params, "omega": 0.0, "mode": "mean_std_norm" if norm_std else "mean_norm"}

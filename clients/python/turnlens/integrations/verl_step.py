@@ -7,7 +7,8 @@ import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
 from .verl_agent import _agent_groups
-from .verl_estimator import _get, training_estimator
+from ..shapes import config_value
+from .verl_estimator import training_estimator
 from .verl_rows import _loop_groups, _parts
 
 
@@ -63,8 +64,8 @@ def _send(run: Any, step: int, groups: Dict[str, List[Dict[str, Any]]], meta: Di
     if config is not None and estimator is None:
         estimator, params = training_estimator(config, meta["layout"])
     if meta.get("multiOutputSessions") and estimator and ":" not in estimator:
-        algo = _get(config, "algorithm") if _get(config, "algorithm") is not None else config
-        name = str(_get(algo, "adv_estimator", estimator)).lower()
+        algo = config_value(config, "algorithm") if config_value(config, "algorithm") is not None else config
+        name = str(config_value(algo, "adv_estimator", estimator)).lower()
         # only verl's GRPO (not grpo_vectorized, not the others) credits a session by its final output alone
         if name not in ("grpo", "drgrpo"):
             params = {"trainer": {"turnlens_estimator": estimator, "turnlens_params": params},
