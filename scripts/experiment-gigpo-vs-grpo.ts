@@ -12,7 +12,8 @@
 // training processes run under `nice -n 10` (the machine is shared). The runs are stored like any
 // other (tag experiment:gigpo-vs-grpo); the report, with the tests and 95 % intervals computed in
 // lib/stats/two-sample.ts, goes to --out.
-//   flags: --steps 60  --grpo-factor 1  --seeds 5  --eval-episodes 200  --eval-interval 10
+//   flags: --steps 60  --grpo-factor 1  --seeds 5  --first-seed 0  --eval-episodes 200  --eval-interval 10
+//          --plan docs/experiments/PLAN.md (the power calculation that fixed --seeds, linked from the report)
 //          --out docs/experiments/gigpo-vs-grpo.md  --tag experiment:gigpo-vs-grpo
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
@@ -22,7 +23,16 @@ import { launchRun } from "../lib/runs/launch";
 import { launchRunSchema } from "../lib/schemas/runs";
 import { getRun } from "../lib/db/runs";
 import { readSeries } from "../lib/db/metric-series";
-import { bootstrapDiffCI, minimumDetectableDifference, pairedTTest, permutationTest, verdict, welchTTest } from "../lib/stats/two-sample";
+import {
+  binomial,
+  bootstrapDiffCI,
+  EXACT_PERMUTATION_SPLITS,
+  minimumDetectableDifference,
+  pairedTTest,
+  permutationTestAuto,
+  verdict,
+  welchTTest,
+} from "../lib/stats/two-sample";
 
 const LOCK = "/tmp/turnlens-bench.lock";
 const args = process.argv.slice(2);
@@ -51,6 +61,10 @@ const STEPS = intFlag("steps", 60, 1);
 const GRPO_FACTOR = Number(flag("grpo-factor", "1"));
 if (!(GRPO_FACTOR >= 1)) throw new Error(`--grpo-factor must be a number >= 1, got ${flag("grpo-factor", "")}`);
 const SEEDS = intFlag("seeds", 5, 1);
+// a confirmatory run takes seeds a pilot never used
+const FIRST_SEED = intFlag("first-seed", 0, 0);
+const PLAN = flag("plan", "");
+if (PLAN && !fs.existsSync(PLAN)) throw new Error(`--plan ${PLAN}: no such file`);
 const EVAL_EPISODES = intFlag("eval-episodes", 200, 1);
 const EVAL_INTERVAL = intFlag("eval-interval", 10, 1);
 const DEFAULT_OUT = "docs/experiments/gigpo-vs-grpo.md";
@@ -62,7 +76,7 @@ const ESTIMATORS = ["grpo", "gigpo"] as const;
 type Est = (typeof ESTIMATORS)[number];
 if (STEPS % EVAL_INTERVAL !== 0) throw new Error(`--steps must be a multiple of --eval-interval (${EVAL_INTERVAL})`);
 const stepsOf = (est: Est) => (est === "grpo" ? Math.round(STEPS * GRPO_FACTOR) : STEPS);
-const command = `npm run experiment:gigpo-vs-grpo -- --steps ${STEPS} --grpo-factor ${GRPO_FACTOR} --seeds ${SEEDS} --eval-episodes ${EVAL_EPISODES} --eval-interval ${EVAL_INTERVAL}${OUT === DEFAULT_OUT ? "" : ` --out ${OUT}`}${TAG === DEFAULT_TAG ? "" : ` --tag ${TAG}`}`;
+const command = `npm run experiment:gigpo-vs-grpo -- --steps ${STEPS} --grpo-factor ${GRPO_FACTOR} --seeds ${SEEDS}${FIRST_SEED ? ` --first-seed ${FIRST_SEED}` : ""} --eval-episodes ${EVAL_EPISODES} --eval-interval ${EVAL_INTERVAL}${OUT === DEFAULT_OUT ? "" : ` --out ${OUT}`}${TAG === DEFAULT_TAG ? "" : ` --tag ${TAG}`}${PLAN ? ` --plan ${PLAN}` : ""}`;
 
 // Everything but the estimator, the seed and the step count is the train config's default (the demo).
 const configOf = (estimator: Est, seed: number) => {
@@ -81,7 +95,8 @@ interface Planned {
   seconds: number;
 }
 const planned: Planned[] = [];
-for (let seed = 0; seed < SEEDS; seed++)
+const seeds = Array.from({ length: SEEDS }, (_, i) => FIRST_SEED + i);
+for (const seed of seeds)
   for (const estimator of ESTIMATORS) {
     const launch = launchRunSchema.parse({
       jobKind: "train",
@@ -119,7 +134,7 @@ const runJob = async (p: Planned) => {
 };
 // Seed by seed, GRPO and GiGPO started together and side by side, so the two share the machine's
 // load up to the equal-wall-time cut (the shorter run's end).
-for (let seed = 0; seed < SEEDS; seed++) await Promise.all(planned.filter((p) => p.seed === seed).map(runJob));
+for (const seed of seeds) await Promise.all(planned.filter((p) => p.seed === seed).map(runJob));
 clearInterval(loadTimer);
 const loadAtEnd = os.loadavg();
 loadSamples.push(loadAtEnd[0]);
@@ -171,7 +186,6 @@ const signed = (x: number) => `${x >= 0 ? "+" : ""}${x.toFixed(3)}`;
 const fmt = (s: { m: number; sd: number }) => `${f3(s.m)} ± ${f3(s.sd)}`;
 const ci = ([lo, hi]: [number, number]) => `[${signed(lo)}, ${signed(hi)}]`;
 
-const seeds = Array.from({ length: SEEDS }, (_, s) => s);
 const equalRollouts: Record<Est, number[]> = { grpo: [], gigpo: [] };
 const equalTime: Record<Est, number[]> = { grpo: [], gigpo: [] };
 const cutSteps: Record<Est, number[]> = { grpo: [], gigpo: [] };
@@ -208,11 +222,11 @@ const compare = (name: string, scores: Record<Est, number[]>) => {
   const welch = welchTTest(scores.gigpo, scores.grpo);
   const paired = pairedTTest(scores.gigpo, scores.grpo);
   const boot = bootstrapDiffCI(scores.gigpo, scores.grpo, { seed: `${TAG}:${name}` });
-  const perm = permutationTest(scores.gigpo, scores.grpo);
+  const perm = permutationTestAuto(scores.gigpo, scores.grpo, { seed: `${TAG}:${name}` });
   const mdd = welch.se > 0 ? minimumDetectableDifference(welch.se, welch.df) : 0;
   return `- **${name}**: GiGPO minus GRPO **${signed(welch.diff)}**, 95 % CI ${ci(welch.ci95)} (Welch t = ${welch.t.toFixed(2)}, df = ${welch.df.toFixed(1)}, p = ${welch.p.toFixed(3)});
   paired by seed ${signed(paired.diff)}, 95 % CI ${ci(paired.ci95)} (paired t = ${paired.t.toFixed(2)}, df = ${paired.df}, p = ${paired.p.toFixed(3)});
-  bootstrap 95 % CI ${ci(boot)} (percentile, 10,000 resamples); exact permutation p = ${perm.p.toFixed(3)} (all ${perm.splits} splits).
+  bootstrap 95 % CI ${ci(boot)} (percentile, 10,000 resamples); ${perm.exact ? "exact " : ""}permutation p = ${perm.p.toFixed(3)} (${perm.exact ? `all ${perm.splits} splits` : `${perm.splits.toLocaleString("en-US")} random splits`}).
   Smallest difference this design detects with 80 % power (Welch, 5 % level): ${welch.se > 0 ? f3(mdd) : "n/a (no spread)"}.
   Verdict: ${verdict(welch.diff, { Welch: welch.p, paired: paired.p, permutation: perm.p }, { a: "GiGPO", b: "GRPO" })}.`;
 };
@@ -222,6 +236,14 @@ const curveSteps = [...new Set(planned.flatMap((p) => evals.get(p.runId)!.steps)
 const curveCell = (est: Est, step: number) => {
   const xs = planned.filter((p) => p.estimator === est).flatMap((p) => (evals.get(p.runId)!.steps.includes(step) ? [atStep(p, step)] : []));
   return xs.length === SEEDS ? f3(stats(xs).m) : "-";
+};
+/** How the permutation test ran: every split of the pooled scores when they are few enough, else a seeded sample. */
+const perm2Text = () => {
+  const n = 2 * SEEDS;
+  const splits = binomial(n, SEEDS);
+  return splits <= EXACT_PERMUTATION_SPLITS
+    ? `enumerates every split of the ${n} scores into two groups of ${SEEDS} (exact)`
+    : `samples 20,000 of the ${splits.toLocaleString("en-US")} splits of the ${n} scores into two groups of ${SEEDS} (seeded, (hits + 1) / (20,000 + 1))`;
 };
 const loadMean = loadSamples.reduce((a, b) => a + b, 0) / loadSamples.length;
 const fmtLoad = (l: number[]) => l.map((x) => x.toFixed(2)).join(", ");
@@ -233,7 +255,7 @@ on ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC: ${os.cpus().l
 load average (1, 5, 15 min) ${fmtLoad(loadAtStart)} at the start and ${fmtLoad(loadAtEnd)} at the end (1-min load every 30 s: mean ${loadMean.toFixed(2)},
 max ${Math.max(...loadSamples).toFixed(2)}). The script holds \`${LOCK}\` for the whole run and runs the training
 processes under \`nice -n ${NICE}\`. Runs are stored in the database it ran against (DATABASE_URL) under the tag \`${TAG}\`.
-
+${PLAN ? `The seed count (${SEEDS}) was fixed before the run by the power calculation in [the plan](${path.relative(path.dirname(OUT), PLAN)}).\n` : ""}
 ## Set-up
 The demo config (the train config's defaults, [training.md](../training.md#the-default-config-the-demo)):
 ${cfg.envId} ${JSON.stringify(cfg.envConfig) === "{}" ? "with its default config (random 6x6 maps, the player's four neighbours and the eight cells two moves away as the last two lines of the observation)" : JSON.stringify(cfg.envConfig)},
@@ -242,7 +264,7 @@ ${cfg.groupsPerStep} tasks x G = ${cfg.groupSize} rollouts per step, PPO-clip ${
 reaches ${cfg.lrDecayAfter}), ${Math.round(cfg.explorationEpsilon * 100)} % epsilon exploration, turns with a zero advantage dropped, 1 torch thread per run.
 The two arms differ only in \`estimator\` (lib/credit defaults: GRPO normalises the episode return within each
 group of G; GiGPO adds step-level groups keyed by the anchor state, here the grid the policy saw, gamma 0.95,
-omega 1). Seeds 0..${SEEDS - 1}: a seed fixes the task draws, the initial weights and the sampling streams, so the GRPO and
+omega 1). Seeds ${seeds[0]}..${seeds.at(-1)}: a seed fixes the task draws, the initial weights and the sampling streams, so the GRPO and
 GiGPO runs of one seed start from the same weights on the same maps.
 GiGPO trains ${stepsOf("gigpo")} steps, GRPO ${stepsOf("grpo")}; the two runs of a seed are started together and run side by side
 (the seeds one after another), so both see the same machine load up to the equal-wall-time cut.
@@ -268,15 +290,15 @@ Mean ± standard deviation over ${SEEDS} seeds of greedy success on the ${EVAL_E
 | --- | --- | --- | --- | --- | --- | --- | --- |
 ${seeds
   .map(
-    (s) =>
-      `| ${s} | ${f3(equalRollouts.grpo[s])} | ${f3(equalRollouts.gigpo[s])} | ${signed(equalRollouts.gigpo[s] - equalRollouts.grpo[s])} | ${budgets[s].toFixed(0)} | ${f3(equalTime.grpo[s])} (${cutSteps.grpo[s]}) | ${f3(equalTime.gigpo[s])} (${cutSteps.gigpo[s]}) | ${signed(equalTime.gigpo[s] - equalTime.grpo[s])} |`,
+    (s, i) =>
+      `| ${s} | ${f3(equalRollouts.grpo[i])} | ${f3(equalRollouts.gigpo[i])} | ${signed(equalRollouts.gigpo[i] - equalRollouts.grpo[i])} | ${budgets[i].toFixed(0)} | ${f3(equalTime.grpo[i])} (${cutSteps.grpo[i]}) | ${f3(equalTime.gigpo[i])} (${cutSteps.gigpo[i]}) | ${signed(equalTime.gigpo[i] - equalTime.grpo[i])} |`,
   )
   .join("\n")}
 
 Tests of GiGPO minus GRPO, two-sided, computed by the script (lib/stats/two-sample.ts). Welch's t-test and its 95 %
 confidence interval treat the arms as independent samples; the paired t-test uses that the two runs of a
-seed share maps and initial weights; the bootstrap resamples each arm's seeds; the exact permutation test
-enumerates every split of the ${2 * SEEDS} scores into two groups of ${SEEDS}.
+seed share maps and initial weights; the bootstrap resamples each arm's seeds; the permutation test
+${perm2Text()}.
 ${compare("Equal rollouts", equalRollouts)}
 ${compare("Equal wall time", equalTime)}
 
