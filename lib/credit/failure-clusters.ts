@@ -8,7 +8,7 @@
 // - Spherical k-means (cosine) seeded by farthest-first traversal: the first centre is the
 //   trajectory most similar to the mean, each next one the trajectory least similar to its nearest
 //   centre (ties: the earlier in input order), until `maxClusters` or until every trajectory has
-//   cosine >= `cover` to a centre; then at most 25 rounds of assignment (ties: the lower cluster).
+//   cosine >= `cover` (default 0.3: two trajectories sharing most of their moves) to a centre; then at most 25 rounds of assignment (ties: the lower cluster).
 // - Clusters are ordered by size (ties: their first member's position), named by their centroid's
 //   top 3 n-grams, with per step their members and the step's failed trajectories, and examples
 //   (the 3 members nearest the centroid).
@@ -113,7 +113,7 @@ const dense = (v: Sparse, d: number) => {
 /** The clusters of `trajs` (any order in, canonical order used: step, then id). */
 export function clusterFailures(input: readonly FailedTrajectory[], opts: ClusterOptions = {}): FailureCluster[] {
   const maxK = opts.maxClusters ?? 6;
-  const cover = opts.cover ?? 0.8;
+  const cover = opts.cover ?? 0.3;
   const trajs = [...input].sort((a, b) => a.step - b.step || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   if (!trajs.length) return [];
   const { vecs, names } = features(trajs);
