@@ -1,8 +1,8 @@
 // Failure clusters: failed trajectories grouped by what they did, deterministically (the same
 // input gives the same clusters, in the same order, with the same names).
 //
-// - An action becomes a term: its words lower-cased, numbers as "#" ("open drawer 3" and "open
-//   drawer 5" are one move), at most 8 words. A trajectory's features are its action unigrams and
+// - An action becomes a term: its command (last line, without an "Action:" label), its words
+//   lower-cased, numbers as "#" ("open drawer 3" and "open drawer 5" are one move), at most 8 words. A trajectory's features are its action unigrams and
 //   bigrams ("look > look" is a loop), weighted TF-IDF: (1 + ln tf) x (ln((1 + N) / (1 + df)) + 1),
 //   L2-normalised; n-grams in fewer than 2 trajectories are left out (they tell nothing shared).
 // - Spherical k-means (cosine) seeded by farthest-first traversal: the first centre is the
@@ -11,7 +11,7 @@
 //   cosine >= `cover` (default 0.3: two trajectories sharing most of their moves) to a centre; then at most 25 rounds of assignment (ties: the lower cluster).
 // - Clusters are ordered by size (ties: their first member's position), named by their centroid's
 //   top 3 n-grams, with per step their members and the step's failed trajectories, and examples
-//   (the 3 members nearest the centroid).
+//   (the member nearest the centroid at the first, middle and last step the cluster appears in).
 // - Flags over the steps given (in step order, split in thirds): "new" when a cluster has no
 //   member in the first third's steps and at least 5 % of the last third's failures; "growing" when
 //   its share of the last third's failures is at least twice and at least 10 points above the first third's.
@@ -46,9 +46,14 @@ export interface ClusterOptions {
 const MAX_WORDS = 8;
 const ROUNDS = 25;
 
-/** An action as a term: its words, numbers as "#". */
+/**
+ * An action as a term: its command (the last non-empty line, without an "Action:" label: a
+ * ReAct-style "Think: ...\nAction: go to desk 1" is the move "go to desk #"), its words, numbers as "#".
+ */
 export function actionTerm(action: string): string {
-  return words(action)
+  const lines = action.split("\n").filter((l) => l.trim());
+  const command = (lines[lines.length - 1] ?? "").replace(/^\s*action\s*:/i, "");
+  return words(command)
     .slice(0, MAX_WORDS)
     .map((w) => (/^\p{N}+$/u.test(w) ? "#" : w))
     .join(" ");
@@ -60,8 +65,10 @@ interface Sparse {
 }
 
 function features(trajs: readonly FailedTrajectory[]): { vecs: Sparse[]; names: string[] } {
+  const termOf = new Map<string, string>(); // actions repeat: each distinct one parsed once
+  const term = (a: string) => termOf.get(a) ?? termOf.set(a, actionTerm(a)).get(a)!;
   const counts = trajs.map((t) => {
-    const terms = t.actions.map(actionTerm);
+    const terms = t.actions.map(term);
     const tf = new Map<string, number>();
     const add = (g: string) => tf.set(g, (tf.get(g) ?? 0) + 1);
     terms.forEach((a, i) => {
@@ -184,10 +191,14 @@ export function clusterFailures(input: readonly FailedTrajectory[], opts: Cluste
       .slice(0, 3)
       .map((j) => names[j]);
     const perStep = steps.map((step) => ({ step, size: g.members.filter((i) => trajs[i].step === step).length, failed: failedAt.get(step) ?? 0 }));
-    const examples = [...g.members]
-      .sort((a, b) => dot(vecs[b], g.c) - dot(vecs[a], g.c) || a - b)
-      .slice(0, 3)
-      .map((i) => trajs[i].id);
+    // over training: the member nearest the centroid at the first, middle and last step it appears in
+    const seen = [...new Set(g.members.map((i) => trajs[i].step))];
+    const at = [...new Set([seen[0], seen[Math.floor((seen.length - 1) / 2)], seen[seen.length - 1]])];
+    const examples = at.map((step) => {
+      let bestI = -1;
+      for (const i of g.members) if (trajs[i].step === step && (bestI < 0 || dot(vecs[i], g.c) > dot(vecs[bestI], g.c))) bestI = i;
+      return trajs[bestI].id;
+    });
     const e = share(g.members, early);
     const l = share(g.members, late);
     const flag = steps.length < 3 ? null : e === 0 && l >= 0.05 ? "new" : l >= 2 * e && l - e >= 0.1 ? "growing" : null;

@@ -142,6 +142,10 @@ export function evaluateRunAlerts(runId: string, db: RawDb = getRawDb(), now = D
     writeTransaction(
       null,
       (db) => {
+        // under the run's write lock: another process (an ingest process of the same run) that
+        // evaluated these points first moved the cursor, and this evaluation is dropped
+        const current = db.prepare(`SELECT "lastStep" FROM "AlertCursor" WHERE "runId" = ? AND "ruleId" = ?`).pluck().get(runId, rule.id) as number | undefined;
+        if ((current ?? NOTHING_READ) !== after) return;
         let open = cursor?.openAlertId ?? null;
         let openLast: number | null = null;
         for (const v of verdicts) {
@@ -185,6 +189,19 @@ export function evaluateRunAlerts(runId: string, db: RawDb = getRawDb(), now = D
     );
   }
   return opened;
+}
+
+/** Drops a run's alerts and how far its rules read: they read it again from its first step at their next evaluation. */
+export function forgetRunAlerts(runId: string, db: RawDb = getRawDb()): void {
+  writeTransaction(
+    null,
+    (db) => {
+      db.prepare(`DELETE FROM "AlertCursor" WHERE "runId" = ?`).run(runId);
+      db.prepare(`DELETE FROM "Alert" WHERE "runId" = ?`).run(runId);
+    },
+    db,
+    { runId },
+  );
 }
 
 // ---------------------------------------------------------------- reads

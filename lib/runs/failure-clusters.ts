@@ -5,9 +5,9 @@ import { failedTrajectories, spreadSteps } from "../db/failure-trajectories";
 import { clusterFailures } from "../credit/failure-clusters";
 import type { FailureClusters } from "../schemas/failure-clusters";
 
-/** Steps read in a range, and failed trajectories a step: 12 x 32 = 384 at most (under 300 ms at 6,400 turns a step). */
+/** Steps read in a range, and failed trajectories a step: 12 x 20 = 240 at most (docs/alerts.md: under 300 ms cold at 6,400 turns a step). */
 export const MAX_STEPS = 12;
-export const PER_STEP = 32;
+export const PER_STEP = 20;
 
 const cache = new Map<string, FailureClusters>();
 const CACHED = 64;

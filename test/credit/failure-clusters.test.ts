@@ -63,8 +63,9 @@ describe("failure clusters", () => {
     expect(clusterFailures(shuffled)).toEqual(a);
   });
 
-  it("name an action by its words, numbers as #", () => {
+  it("name an action by the words of its command, numbers as #", () => {
     expect(actionTerm("Open Drawer 12!")).toBe("open drawer #");
+    expect(actionTerm("Think: the mug may be on desk 2.\nAction: go to desk 2\n")).toBe("go to desk #");
     expect(clusterFailures([])).toEqual([]);
   });
 });
