@@ -7,7 +7,8 @@
 //   metric batch and one more step (what ingest pays after it answered);
 // - through the production server (`next build` first): the cold latency (first request of that
 //   URL in a fresh server process, after /api/v1/projects has loaded Next and opened the database)
-//   and the warm one (median of the next 5) of the new routes and of the two pages that show alerts.
+//   and the warm one (median of the next 5) of the new routes and of the two pages that show alerts;
+// - ingest with the default rules on and off (ingestOnOff).
 //
 //   node_modules/.bin/tsx scripts/bench-alerts.ts [--steps 150] [--db FILE] [--reuse]
 import { spawn, execFileSync, type ChildProcess } from "node:child_process";
@@ -95,6 +96,54 @@ async function inProcess(runId: string): Promise<void> {
   console.log(`incremental, after one step's summary: ${(performance.now() - t).toFixed(2)} ms`);
 }
 
+/**
+ * Ingest with the default rules on and off: two runs (projects "bench-on", default rules, and
+ * "bench-off", no rules) get the same 10 steps and metric batches through the server's ingest entry
+ * (lib/ingest/thread.ts, JSON bytes in), taken in turn so that the machine's load falls on both;
+ * per step the time to the answer and the deferred work after it (summary, index, alert rules).
+ */
+async function ingestOnOff(): Promise<void> {
+  const { createRun, getRun } = await import("../lib/db/runs");
+  const { writeAlertConfig } = await import("../lib/db/alerts");
+  const { getRawDb } = await import("../lib/db/raw");
+  const { handleIngest } = await import("../lib/ingest/thread");
+  const { checkOneRunAlerts, finishOneDeferred } = await import("../lib/ingest/deferred");
+  const db = getRawDb();
+  const run = (project: string) =>
+    createRun({ project, name: "ingest", kind: "imported", jobKind: null, config: {}, envId: "alfworld", estimator: "gigpo", status: "running" }).runId;
+  const on = run("bench-on");
+  const off = run("bench-off");
+  writeAlertConfig(getRun(off).projectId, { rules: [], webhookUrl: null });
+  const times = { on: { answer: [] as number[], after: [] as number[] }, off: { answer: [] as number[], after: [] as number[] } };
+  let id = 0;
+  for (let step = 0; step < 10; step++) {
+    const bytes = new TextEncoder().encode(JSON.stringify(await realisticStep(step, 10, 0)));
+    const metricBytes = new TextEncoder().encode(JSON.stringify({ points: [{ step, values: metrics(step) }] }));
+    for (const [which, runId] of (step % 2
+      ? [
+          ["off", off],
+          ["on", on],
+        ]
+      : [
+          ["on", on],
+          ["off", off],
+        ]) as ["on" | "off", string][]) {
+      let t = performance.now();
+      const a = handleIngest({ id: ++id, kind: "steps", runId, bytes, databaseUrl: process.env.DATABASE_URL! }, db);
+      const b = handleIngest({ id: ++id, kind: "metrics", runId, bytes: metricBytes, databaseUrl: process.env.DATABASE_URL! }, db);
+      if (!a.ok || !b.ok) throw new Error(JSON.stringify(a.ok ? b : a));
+      times[which].answer.push(performance.now() - t);
+      t = performance.now();
+      while (finishOneDeferred(db) || checkOneRunAlerts(db));
+      times[which].after.push(performance.now() - t);
+    }
+  }
+  for (const which of ["on", "off"] as const)
+    console.log(
+      `ingest, default rules ${which}: step + metric batch answered in ${percentile(times[which].answer, 50).toFixed(1)} ms, deferred work after ${percentile(times[which].after, 50).toFixed(1)} ms (medians of 10 steps of 6,400 turns)`,
+    );
+}
+
 async function startServer(port: number): Promise<ChildProcess> {
   const server = spawn(process.execPath, ["scripts/web-server.mjs"], {
     env: { ...process.env, NODE_ENV: "production", NEXT_TELEMETRY_DISABLED: "1", PORT: String(port) },
@@ -122,7 +171,10 @@ async function time(url: string): Promise<number> {
 async function main() {
   const reuse = args.includes("--reuse") && fs.existsSync(META);
   const { runId, projectId } = reuse ? (JSON.parse(fs.readFileSync(META, "utf8")) as { runId: string; projectId: string }) : await seed();
-  if (!reuse) await inProcess(runId);
+  if (!reuse) {
+    await inProcess(runId);
+    await ingestOnOff();
+  }
   const port = await freeLoopbackPort();
   const base = `http://127.0.0.1:${port}`;
   const urls: [string, string][] = [
