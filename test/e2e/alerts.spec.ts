@@ -10,6 +10,7 @@ const BASE = `http://127.0.0.1:${process.env.E2E_PORT ?? 3100}`;
 const OUT = "docs/screenshots";
 let api: APIRequestContext;
 let runId = "";
+let writeKey = "";
 
 test.describe.configure({ mode: "serial" });
 test.use({ viewport: { width: 1440, height: 1000 } });
@@ -51,6 +52,7 @@ test.beforeAll(async ({ playwright }) => {
   expect(r.ok()).toBe(true);
   const run = await r.json();
   runId = run.id;
+  writeKey = run.writeKey;
   const h = { "x-turnlens-write-key": run.writeKey };
   const steps = Array.from({ length: 60 }, (_, s) => s);
   const values = {
@@ -61,7 +63,11 @@ test.beforeAll(async ({ playwright }) => {
   for (let s = 0; s < 10; s++) expect((await api.post(`/api/v1/runs/${runId}/steps`, { data: step(s), headers: h })).ok()).toBe(true);
 });
 
+// the run and its alerts go, so the other specs' runs list shows none of them
 test.afterAll(async () => {
+  await api.post(`/api/v1/runs/${runId}/finish`, { data: { status: "succeeded" }, headers: { "x-turnlens-write-key": writeKey } });
+  expect((await api.delete(`/api/v1/runs/${runId}`)).ok()).toBe(true);
+  expect((await (await api.get(`/api/v1/alerts?runId=${runId}`)).json()).alerts).toEqual([]);
   await api.dispose();
 });
 
