@@ -59,6 +59,8 @@ try {
 } catch (e) {
   console.error(`web-server: could not finish stored steps' deferred work (${e.message}); their reads do it instead`);
 }
+// Alerts' webhooks are posted from here, in the background, never inside an ingest request (lib/runs/alert-webhooks.ts).
+(await import("../lib/runs/alert-webhooks.ts")).startWebhookLoop();
 const { ROUTES } = await import("../lib/api/routes.ts");
 const { bodyTimeoutMs } = await import("../lib/api/body-timeout.ts");
 const BODY_TIMEOUT_MS = bodyTimeoutMs();

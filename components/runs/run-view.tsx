@@ -17,6 +17,8 @@ import { btnCls, cardCls } from "@/components/ui/controls";
 import { CheckpointEvalPanel } from "./checkpoint-eval-panel";
 import { JobLog } from "./job-log";
 import { RunTabs } from "./run-tabs";
+import { RunAlerts } from "@/components/alerts/run-alerts";
+import { FailureClustersPanel } from "@/components/alerts/failure-clusters-panel";
 
 type Run = NonNullable<ReturnType<typeof useRunPage>["run"]>;
 type Action = ReturnType<typeof useRunPage>["action"];
@@ -54,7 +56,9 @@ export function RunView({ runId }: { runId: string }) {
       <RunTabs runId={runId} active="overview" />
       {action.error ? <p className="text-sm text-red-600">{action.error.message}</p> : null}
       <RunProgress run={run} />
+      <RunAlerts runId={runId} />
       <RunMetrics runId={runId} status={run.status} live={live} />
+      <FailureClustersPanel runId={runId} />
       <div className="grid gap-4 lg:grid-cols-2">
         <section>
           <h2 className="mb-2 font-medium">Log</h2>

@@ -37,6 +37,8 @@ import {
 import { openApiDocumentSchema } from "../schemas/openapi";
 import { taskCompareQuerySchema, taskCompareSchema } from "../schemas/task-compare";
 import { trajectorySearchQuerySchema, trajectorySearchResultSchema } from "../schemas/search";
+import { alertConfigBodySchema, alertConfigSchema, alertListQuerySchema, alertListSchema } from "../schemas/alerts";
+import { failureClustersQuerySchema, failureClustersSchema } from "../schemas/failure-clusters";
 
 // the item key keeps its literal type, so a page's answer types as `{ steps: Step[], total, … }`
 const page = <K extends string, T extends z.ZodType>(key: K, item: T) =>
@@ -52,6 +54,45 @@ export const routes = {
     tag: "runs",
     query: none,
     response: projectListSchema,
+  }),
+  // monitors and alerts, failure clusters (docs/alerts.md)
+  alertRules: defineRoute({
+    id: "getAlertRules",
+    method: "GET",
+    path: "/projects/{id}/alert-rules",
+    summary: "A project's alert rules and webhook (the default rules when it has none of its own)",
+    tag: "alerts",
+    query: none,
+    response: alertConfigSchema,
+  }),
+  alertRulesSet: defineRoute({
+    id: "setAlertRules",
+    method: "POST",
+    path: "/projects/{id}/alert-rules",
+    summary: "Set a project's alert rules and webhook URL (http or https); an empty list turns its alerts off",
+    tag: "alerts",
+    body: alertConfigBodySchema,
+    response: alertConfigSchema,
+    status: 200,
+  }),
+  alertsList: defineRoute({
+    id: "listAlerts",
+    method: "GET",
+    path: "/alerts",
+    summary: "Alerts, newest first: of every run, or of one (runId)",
+    tag: "alerts",
+    query: alertListQuerySchema,
+    response: alertListSchema,
+  }),
+  failureClusters: defineRoute({
+    id: "failureClusters",
+    method: "GET",
+    path: "/runs/{id}/failure-clusters",
+    summary:
+      "A step range's failed trajectories grouped by their actions (TF-IDF of action n-grams, deterministic k-means), sizes per step, new and growing clusters flagged",
+    tag: "alerts",
+    query: failureClustersQuerySchema,
+    response: failureClustersSchema,
   }),
   envs: defineRoute({
     id: "listEnvs",

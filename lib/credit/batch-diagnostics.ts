@@ -47,7 +47,7 @@ export function withinGroupVariance(groups: readonly (readonly number[])[]): num
   return n ? total / n : null;
 }
 
-const words = (text: string): string[] => text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+export const words = (text: string): string[] => text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
 
 function termCounts(text: string): Map<string, number> {
   const tf = new Map<string, number>();

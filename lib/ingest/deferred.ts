@@ -4,7 +4,8 @@
 // step it still holds in memory. The step was written with a pending mark in its own transaction
 // (lib/db/credit-summary.ts); this work replaces the mark in one transaction of its own. Should the
 // process die in between, the mark stays and the server finds and does the work at its next start
-// (lib/runs/pending-steps.ts).
+// (lib/runs/pending-steps.ts). The run's alert rules are evaluated after that work (lib/db/alerts.ts).
+import { evaluateRunAlerts } from "../db/alerts";
 import { stepPending } from "../db/credit-summary";
 import { getRawDb, writeTransaction, type RawDb } from "../db/raw";
 import { completeStoredStep } from "../db/rollouts";
@@ -69,6 +70,29 @@ export function finishStep(runId: string, stepId: string, input: RolloutStepInpu
     db,
     { runId },
   );
+  noteAlertCheck(runId);
+}
+
+// Runs whose alert rules have points to read (a metric batch or a step's summary stored): evaluated
+// after the held steps' work, one run a turn of the event loop (lib/db/alerts.ts reads only what is new).
+const alertChecks = new Set<string>();
+
+/** Marks a run's alert rules for evaluation after the current answer (scheduleDeferred). */
+export function noteAlertCheck(runId: string): void {
+  alertChecks.add(runId);
+}
+
+/** Evaluates one marked run's alert rules; false when none is marked. A failure is logged, never thrown into ingest. */
+export function checkOneRunAlerts(db: RawDb = getRawDb()): boolean {
+  const runId = alertChecks.values().next().value;
+  if (runId === undefined) return false;
+  alertChecks.delete(runId);
+  try {
+    evaluateRunAlerts(runId, db);
+  } catch (e) {
+    console.error(`ingest: alert rules of run ${runId} could not be evaluated (${(e as Error).message}); the next batch tries again`);
+  }
+  return true;
 }
 
 /** Does the oldest held step's work; false when none is held. */
@@ -93,11 +117,12 @@ let scheduled = false;
 
 /** Does the held steps' work after the current answer is sent, one step a turn of the event loop (a new request goes first). */
 export function scheduleDeferred(db: RawDb = getRawDb()): void {
-  if (scheduled || !queue.length) return;
+  if (scheduled || (!queue.length && !alertChecks.size)) return;
   scheduled = true;
   setImmediate(function next() {
     scheduled = false;
-    if (finishOneDeferred(db) && queue.length) {
+    // the held steps first (their summaries are what the step rules read), then the alert rules
+    if ((finishOneDeferred(db) || checkOneRunAlerts(db)) && (queue.length || alertChecks.size)) {
       scheduled = true;
       setImmediate(next);
     }

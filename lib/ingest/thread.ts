@@ -17,7 +17,7 @@ import {
   rolloutStepsBatchSchema,
 } from "../schemas/rollouts";
 import { ingestMetrics, ingestStep, ingestStepPart, ingestSteps } from "./batches";
-import { makeRoomForDeferred, scheduleDeferred } from "./deferred";
+import { makeRoomForDeferred, noteAlertCheck, scheduleDeferred } from "./deferred";
 
 export interface IngestRequest {
   id: number;
@@ -57,6 +57,7 @@ export function handleIngest(req: IngestRequest, conn?: RawDb): IngestReply {
           : req.kind === "stepsBatch"
             ? ingestSteps(req.runId, rolloutStepsBatchFast(value) ?? parseInput(rolloutStepsBatchSchema, value, "body"), conn)
             : ingestMetrics(req.runId, metricColumnsLookValid(value) ? value : parseInput(metricBodySchema(value), value, "body"), conn);
+    if (req.kind === "metrics") noteAlertCheck(req.runId); // its metric rules, after this answer
     return { id: req.id, ok: true, status: ans.status, body: ans.body };
   } catch (e) {
     const err = e as Error & { issues?: Issue[]; code?: unknown };

@@ -3,6 +3,7 @@
 // is found at the server's start (scripts/web-server.mjs) and the work done from the stored rows.
 // Until then nothing is wrong, only slower: a search indexes what it finds missing, and credit over
 // training summarises a step it finds unsummarised.
+import { evaluateRunAlerts } from "../db/alerts";
 import { finishPendingStep, pendingSteps } from "../db/credit-summary";
 import { runSteps } from "../db/credit";
 import { getRawDb, writeTransaction, type RawDb } from "../db/raw";
@@ -27,6 +28,12 @@ export function finishPendingSteps(db: RawDb = getRawDb()): number {
         /* made on first read */
       }
       writeTransaction(null, (db) => finishPendingStep(stepId, summary, db), db, { runId });
+    }
+    // the step rules read the summaries just kept
+    try {
+      evaluateRunAlerts(runId, db);
+    } catch (e) {
+      console.error(`pending steps: alert rules of run ${runId} could not be evaluated (${(e as Error).message})`);
     }
   }
   return pending.length;

@@ -9,6 +9,7 @@ import { summarizeAdvantages } from "../credit/result";
 import { outcomeShares, templateCollapse, withinGroupVariance } from "../credit/batch-diagnostics";
 import { creditTurn, type StepDiagnostics } from "./credit";
 import { tokenValues, type RolloutStepInput } from "./rollouts";
+import { quantiles } from "./alerts";
 
 export interface StepSummary {
   /** per turn index (dense, 0 where nothing was counted) */
@@ -22,6 +23,8 @@ export interface StepSummary {
   lenSum: number[];
   lenCount: number[];
   diag: StepDiagnostics;
+  /** the advantages' quantiles at QUANTILE_LEVELS (lib/schemas/alerts.ts: the drift monitor); absent in summaries kept before it */
+  advQuantiles?: number[] | null;
 }
 
 export interface SummaryInput {
@@ -165,6 +168,7 @@ export function summarizeStep(input: SummaryInput): StepSummary {
     entCount,
     lenSum,
     lenCount,
+    advQuantiles: quantiles(all),
     diag: {
       step: input.step,
       turns,

@@ -27,6 +27,7 @@ import { summarizeStepInput } from "../../lib/schemas/step-summary";
 import { writeRolloutStep } from "../../lib/db/rollouts";
 import type { MetricPoint } from "../../lib/db/metric-points";
 import { writeMetrics } from "../../lib/db/metric-writes";
+import { evaluateRunAlerts } from "../../lib/db/alerts";
 import { addCheckpoint, latestCheckpoint, truncateRunAfter } from "../../lib/db/checkpoints";
 import { writeTransaction } from "../../lib/db/raw";
 import { projectRoot } from "../../lib/db/url";
@@ -380,6 +381,12 @@ function writeStepMetrics(ctx: JobContext | null, runId: string, step: number, v
     .filter(([, v]) => Number.isFinite(v))
     .map(([key, value]) => ({ key, step, value, wallTime: now }));
   writeMetrics(runId, points, ctx ? ctx.fence : null);
+  // the project's alert rules over what this step stored (docs/alerts.md); never fails the step
+  try {
+    evaluateRunAlerts(runId);
+  } catch (e) {
+    console.error(`train: alert rules of run ${runId} could not be evaluated (${(e as Error).message})`);
+  }
 }
 
 async function saveCheckpoint(t: Trainer, step: number, exportOnnx: boolean): Promise<void> {

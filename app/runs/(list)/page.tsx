@@ -1,5 +1,8 @@
 import { Suspense } from "react";
 import { RunsTable } from "@/components/runs/runs-table";
+import { RecentAlerts } from "@/components/alerts/recent-alerts";
+import { listAlerts } from "@/lib/db/alerts";
+import { alertsQuery } from "@/lib/queries/alerts";
 import { Hydrate, tryRead } from "@/components/ui/hydrate";
 import { listRuns, runFilters } from "@/lib/db/runs";
 import { runListParams, runFiltersQuery, runsPageQuery, RUNS_PAGE_SIZE } from "@/lib/queries";
@@ -22,8 +25,10 @@ export default async function RunsPage({ searchParams }: { searchParams: Promise
         seed={[
           [runsPageQuery(params, 1).queryKey, first],
           [runFiltersQuery().queryKey, tryRead(() => runFilters())],
+          [alertsQuery({ limit: 8 }).queryKey, tryRead(() => ({ alerts: listAlerts({ limit: 8 }) }))],
         ]}
       >
+        <RecentAlerts />
         <Suspense fallback={<p className="text-sm text-zinc-500">Loading…</p>}>
           <RunsTable />
         </Suspense>

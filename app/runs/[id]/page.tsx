@@ -7,6 +7,8 @@ import { mergeSeries } from "@/lib/charts/series-merge";
 import { CHART_POINTS } from "@/lib/charts/prepare-series";
 import { prefetchedKeys } from "@/components/charts/run-chart-plan";
 import { metricKeysQuery, runQuery } from "@/lib/queries";
+import { listAlerts } from "@/lib/db/alerts";
+import { alertsQuery } from "@/lib/queries/alerts";
 
 export const dynamic = "force-dynamic";
 export const metadata = { title: "Run" };
@@ -24,7 +26,14 @@ export default async function RunPage({ params }: { params: Promise<{ id: string
     tryRead(() => mergeSeries(undefined, readSeries(id, key, { maxPoints: CHART_POINTS }))),
   ]);
   return (
-    <Hydrate seed={[[runQuery(id).queryKey, run], [metricKeysQuery(id).queryKey, keys ? { keys } : undefined], ...series]}>
+    <Hydrate
+      seed={[
+        [runQuery(id).queryKey, run],
+        [metricKeysQuery(id).queryKey, keys ? { keys } : undefined],
+        ...series,
+        [alertsQuery({ runId: id, limit: 50 }).queryKey, run ? tryRead(() => ({ alerts: listAlerts({ runId: id, limit: 50 }) })) : undefined],
+      ]}
+    >
       <Suspense fallback={<p className="text-sm text-zinc-500">Loading…</p>}>
         <RunView runId={id} />
       </Suspense>

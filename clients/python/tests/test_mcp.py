@@ -150,3 +150,42 @@ def test_mcp_tools_read_a_logged_run(logged):
     assert bad[5][1] == "arguments.max_points: expected 0 (every point) or at least 10, got 5"
     after = results[15]
     assert not after[0] and json.loads(after[1])["runs"][0]["id"] == rid
+
+
+def test_mcp_alert_and_cluster_tools(server, tmp_path):
+    """list_alerts finds the default entropy rule's alert (entropy 1.0 to 0.1 at step 40: step 42);
+    get_failure_clusters groups a step's failures by their actions."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TURNLENS_DIR", str(tmp_path))
+        run = turnlens.init(
+            project=f"mcp-alerts-{secrets.token_hex(4)}", name="collapse", url=server.url, estimator="grpo"
+        )
+        for step in range(50):
+            run.log({"actor/entropy": 0.1 if step >= 40 else 1.0}, step=step)
+        groups = {
+            f"task-{g}": [
+                {"success": False, "turns": [{"observation": "room", "action": a, "reward": 0.0} for a in acts]}
+                for acts in (
+                    ["look", "look", "look"],
+                    ["look", "look", "look"],
+                    ["open door", "go north", "open door"],
+                    ["open door", "go north", "open door"],
+                )
+            ]
+            for g in range(2)
+        }
+        run.log_rollouts(50, groups)
+        run.finish()
+    calls = [("list_alerts", {"run_id": run.id}), ("get_failure_clusters", {"run_id": run.id, "max_clusters": 4})]
+    for _ in range(50):  # alerts are evaluated just after ingest answers
+        tools, results = asyncio.run(session_calls(server.url, calls[:1]))
+        if json.loads(results[0][1])["count"]:
+            break
+    tools, results = asyncio.run(session_calls(server.url, calls))
+    assert {"list_alerts", "get_failure_clusters"} <= {t.name for t in tools}
+    assert [err for err, _ in results] == [False, False], results
+    alerts, clusters = (json.loads(text) for _, text in results)
+    assert [(a["ruleId"], a["step"]) for a in alerts["alerts"]] == [("entropy-falling", 42)]
+    assert clusters["trajectories"] == 8
+    assert sorted(c["size"] for c in clusters["clusters"]) == [4, 4]
+    assert any("look > look" in c["name"] for c in clusters["clusters"])

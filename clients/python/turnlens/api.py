@@ -253,6 +253,21 @@ class Api:
         return _table(rows[:limit] if limit is not None else rows, pandas,
                       ["id", "runId", "runName", "step", "groupId", "task", "envId", "index", "reward", "success", "length", "matchedTurns"])
 
+    # ---------------------------------------------------------------- alerts and failure clusters
+
+    def alerts(self, run: Optional[Union[str, "ApiRun"]] = None, limit: int = 50) -> List[Dict[str, Any]]:
+        """Alerts raised by the projects' rules, newest first: of every run, or of one."""
+        run_id = run.id if isinstance(run, ApiRun) else run
+        return self._get("/alerts", [("runId", run_id), ("limit", limit)], f"alerts(run={run_id!r})")["alerts"]
+
+    def failure_clusters(self, run: Union[str, "ApiRun"], start: Optional[int] = None, end: Optional[int] = None,
+                         max_clusters: int = 6) -> Dict[str, Any]:
+        """The failed trajectories of a step range (default: the whole run) grouped by their actions."""
+        run_id = run.id if isinstance(run, ApiRun) else run
+        query = [("from", start), ("to", end), ("maxClusters", max_clusters)]
+        return self._get(f"/runs/{urllib.parse.quote(run_id, safe='')}/failure-clusters", query,
+                         f"failure_clusters({run_id!r})")
+
 
 def _clause(path: str, v: Any) -> str:
     """A config filter clause: `path=value`, or from (op, value) `path op value`."""

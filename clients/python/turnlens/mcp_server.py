@@ -126,6 +126,15 @@ def get_credit(api: Api, a: Dict[str, Any]) -> Any:
     return credit.raw
 
 
+def list_alerts(api: Api, a: Dict[str, Any]) -> Any:
+    alerts = api.alerts(a.get("run_id"), limit=a.get("limit", DEFAULT_LIMIT))
+    return {"count": len(alerts), "alerts": alerts}
+
+
+def get_failure_clusters(api: Api, a: Dict[str, Any]) -> Any:
+    return api.failure_clusters(a["run_id"], a.get("from_step"), a.get("to_step"), a.get("max_clusters", 6))
+
+
 def _schema(props: Dict[str, Any], required: Tuple[str, ...] = ()) -> Dict[str, Any]:
     return {"type": "object", "properties": props, "required": list(required), "additionalProperties": False}
 
@@ -198,6 +207,20 @@ TOOLS: Dict[str, Tuple[str, Dict[str, Any], Callable[[Api, Dict[str, Any]], Any]
                  "params": {"type": "object", "description": "estimator params, e.g. {\"gamma\": 0.95}"}},
                 ("run_id", "step", "group")),
         get_credit),
+    # alerts and failure clusters
+    "list_alerts": (
+        "Alerts raised by the project's monitor rules (entropy falling, zero-variance share rising, clip ratio, "
+        "responses at the length cap, KL accelerating, advantage drift, or the project's own), newest first: "
+        "rule, metric, the step it began and the last step it held, the value compared, a message.",
+        _schema({"run_id": RUN_ID, "limit": {**LIMIT, "maximum": 200, "default": DEFAULT_LIMIT}}),
+        list_alerts),
+    "get_failure_clusters": (
+        "A run's failed trajectories over a step range grouped by what they did (TF-IDF of action n-grams, "
+        "deterministic k-means): each cluster's top n-grams, size, size per step, example trajectory ids, and "
+        "a 'new' or 'growing' flag.",
+        _schema({"run_id": RUN_ID, "from_step": STEP, "to_step": STEP,
+                 "max_clusters": {"type": "integer", "minimum": 2, "maximum": 12, "default": 6}}, ("run_id",)),
+        get_failure_clusters),
 }
 
 TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "array": list, "object": dict}
