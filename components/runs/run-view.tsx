@@ -17,6 +17,7 @@ import { btnCls, cardCls } from "@/components/ui/controls";
 import { CheckpointEvalPanel } from "./checkpoint-eval-panel";
 import { JobLog } from "./job-log";
 import { RunTabs } from "./run-tabs";
+import { TrainerPanel } from "./trainer-panel";
 
 type Run = NonNullable<ReturnType<typeof useRunPage>["run"]>;
 type Action = ReturnType<typeof useRunPage>["action"];
@@ -54,6 +55,7 @@ export function RunView({ runId }: { runId: string }) {
       <RunTabs runId={runId} active="overview" />
       {action.error ? <p className="text-sm text-red-600">{action.error.message}</p> : null}
       <RunProgress run={run} />
+      {run.jobKind === "trainer" ? <TrainerPanel config={run.config} /> : null}
       <RunMetrics runId={runId} status={run.status} live={live} />
       <div className="grid gap-4 lg:grid-cols-2">
         <section>

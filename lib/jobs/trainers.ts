@@ -4,7 +4,15 @@
 import fs from "node:fs";
 import path from "node:path";
 import { InvalidInputError, zodIssues } from "../schemas/errors";
-import { PLACEHOLDER, trainerParamsZod, trainersFileSchema, type TrainerLaunchConfig, type TrainersFile, type TrainerTemplate } from "../schemas/trainers";
+import {
+  PLACEHOLDER,
+  trainerLaunchConfigSchema,
+  trainerParamsZod,
+  trainersFileSchema,
+  type TrainerLaunchConfig,
+  type TrainersFile,
+  type TrainerTemplate,
+} from "../schemas/trainers";
 
 /** TURNLENS_TRAINERS could not be read or does not declare valid templates: the message names the file and the field. */
 export class TrainersFileError extends Error {
@@ -106,4 +114,19 @@ export function resolveTrainer(cfg: TrainerLaunchConfig, root: string, templates
     env: Object.fromEntries(Object.entries(template.env).map(([k, v]) => [k, fill(v, params)])),
     cwd: fill(template.cwd ?? process.cwd(), params),
   };
+}
+
+/**
+ * GPUs the worker gives a job: a trainer's template says how many (none for one that runs on Ray,
+ * which assigns its own), every other kind one. A payload that does not resolve gets one: its
+ * runner fails it with the reason.
+ */
+export function gpusWanted(job: { kind: string; payload: unknown }): number {
+  if (job.kind !== "trainer") return 1;
+  try {
+    const t = resolveTrainer(trainerLaunchConfigSchema.parse(job.payload), "payload");
+    return t.template.ray ? 0 : t.template.gpus;
+  } catch {
+    return 1;
+  }
 }

@@ -58,9 +58,10 @@ export const trainer: JobRunner = async (ctx) => {
 };
 
 async function locally(ctx: JobContext, t: ResolvedTrainer, own: Record<string, string>): Promise<Record<string, unknown>> {
-  // gpus 0: none at all (an empty CUDA_VISIBLE_DEVICES), else the worker's
+  // the GPUs the worker gave it (lib/jobs/gpus.ts, as many as the template asks for and are free); gpus 0: none at all
   const cuda = t.template.gpus === 0 ? "" : (ctx.gpu ?? "");
-  if (t.template.gpus > 0 && !ctx.gpu) ctx.log(`template asks for ${t.template.gpus} GPU(s), but this worker has none free: CPU`, "warn");
+  const got = cuda ? cuda.split(",").length : 0;
+  if (got < t.template.gpus) ctx.log(`template asks for ${t.template.gpus} GPU(s); this worker gave ${got} (CUDA_VISIBLE_DEVICES=${cuda || "none"})`, "warn");
   const env: NodeJS.ProcessEnv = { ...process.env, ...t.env, ...own, CUDA_VISIBLE_DEVICES: cuda };
   delete env.TURNLENS_MODE; // the trainer writes online, to the server, whatever the worker's own mode
   const [command, ...args] = t.argv;
