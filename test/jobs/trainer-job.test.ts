@@ -141,6 +141,13 @@ describe("trainer jobs", () => {
       expect(r.status, JSON.stringify(body)).toBe(400);
       expect(body.issues.map((i) => i.path).join(" "), JSON.stringify(body)).toContain(field);
     }
+    // with an API token set, a valid launch needs it
+    process.env.TURNLENS_API_TOKEN = "t".repeat(40);
+    try {
+      expect((await post("/runs", { jobKind: "trainer", config: { template: "tiny" } })).status).toBe(401);
+    } finally {
+      delete process.env.TURNLENS_API_TOKEN;
+    }
     expect(countRows("Run")).toBe(runs);
     expect(countRows("Job")).toBe(jobs);
     expect(fs.existsSync(MARKER)).toBe(false);
