@@ -58,7 +58,7 @@ const { getRun } = await import("../../lib/db/runs");
 const { runSteps } = await import("../../lib/db/credit");
 const { metricSteps } = await import("../helpers/metric-rows");
 const { countRows } = await import("../helpers/db-inspect");
-const { requestCancel, getJob } = await import("../../lib/jobs/queue");
+const { requestCancel, getJob, retry } = await import("../../lib/jobs/queue");
 const { tailLog } = await import("../../lib/jobs/logs");
 const { loadTrainers } = await import("../../lib/jobs/trainers");
 const { launchCatalog } = await import("../../lib/runs/catalog");
@@ -118,6 +118,24 @@ describe("trainer jobs", () => {
     await waitFor("the run canceled", () => getRun(runId).status === "canceled", 10_000, 50);
     expect(Date.now() - t0).toBeLessThan(10_000);
     expect((await getJob(jobId)).status).toBe("canceled");
+
+    // Retry relaunches the same template and params: a new process, writing with the new attempt's key
+    fs.rmSync(pidFile);
+    await retry(jobId);
+    await waitFor("the relaunched trainer", () => fs.existsSync(pidFile) && fs.readFileSync(pidFile, "utf8").includes(" "), 30_000, 100);
+    const again = fs.readFileSync(pidFile, "utf8").split(" ").map(Number);
+    expect(again).not.toEqual(pids);
+    await waitFor("the run running again", () => getRun(runId).status === "running", 10_000, 50);
+    const before = (await tailLog(jobId, 0, 5_000)).lines.filter((l) => l.line.startsWith("step ")).length;
+    await waitFor(
+      "more steps logged by the relaunch",
+      async () => (await tailLog(jobId, 0, 5_000)).lines.filter((l) => l.line.startsWith("step ")).length > before + 2,
+      30_000,
+      100,
+    );
+    expect((await tailLog(jobId, 0, 5_000)).lines.filter((l) => l.line.startsWith("trainer tiny ")).length).toBe(2);
+    await requestCancel(jobId);
+    await waitFor("no relaunched process left", () => !again.some(alive), 10_000, 50);
   });
 
   it("refuses a request that carries a command, and bad params, naming the field; nothing is created or run", async () => {
