@@ -100,6 +100,13 @@ test("launch the TRL GRPO template from the form: live curves, trajectories and 
   await page.goto(`${runUrl}/credit`);
   await expect(page.getByTestId("overview-heatmap").locator('[data-testid="heatmap-cell"]').first()).toBeVisible();
 
+  // Clone and edit: the form opens on the template with the run's params
+  await page.goto(runUrl);
+  await page.getByRole("link", { name: "Clone and edit" }).click();
+  await expect(page.locator("#trainer-template")).toHaveValue("trl-grpo-tiny");
+  await expect(page.locator("#param-params-steps")).toHaveValue("8");
+  await expect(page.locator("#run-name")).toHaveValue("e2e-trl-grpo-clone");
+
   // a second launch, canceled from its page mid-run: no trainer process left within 10 s
   await fillForm(page, "e2e-trl-grpo-cancel", 10_000);
   await page.getByRole("button", { name: "Launch run" }).click();
