@@ -3,7 +3,7 @@
 // a stored job names only a template id and params). Schema and substitution: lib/schemas/trainers.ts.
 import fs from "node:fs";
 import path from "node:path";
-import { InvalidInputError, zodIssues } from "../schemas/errors";
+import { ConflictError, InvalidInputError, zodIssues } from "../schemas/errors";
 import {
   PLACEHOLDER,
   trainerLaunchConfigSchema,
@@ -14,11 +14,13 @@ import {
   type TrainerTemplate,
 } from "../schemas/trainers";
 
-/** TURNLENS_TRAINERS could not be read or does not declare valid templates: the message names the file and the field. */
-export class TrainersFileError extends Error {
+/**
+ * TURNLENS_TRAINERS could not be read or does not declare valid templates: the message names the
+ * file and the field. A launch then gets 409 (the server's set-up refuses it, not the request).
+ */
+export class TrainersFileError extends ConflictError {
   constructor(message: string) {
-    super(message);
-    this.name = "TrainersFileError";
+    super(message, [{ path: "body.config.template", message: "the server's trainer templates cannot be read" }]);
   }
 }
 

@@ -171,7 +171,7 @@ describe("trainer jobs", () => {
     expect(fs.existsSync(MARKER)).toBe(false);
   });
 
-  it("offers the file's templates to the form, and names the file and the field of a bad declaration", () => {
+  it("offers the file's templates to the form, and names the file and the field of a bad declaration", async () => {
     const cat = launchCatalog();
     expect(cat.jobKinds.map((k) => k.id)).toContain("trainer");
     expect(cat.trainers.map((t) => t.id)).toEqual(["tiny"]);
@@ -181,5 +181,16 @@ describe("trainer jobs", () => {
     expect(() => loadTrainers(bad)).toThrow(`${bad}: x.command.1: {rate} names no parameter (declared: lr); x.params.lr.max: is below min`);
     fs.writeFileSync(bad, JSON.stringify({ x: { title: "X", command: ["python"], params: { lr: { type: "float" } } } }));
     expect(() => loadTrainers(bad)).toThrow(/bad\.json: x\.params\.lr\.type: /);
+    // the server's own file broken: a launch gets 409 naming it, and the form offers no template
+    process.env.TURNLENS_TRAINERS = bad;
+    try {
+      expect(launchCatalog()).toMatchObject({ trainers: [], trainersError: expect.stringContaining("bad.json: x.params.lr.type") });
+      expect(launchCatalog().jobKinds.map((k) => k.id)).not.toContain("trainer");
+      const r = await post("/runs", { jobKind: "trainer", config: { template: "x" } });
+      expect(r.status).toBe(409);
+      expect(((await r.json()) as { error: string }).error).toContain("bad.json: x.params.lr.type");
+    } finally {
+      process.env.TURNLENS_TRAINERS = TRAINERS;
+    }
   });
 });
