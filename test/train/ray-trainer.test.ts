@@ -79,9 +79,9 @@ describe.skipIf(!ready)("trainer templates on a Ray cluster (local head)", () =>
   it("a launch canceled from its page stops its Ray job", async () => {
     worker();
     const { runId, jobId } = await launch(10_000);
-    await waitFor("the trainer's first step", () => metricSteps(runId, "train/reward").length > 0, 240_000, 250);
-    const [sub] = await submissionsOf(jobId);
-    expect(sub.status).toBe("RUNNING");
+    // as soon as Ray runs it (the trainer is still importing TRL): a stop must not wait for the script
+    const sub = await waitFor("the Ray job running", async () => (await submissionsOf(jobId)).find((d) => d.status === "RUNNING"), 120_000, 250);
+    await waitFor("the trainer process", () => pgrep("trl_grpo_tiny.py").length > 0, 30_000, 100);
     const r = await fetch(`${api.url}/api/v1/runs/${runId}/cancel`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
     expect(r.status).toBe(200);
     await waitFor("the run canceled", () => getRun(runId).status === "canceled", 20_000, 100);
