@@ -33,6 +33,7 @@ import { detectGpus, GpuPool } from "../lib/jobs/gpus";
 import { JobLogBuffer, type LogLevel } from "../lib/jobs/logs";
 import { claim, finish, getJob, heartbeat, progress, reapExpired, release, type ClaimedJob } from "../lib/jobs/queue";
 import { getJobKind, jobKindIds } from "../lib/jobs/kinds";
+import { gpusWanted } from "../lib/jobs/trainers";
 import type { FinishOutcome } from "../lib/jobs/schemas";
 import type { FromJobProcess, JobResultMessage, ToJobProcess } from "./job-process";
 import { rayConfig, type RayConfig } from "./ray/config";
@@ -303,7 +304,7 @@ class Worker {
    */
   private async runRunner(a: ActiveJob, logger: JobLogBuffer): Promise<Settled> {
     const { job } = a;
-    const gpu = this.gpus.acquire(job.id);
+    const gpu = this.gpus.acquire(job.id, gpusWanted(job));
     if (gpu !== null) logger.log(`assigned GPU ${gpu} (CUDA_VISIBLE_DEVICES=${gpu})`);
     const child = this.takeJobProcess();
     a.child = child;

@@ -18,10 +18,13 @@ import { launchRunSchema } from "@/lib/schemas/runs";
 import { SchemaFields } from "@/components/forms/schema-form";
 import type { EstimatorInfo } from "@/lib/schemas/credit";
 import { ESTIMATOR_KEYS, estimatorParamFields, estimatorParamValues, estimatorSection } from "./launch-estimators";
+import { TrainerLaunchForm, type TrainerOption } from "./launch-trainer";
 
 export interface LaunchCatalog {
   envs: { id: string; title: string; description: string; configSchema: JsonSchema }[];
   jobKinds: { id: string; title: string; description: string; configSchema: JsonSchema }[];
+  /** the operator's trainer templates (the `trainer` kind is offered only with some) */
+  trainers?: TrainerOption[];
 }
 
 export interface LaunchPrefill {
@@ -40,6 +43,15 @@ const card = "rounded-lg border border-zinc-200 bg-white p-4 dark:border-zinc-80
 export function LaunchForm({ catalog, estimators = [], prefill }: { catalog: LaunchCatalog; estimators?: EstimatorInfo[]; prefill?: LaunchPrefill }) {
   const [jobId, setJobId] = useState(() => (catalog.jobKinds.some((j) => j.id === prefill?.jobKind) ? prefill!.jobKind : catalog.jobKinds[0].id));
   const job = catalog.jobKinds.find((j) => j.id === jobId)!;
+  if (job.id === "trainer" && catalog.trainers?.length)
+    return (
+      <TrainerLaunchForm
+        key={job.id}
+        trainers={catalog.trainers}
+        prefill={prefill?.jobKind === "trainer" ? prefill : undefined}
+        kindPicker={<JobKindPicker catalog={catalog} job={job} pickJob={catalog.jobKinds.length > 1 ? setJobId : undefined} />}
+      />
+    );
   return (
     <LaunchFormFor
       key={job.id}
@@ -253,7 +265,7 @@ function LaunchFormFor({
 }
 
 /** A one-line text input with its label and its error (name, tags). */
-function TextField({
+export function TextField({
   id,
   label,
   value,
@@ -296,6 +308,19 @@ function RunIdentity({ catalog, job, pickJob, st }: { catalog: LaunchCatalog; jo
   const topErr = st.errorsOf("top");
   return (
     <section className={card}>
+      <JobKindPicker catalog={catalog} job={job} pickJob={pickJob} />
+      <div className="grid gap-4 sm:grid-cols-2">
+        <TextField id="name" label="name" value={st.name} onChange={st.setName} placeholder="generated from the config" error={topErr.name} />
+        <TextField id="tags" label="tags" value={st.tags} onChange={st.setTags} placeholder="comma separated" error={topErr.tags} />
+      </div>
+    </section>
+  );
+}
+
+/** The job-kind select (when there is a choice), and what the kind does. */
+function JobKindPicker({ catalog, job, pickJob }: { catalog: LaunchCatalog; job: JobKind; pickJob?: (id: string) => void }) {
+  return (
+    <>
       {pickJob ? (
         <div className="mb-3">
           <label htmlFor="job-kind" className="mb-1 block text-sm font-medium">
@@ -312,11 +337,7 @@ function RunIdentity({ catalog, job, pickJob, st }: { catalog: LaunchCatalog; jo
       ) : null}
       <h2 className="mb-1 font-medium">{job.title}</h2>
       <p className="mb-4 text-sm text-zinc-500">{job.description}</p>
-      <div className="grid gap-4 sm:grid-cols-2">
-        <TextField id="name" label="name" value={st.name} onChange={st.setName} placeholder="generated from the config" error={topErr.name} />
-        <TextField id="tags" label="tags" value={st.tags} onChange={st.setTags} placeholder="comma separated" error={topErr.tags} />
-      </div>
-    </section>
+    </>
   );
 }
 

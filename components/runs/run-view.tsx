@@ -19,6 +19,7 @@ import { JobLog } from "./job-log";
 import { RunTabs } from "./run-tabs";
 import { RunAlerts } from "@/components/alerts/run-alerts";
 import { FailureClustersPanel } from "@/components/alerts/failure-clusters-panel";
+import { TrainerPanel } from "./trainer-panel";
 
 type Run = NonNullable<ReturnType<typeof useRunPage>["run"]>;
 type Action = ReturnType<typeof useRunPage>["action"];
@@ -57,6 +58,7 @@ export function RunView({ runId }: { runId: string }) {
       {action.error ? <p className="text-sm text-red-600">{action.error.message}</p> : null}
       <RunProgress run={run} />
       <RunAlerts runId={runId} />
+      {run.jobKind === "trainer" ? <TrainerPanel config={run.config} /> : null}
       <RunMetrics runId={runId} status={run.status} live={live} />
       <FailureClustersPanel runId={runId} />
       <div className="grid gap-4 lg:grid-cols-2">

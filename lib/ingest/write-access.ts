@@ -1,5 +1,6 @@
 // Who may write into a run through the ingest API. Runs that TurnLens's workers produce are theirs
-// alone; an imported run takes writes only with the write key it was created with, and only while it
+// alone, except a trainer job's run: the command it launched writes with the key the worker gave it
+// (TURNLENS_WRITE_KEY), while the job runs. An imported run takes writes only with the write key it was created with, and only while it
 // is running (a finished run is reopened explicitly with POST /runs/{id}/resume).
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { ConflictError, ForbiddenError, NotFoundError } from "../schemas/errors";
@@ -25,7 +26,9 @@ export function issueWriteKey(runId: string, db: RawDb = getRawDb()): string {
 export function assertExternalWrite(runId: string, headers: Headers, opts: { allowFinished?: boolean } = {}, db: RawDb = getRawDb()): void {
   const run = runOwner(runId, db);
   if (!run) throw new NotFoundError("run", runId);
-  if (run.jobKind !== null || run.kind !== "imported")
+  // A trainer job's run takes its launched process's writes, with the key the worker minted for this attempt.
+  const launched = run.jobKind === "trainer" && run.writeKeyHash !== null;
+  if (!launched && (run.jobKind !== null || run.kind !== "imported"))
     throw new ConflictError(
       `run ${runId} is produced by a TurnLens worker (job kind "${run.jobKind ?? run.kind}"); it takes no external writes: create your own run with POST /runs/import`,
       [{ path: "params.id", message: `owned by the ${run.jobKind ?? run.kind} job` }],

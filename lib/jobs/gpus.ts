@@ -31,31 +31,32 @@ export function parseNvidiaSmiList(text: string): string[] {
   return [...text.matchAll(/^GPU (\d+):/gm)].map((m) => m[1]);
 }
 
-/** Free/held bookkeeping, one GPU per job. */
+/** Free/held bookkeeping: one GPU per job, or as many as a trainer template asks for. */
 export class GpuPool {
   private readonly free: string[];
-  private readonly held = new Map<string, string>();
+  private readonly held = new Map<string, string[]>();
 
   constructor(gpus: string[]) {
     this.free = [...gpus];
   }
 
   get size(): number {
-    return this.free.length + this.held.size;
+    return this.free.length + [...this.held.values()].reduce((n, g) => n + g.length, 0);
   }
 
-  /** A free GPU for the job, or null (run on CPU). */
-  acquire(jobId: string): string | null {
-    const gpu = this.free.shift() ?? null;
-    if (gpu !== null) this.held.set(jobId, gpu);
-    return gpu;
+  /** Up to `count` free GPUs for the job, comma-separated as CUDA_VISIBLE_DEVICES takes them, or null (run on CPU). */
+  acquire(jobId: string, count = 1): string | null {
+    const gpus = this.free.splice(0, Math.max(0, count));
+    if (!gpus.length) return null;
+    this.held.set(jobId, gpus);
+    return gpus.join(",");
   }
 
   release(jobId: string): void {
-    const gpu = this.held.get(jobId);
-    if (gpu === undefined) return;
+    const gpus = this.held.get(jobId);
+    if (gpus === undefined) return;
     this.held.delete(jobId);
-    this.free.push(gpu);
+    this.free.push(...gpus);
     this.free.sort((a, b) => Number(a) - Number(b));
   }
 }

@@ -8,6 +8,7 @@ import { z } from "zod";
 import { importPayloadSchema } from "../schemas/imports";
 import { baselineConfigSchema, checkpointEvalConfigSchema, onnxEvalConfigSchema } from "../schemas/runs";
 import { trainConfigSchema } from "../schemas/train";
+import { trainerLaunchConfigSchema } from "../schemas/trainers";
 
 /** The `selftest` job's payload (it exists to test the queue and the worker: workers/runners/selftest.ts). */
 export const SelftestPayloadSchema = z
@@ -105,6 +106,21 @@ export const JOB_KINDS = {
     timeoutMs: 2 * HOUR,
     // resumes from the batches it stored
     maxAttempts: 3,
+    launchable: true,
+  },
+  trainer: {
+    id: "trainer",
+    title: "Your own trainer (a template)",
+    description:
+      "A training command the operator declared in TURNLENS_TRAINERS (verl, TRL, SkyRL, a script), run by a worker or submitted to Ray with the params given here; its turnlens client logs into this run.",
+    payload: trainerLaunchConfigSchema,
+    runner: { module: "workers/runners/trainer.ts", export: "trainer" },
+    // one trainer per worker: it takes the machine's GPUs (run more workers for more at once)
+    concurrency: 1,
+    // training runs for hours or days
+    timeoutMs: null,
+    // a re-run would start the command over into the same run: a lost attempt fails, Retry relaunches it
+    maxAttempts: 1,
     launchable: true,
   },
   import: {

@@ -23,6 +23,9 @@ export async function retryRun(runId: string): Promise<RunOut> {
 
 /** External trainers mark their imported run finished. */
 export async function finishImportedRun(runId: string, body: z.infer<typeof finishRunSchema>): Promise<RunOut> {
+  // a launched trainer's client finishing: its job's exit code sets the run's status, not the client
+  const launched = getRun(runId);
+  if (launched.jobKind === "trainer") return launched;
   const finished = finishRunningImportedRun(runId, {
     status: body.status,
     error: body.error ?? null,

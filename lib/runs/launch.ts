@@ -10,6 +10,7 @@ import type { EnqueueInput } from "../jobs/schemas";
 import { errorKind, InvalidInputError, zodIssues, type Issue } from "../schemas/errors";
 import { checkpointToEvaluate, type ImportRun, type LaunchRun } from "../schemas/runs";
 import { listCheckpoints } from "../db/checkpoints";
+import { resolveTrainer } from "../jobs/trainers";
 
 /** A launch config that passed its own schema but not a registry's (unknown id, bad env config or params). */
 export class LaunchConfigError extends InvalidInputError {
@@ -144,6 +145,23 @@ const prepare: { [K in LaunchableKindId]: (body: LaunchOf<K>) => Prepared } = {
         parentRunId: body.parentRunId ?? source!.id,
       },
       payload: config,
+    };
+  },
+  trainer: (body) => {
+    // the operator's template and the params checked against it; the worker builds the command again from its own file
+    const t = resolveTrainer(body.config, "body.config");
+    return {
+      run: {
+        name: body.name ?? `${t.id}-${new Date().toISOString().slice(0, 19).replace(/[-:]/g, "").replace("T", "-")}`,
+        kind: "train",
+        // what the run page shows: the template, the params as resolved, and the argv they make
+        config: { template: t.id, params: t.params, title: t.template.title, argv: t.argv, ray: t.template.ray, gpus: t.template.gpus },
+        envId: "external",
+        estimator: null,
+        seed: 0,
+        parentRunId: body.parentRunId,
+      },
+      payload: { template: t.id, params: t.params },
     };
   },
 };

@@ -2,6 +2,7 @@
 import { z } from "zod";
 import { idSchema, queryInt, runKindSchema, runStatusSchema, tagsSchema, TERMINAL_STATUSES } from "./common";
 import { trainConfigSchema } from "./train";
+import { trainerLaunchConfigSchema } from "./trainers";
 import { InvalidInputError } from "./errors";
 
 /** The baseline evaluation job: a uniformly random admissible-action policy plays K episodes. */
@@ -135,6 +136,7 @@ export const launchRunSchema = z
     z.object({ jobKind: z.literal("train"), config: trainConfigSchema, ...launchCommon, ...launchJob }).strict(),
     z.object({ jobKind: z.literal("onnx-eval"), config: onnxEvalConfigSchema, ...launchCommon, ...launchJob }).strict(),
     z.object({ jobKind: z.literal("checkpoint-eval"), config: checkpointEvalConfigSchema, ...launchCommon, ...launchJob }).strict(),
+    z.object({ jobKind: z.literal("trainer"), config: trainerLaunchConfigSchema, ...launchCommon, ...launchJob }).strict(),
   ])
   .meta({ id: "LaunchRun" });
 export type LaunchRun = z.infer<typeof launchRunSchema>;

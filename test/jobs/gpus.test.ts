@@ -25,4 +25,15 @@ describe("GPU assignment", () => {
     expect(pool.acquire("d")).toBe("0");
     expect(pool.size).toBe(2);
   });
+
+  it("gives a trainer job as many GPUs as its template asks for, as far as they are free, and none for 0", () => {
+    const pool = new GpuPool(["0", "1", "2"]);
+    expect(pool.acquire("none", 0)).toBeNull();
+    expect(pool.acquire("a", 2)).toBe("0,1");
+    expect(pool.acquire("b", 2)).toBe("2");
+    expect(pool.acquire("c")).toBeNull();
+    pool.release("a");
+    expect(pool.acquire("d", 8)).toBe("0,1");
+    expect(pool.size).toBe(3);
+  });
 });

@@ -6,16 +6,11 @@
 // step, and a cancel from TurnLens stops the Ray job.
 //
 // Ray comes from node_modules/.turnlens-ray-venv (scripts/test.sh installs it) or TURNLENS_RAY_BIN.
-import { execFileSync, spawnSync } from "node:child_process";
-import fs from "node:fs";
-import net from "node:net";
-import os from "node:os";
-import path from "node:path";
+import { execFileSync } from "node:child_process";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { alive, killAllWorkers, spawnWorker, useTempDatabase, waitFor, ROOT } from "../helpers/workers";
+import { haveRay, pgrep, RAY, RayHead } from "../helpers/ray-head";
+import { alive, killAllWorkers, spawnWorker, useTempDatabase, waitFor } from "../helpers/workers";
 
-const RAY = process.env.TURNLENS_RAY_BIN ?? path.join(ROOT, "node_modules/.turnlens-ray-venv/bin/ray");
-const haveRay = fs.existsSync(RAY);
 if (!haveRay) console.warn(`ray-train: SKIPPED, no Ray at ${RAY} (scripts/test.sh installs ray[default] there; or set TURNLENS_RAY_BIN)`);
 
 const db = useTempDatabase("ray-train");
@@ -27,113 +22,28 @@ const { metricSteps } = await import("../helpers/metric-rows");
 const { getRun } = await import("../../lib/db/runs");
 const { requestCancel, getJob } = await import("../../lib/jobs/queue");
 const { tailLog } = await import("../../lib/jobs/logs");
-const { RayJobsClient } = await import("../../workers/ray/jobs-api");
 const { RESULT_MARK } = await import("../../workers/ray/protocol");
 
-const taken = new Set<number>();
-/**
- * A free TCP port for the head, drawn from 20000-32767: below the kernel's ephemeral range (where
- * Ray's own port-0 listeners could take it first) and above Ray's worker ports (10002-19999).
- */
-async function freePort(): Promise<number> {
-  for (;;) {
-    const port = 20_000 + Math.floor(Math.random() * 12_768);
-    if (taken.has(port)) continue;
-    const free = await new Promise<boolean>((resolve) => {
-      const s = net.createServer();
-      s.once("error", () => resolve(false));
-      s.listen(port, "0.0.0.0", () => s.close(() => resolve(true)));
-    });
-    if (free) {
-      taken.add(port);
-      return port;
-    }
-  }
-}
-
-let tempDir = "";
+let head: RayHead;
 let address = "";
-let api: InstanceType<typeof RayJobsClient>;
+let api: RayHead["api"];
 
 beforeAll(async () => {
   if (!haveRay) return;
-  // A short temp dir: Ray's Unix socket paths must stay under 107 characters.
-  tempDir = fs.mkdtempSync(path.join(os.tmpdir(), "tlray-"));
-  ports = { gcs: await freePort(), dashboard: await freePort(), client: await freePort(), agent: await freePort() };
-  address = `http://127.0.0.1:${ports.dashboard}`;
-  api = new RayJobsClient(address);
-  await startHead();
+  head = await RayHead.start(2);
+  address = head.address;
+  api = head.api;
 }, 180_000);
-
-let ports = { gcs: 0, dashboard: 0, client: 0, agent: 0 };
-
-/** Starts the head on `ports` (again after a `ray stop`: same addresses) and waits for its Jobs API. */
-async function startHead(): Promise<void> {
-  const r = spawnSync(
-    RAY,
-    [
-      "start",
-      "--head",
-      "--node-ip-address=127.0.0.1",
-      `--port=${ports.gcs}`,
-      "--dashboard-host=127.0.0.1",
-      `--dashboard-port=${ports.dashboard}`,
-      `--ray-client-server-port=${ports.client}`,
-      `--dashboard-agent-listen-port=${ports.agent}`,
-      "--num-cpus=2",
-      "--disable-usage-stats",
-      `--temp-dir=${tempDir}`,
-    ],
-    { encoding: "utf8", timeout: 120_000 },
-  );
-  if (r.status !== 0) throw new Error(`ray start failed (${r.status}): ${r.stdout}\n${r.stderr}`);
-  let last: unknown = null;
-  try {
-    await waitFor(
-      "the Ray Jobs API",
-      () =>
-        api.list().then(
-          () => true,
-          (e) => {
-            last = e;
-            return false;
-          },
-        ),
-      120_000,
-      500,
-    );
-  } catch (e) {
-    const log = path.join(tempDir, "session_latest/logs/dashboard.log");
-    const tail = fs.existsSync(log) ? fs.readFileSync(log, "utf8").split("\n").slice(-15).join("\n") : "(no dashboard.log)";
-    throw new Error(`${(e as Error).message}; last error: ${last instanceof Error ? last.message : String(last)}\ndashboard.log:\n${tail}`);
-  }
-}
 
 afterEach(killAllWorkers);
 
 afterAll(async () => {
   await killAllWorkers();
-  if (haveRay && tempDir) {
-    execFileSync(RAY, ["stop", "--force"], { stdio: "pipe", timeout: 60_000 });
-    // nothing of this head may be left running
-    await waitFor("the Ray head's processes to exit", () => pgrep(tempDir).length === 0, 20_000, 200);
-    fs.rmSync(tempDir, { recursive: true, force: true });
-  }
+  // nothing of this head may be left running
+  if (haveRay) await head?.stop();
   await db.cleanup();
 }, 120_000);
 
-function pgrep(pattern: string, parent?: number): number[] {
-  try {
-    return execFileSync("pgrep", [...(parent ? ["-P", String(parent)] : []), "-f", pattern])
-      .toString()
-      .trim()
-      .split("\n")
-      .filter(Boolean)
-      .map(Number);
-  } catch {
-    return [];
-  }
-}
 const childrenOf = (pid: number, pattern: string) => pgrep(pattern, pid);
 
 /** The small budget of test/train/train-job.test.ts: 2 tasks x G=4 on FrozenLake, checkpoints every 2 steps. */
@@ -223,7 +133,7 @@ describe.skipIf(!haveRay)("train jobs on a Ray cluster (local head)", () => {
     execFileSync(RAY, ["stop", "--force"], { stdio: "pipe", timeout: 60_000 });
     // Ray's watcher kills the entrypoint's group once its supervisor is gone.
     await waitFor("the entrypoint to die with the head", () => pgrep(`workers/ray/entry.ts --job ${jobId}`).length === 0, 20_000, 100);
-    await startHead();
+    await head.startAgain();
 
     await waitFor("run finished", () => finished(runId), 240_000, 200);
     const out = w.output();

@@ -11,7 +11,6 @@
 // or run write key, and cannot be refused by the server's ingest queue (429). Re-running is safe:
 // the run is found again by its import id (a digest of the format and the upload's content path)
 // and every batch id is a digest of its content, so a repeat stores nothing twice.
-import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import fs from "node:fs";
 import path from "node:path";
@@ -25,6 +24,7 @@ import { TERMINAL_STATUSES } from "../../lib/schemas/common";
 import { importPayloadSchema, REJECTED_SHOWN, type ImportReport } from "../../lib/schemas/imports";
 import { importRunSchema } from "../../lib/schemas/runs";
 import { isDiskFull } from "../../lib/schemas/errors";
+import { runChild } from "./child";
 import type { JobContext, JobRunner } from "./types";
 
 const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -63,41 +63,29 @@ interface SpoolRecord {
 }
 
 /** Runs the Python importer; resolves when it exits 0, else rejects with its own last error line. */
-function readUpload(ctx: JobContext, file: string, spoolDir: string, p: { format: string; project: string; name?: string }): Promise<void> {
+async function readUpload(ctx: JobContext, file: string, spoolDir: string, p: { format: string; project: string; name?: string }): Promise<void> {
   const python = process.env.TURNLENS_PYTHON ?? "python3";
   const args = ["-m", "turnlens.cli", "import", p.format, file, "--offline", "--spool", spoolDir, "--project", p.project];
   if (p.name) args.push("--name", p.name);
   const pythonPath = [path.join(REPO_ROOT, "clients", "python"), process.env.PYTHONPATH].filter(Boolean).join(path.delimiter);
-  // Not detached: the child stays in the job process's group, which the worker kills as a whole
-  // when this runner does not stop in time; a cancel kills it here at once.
-  const child = spawn(python, args, {
-    cwd: REPO_ROOT,
-    env: { ...process.env, PYTHONPATH: pythonPath, PYTHONUNBUFFERED: "1", TURNLENS_MODE: "offline" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const kill = () => child.kill("SIGKILL");
-  ctx.signal.addEventListener("abort", kill, { once: true });
   let lastError = "";
-  const onLine = (level: "info" | "warn") => (line: string) => {
+  const onLine = (line: string) => {
     if (!line.trim()) return;
     const own = line.startsWith("turnlens import: ");
     const text = withoutServerPaths(line, file);
     if (own) lastError = text.slice("turnlens import: ".length);
-    ctx.log(own ? text.slice("turnlens ".length) : text, level);
+    ctx.log(own ? text.slice("turnlens ".length) : text);
   };
-  createInterface({ input: child.stdout }).on("line", onLine("info"));
-  createInterface({ input: child.stderr }).on("line", onLine("info"));
-  return new Promise((resolve, reject) => {
-    child.on("error", (e) => reject(new ImportFailed(`could not start the Python importer (${python}; set TURNLENS_PYTHON): ${e.message}`)));
-    child.on("close", (code, signal) => {
-      ctx.signal.removeEventListener("abort", kill);
-      if (ctx.signal.aborted) return reject(new Error("import stopped"));
-      if (code === 0) return resolve();
-      // a full disk (the CLI's EX_TEMPFAIL) is no fault of the upload: the job is re-queued for a later attempt
-      if (code === EX_TEMPFAIL) return reject(new ImportFailed(lastError || "the disk is full", true));
-      reject(new ImportFailed(lastError || `the Python importer ${signal ? `was killed by ${signal}` : `exited with code ${code}`}`));
-    });
+  // a cancel kills it at once: re-reading an upload loses nothing
+  const env = { ...process.env, PYTHONPATH: pythonPath, PYTHONUNBUFFERED: "1", TURNLENS_MODE: "offline" };
+  const exit = await runChild(ctx, { command: python, args, cwd: REPO_ROOT, env, stopSignal: "SIGKILL", onLine }).catch((e: Error) => {
+    throw new ImportFailed(`could not start the Python importer (${python}; set TURNLENS_PYTHON): ${e.message}`);
   });
+  if (exit.stopped) throw new Error("import stopped");
+  if (exit.code === 0) return;
+  // a full disk (the CLI's EX_TEMPFAIL) is no fault of the upload: the job is re-queued for a later attempt
+  if (exit.code === EX_TEMPFAIL) throw new ImportFailed(lastError || "the disk is full", true);
+  throw new ImportFailed(lastError || `the Python importer ${exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`}`);
 }
 
 /** The lines of a JSONL file one at a time (a spool can be far larger than memory wants), with each line's size. */

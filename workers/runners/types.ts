@@ -15,7 +15,7 @@ export interface JobContext {
   signal: AbortSignal;
   /** fraction in [0, 1]; rejects with LeaseLostError once the job is no longer this worker's */
   progress(fraction: number, message?: string): Promise<void>;
-  /** the GPU the worker gave this job (use as CUDA_VISIBLE_DEVICES for its engine), or null: CPU */
+  /** the GPU(s) the worker gave this job, comma-separated (use as CUDA_VISIBLE_DEVICES for its engine), or null: CPU */
   gpu: string | null;
   /** stored in JobLog (batched) and echoed to the worker's stdout as "[jobId] line" */
   log(line: string, level?: "info" | "warn" | "error"): void;

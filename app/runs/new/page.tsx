@@ -50,6 +50,11 @@ export default async function NewRunPage({ searchParams }: { searchParams: Promi
   return (
     <div className="mx-auto max-w-3xl space-y-4">
       <h1 className="text-xl font-semibold tracking-tight">{prefill ? `Clone of ${prefill.name}` : "Launch a run"}</h1>
+      {catalog.trainersError ? (
+        <p className="rounded-md bg-amber-50 p-3 text-sm text-amber-900 dark:bg-amber-950 dark:text-amber-200" data-testid="trainers-error">
+          Trainer templates are not offered: {catalog.trainersError}
+        </p>
+      ) : null}
       <LaunchForm catalog={catalog} estimators={estimators} prefill={prefill} />
     </div>
   );

@@ -128,3 +128,28 @@ def test_v1_trainer_dump_stores_each_sessions_outputs_as_one_trajectory(server, 
     assert long["reward"] == 0.5
     groups = server.get(f"/api/v1/runs/{rep.run_id}/steps/5/groups")["groups"]
     assert sorted(g["uid"] for g in groups) == ["p0", "p1"]
+
+
+def test_started_by_a_turnlens_worker_the_logger_writes_into_that_run(server, monkeypatch):
+    """A trainer template's process (docs/trainers.md): TURNLENS_RUN_ID and TURNLENS_WRITE_KEY name
+    the launched run, and verl's logger, whatever project and experiment it is given, writes there."""
+    import urllib.request
+
+    from turnlens.integrations import verl_logger
+
+    # a run and its write key, standing in for the ones a launch creates
+    req = urllib.request.Request(f"{server.url}/api/v1/runs/import", method="POST", headers={"content-type": "application/json"},
+                                 data=json.dumps({"project": "launched", "name": "the-launched-run"}).encode())
+    with urllib.request.urlopen(req, timeout=30) as r:
+        owner = json.loads(r.read())
+    monkeypatch.setenv("TURNLENS_URL", server.url)
+    monkeypatch.setenv("TURNLENS_RUN_ID", owner["id"])
+    monkeypatch.setenv("TURNLENS_WRITE_KEY", owner["writeKey"])
+    verl_logger.register()
+    tr = Tracking(project_name="verl-logger", experiment_name="other-name", default_backend=["turnlens"])
+    tr.log(data={"actor/pg_loss": 0.5}, step=1)
+    assert tr.logger["turnlens"].run.id == owner["id"]
+    tr.finish()
+    assert server.metrics(owner["id"])["actor/pg_loss"][1] == pytest.approx(0.5)
+    projects = {p["name"] for p in server.get("/api/v1/projects")["projects"]}
+    assert "verl-logger" not in projects  # no run of its own

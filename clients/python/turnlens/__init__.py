@@ -28,6 +28,9 @@ def init(project: str = "default", name: Optional[str] = None, config: Optional[
     url: the server (default $TURNLENS_URL, else http://127.0.0.1:3000).
     token: the server's API token when it has one (default $TURNLENS_API_TOKEN).
     resume: an existing imported run's id; its write key is read from ~/.turnlens/keys (or pass write_key=).
+      Started by a TurnLens worker (a trainer template launched from the dashboard), the process has
+      TURNLENS_RUN_ID and TURNLENS_WRITE_KEY set: init() then writes into that run (its status is
+      the process's exit code), whatever project and name are passed.
     mode: "online" (default) or "offline" (default $TURNLENS_MODE): offline writes only the spool,
       uploaded later with `turnlens sync DIR`.
     Other keyword arguments (env_id, estimator, tags, notes, seed, write_key, spool_dir, max_queue,

@@ -53,6 +53,11 @@ class Run:
                  spool_dir: Optional[str] = None, max_queue: int = 200_000, batch_values: int = 20_000,
                  flush_interval: float = 0.2, init_timeout: float = 10.0, finish_timeout: float = 120.0):
         self.mode = (mode or os.environ.get("TURNLENS_MODE") or "online").lower()
+        launched = os.environ.get("TURNLENS_RUN_ID")
+        if launched and resume is None:
+            # started by a TurnLens worker (a trainer job): write into the run it launched, with its key
+            resume, write_key = launched, write_key or os.environ.get("TURNLENS_WRITE_KEY")
+            project = os.environ.get("TURNLENS_PROJECT") or project
         if self.mode not in ("online", "offline"):
             raise ValueError(f"mode: expected 'online' or 'offline', got {self.mode!r}")
         self.env_id = env_id
