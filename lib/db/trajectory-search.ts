@@ -23,6 +23,7 @@ import { SEARCH_CURSOR, type TrajectoryHit, type TrajectorySearchQuery, type Tra
 import { getRawDb, insertRows, writeTransaction, type RawDb } from "./raw";
 import { dialect } from "./dialect";
 import { distinctWords, textWords } from "./search-words";
+import { HAS_LABEL } from "./labels";
 import { unpackTurnColumns, unpackTurnTexts, type TurnColumns, type TurnTexts } from "./trajectory-pack";
 
 /** Longer runs of letters and digits are not words (a token blob, a hash): not indexed, not searchable. */
@@ -279,6 +280,11 @@ export async function searchTrajectories(q: TrajectorySearchQuery, db: RawDb = g
       ...gArgs,
     );
   }
+  if (q.label !== undefined)
+    cond(
+      `EXISTS (SELECT 1 FROM "Trajectory" t JOIN "RolloutGroup" g ON g."id" = t."groupId" JOIN "RolloutStep" s ON s."id" = g."stepId" WHERE t."id" = ts."trajectoryId" AND ${HAS_LABEL})`,
+      q.label,
+    );
   if (terms.length) {
     const fields: ("obs" | "act")[] = q.in === "observation" ? ["obs"] : q.in === "action" ? ["act"] : ["obs", "act"];
     const m = dialect(db).wordIndex.match(terms.flat(), fields);
