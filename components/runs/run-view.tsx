@@ -17,6 +17,7 @@ import { btnCls, cardCls } from "@/components/ui/controls";
 import { CheckpointEvalPanel } from "./checkpoint-eval-panel";
 import { JobLog } from "./job-log";
 import { RunTabs } from "./run-tabs";
+import { LabelStepsPanel } from "./label-steps-panel";
 
 type Run = NonNullable<ReturnType<typeof useRunPage>["run"]>;
 type Action = ReturnType<typeof useRunPage>["action"];
@@ -55,6 +56,7 @@ export function RunView({ runId }: { runId: string }) {
       {action.error ? <p className="text-sm text-red-600">{action.error.message}</p> : null}
       <RunProgress run={run} />
       <RunMetrics runId={runId} status={run.status} live={live} />
+      <LabelStepsPanel runId={runId} />
       <div className="grid gap-4 lg:grid-cols-2">
         <section>
           <h2 className="mb-2 font-medium">Log</h2>

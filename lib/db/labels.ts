@@ -156,6 +156,14 @@ export function removeLabel(trajectoryId: string, labelId: string, turn: number 
 export const HAS_LABEL = `EXISTS (SELECT 1 FROM "TrajectoryLabel" u JOIN "Label" l ON l."id" = u."labelId"
   WHERE u."runId" = t."runId" AND u."step" = s."step" AND u."uid" = g."uid" AND u."index" = t."index" AND l."name" = ?)`;
 
+/**
+ * SQL: the ids of the run's trajectories (first parameter) carrying the label named by the second,
+ * listed once from the labels (for `t."id" IN (...)`: a lookup a row, where HAS_LABEL is a join a row).
+ */
+export const LABELLED_IDS = `SELECT t2."id" FROM "TrajectoryLabel" u JOIN "Label" l ON l."id" = u."labelId"
+  JOIN "RolloutStep" s2 ON s2."runId" = u."runId" AND s2."step" = u."step" JOIN "RolloutGroup" g2 ON g2."stepId" = s2."id" AND g2."uid" = u."uid"
+  JOIN "Trajectory" t2 ON t2."groupId" = g2."id" AND t2."index" = u."index" WHERE u."runId" = ? AND l."name" = ?`;
+
 /** Per step of a run, how many trajectories carry each label (on themselves or a turn). */
 export function labelSteps(runId: string, db: RawDb = getRawDb()): LabelSteps {
   const labels = (

@@ -11,7 +11,7 @@ import { dialect } from "./dialect";
 import { packTurns, unpackTurns } from "./trajectory-pack";
 import { finishPendingStep, markStepPending, type StepSummary } from "./credit-summary";
 import { indexTrajectories, type IndexEntry } from "./trajectory-search";
-import { HAS_LABEL } from "./labels";
+import { LABELLED_IDS } from "./labels";
 
 export class StepExistsError extends ConflictError {
   constructor(runId: string, step: number) {
@@ -175,6 +175,7 @@ export function indexStoredStep(runId: string, stepId: string, input: RolloutSte
       length: t.turns.length,
       observations: t.turns.map((u) => u.observation),
       actions: t.turns.map((u) => u.action),
+      advantages: t.turns.map((u) => u.advantage),
     });
   }
   indexTrajectories(db, entries);
@@ -260,7 +261,7 @@ export function listTrajectories(runId: string, f: TrajectoryFilter = {}, db: Ra
   if (f.step !== undefined) where.push(`s."step" = ?`), args.push(f.step);
   if (f.groupId) where.push(`t."groupId" = ?`), args.push(f.groupId);
   if (f.success !== undefined) where.push(`t."success" = ?`), args.push(f.success ? 1 : 0);
-  if (f.label !== undefined) where.push(HAS_LABEL), args.push(f.label);
+  if (f.label !== undefined) where.push(`t."id" IN (${LABELLED_IDS})`), args.push(runId, f.label);
   const pageSize = f.pageSize ?? 50;
   const offset = ((f.page ?? 1) - 1) * pageSize;
   const w = where.join(" AND ");

@@ -1,21 +1,29 @@
 // One task across training (GET /tasks/timeline): per step of each run, the task's group with each
 // trajectory's outcome, return, length and mean stored advantage. Reads the trajectories' own columns
-// and unpacks only their credit columns (turnData: the advantages), never their texts. Two
-// trajectories side by side (GET /trajectories/diff): turns aligned by index, differing actions marked.
+// and the search index's advantage sums (written with the step); only a trajectory indexed before
+// those columns has its credit column (turnData) inflated, never its texts. Two trajectories side by
+// side (GET /trajectories/diff): turns aligned by index, differing actions marked.
 import { getRawDb, type RawDb } from "./raw";
 import { getTrajectory } from "./rollouts";
 import { unpackTurnColumns } from "./trajectory-pack";
+import { advantageTotals } from "./trajectory-search";
 import { NotFoundError } from "../schemas/errors";
 import type { TaskTimeline, TaskTimelineQuery, TimelineStep, TrajectoryDiff } from "../schemas/timeline";
 
-type Row = [number, string, string, number, number, number, number, Uint8Array];
+type Row = [number, string, string, number, number, number, number, number | null, number | null];
 
-/** Sum and count of a trajectory's stored advantages (turns without one left out). */
-function advantages(turnData: Uint8Array): [number, number] {
-  let sum = 0;
-  let n = 0;
-  for (const a of unpackTurnColumns(turnData).advantage) if (a !== null && a !== undefined) (sum += a), n++;
-  return [sum, n];
+/** Sum and count of the stored advantages of trajectories whose index row lacks them, by id. */
+function unpackedTotals(ids: string[], db: RawDb): Map<string, [number, number]> {
+  const out = new Map<string, [number, number]>();
+  for (let i = 0; i < ids.length; i += 500) {
+    const chunk = ids.slice(i, i + 500);
+    const rows = db
+      .prepare(`SELECT "id", "turnData" FROM "Trajectory" WHERE "id" IN (${chunk.map(() => "?").join(",")})`)
+      .raw()
+      .all(...chunk) as [string, Uint8Array][];
+    for (const [id, data] of rows) out.set(id, advantageTotals(unpackTurnColumns(data).advantage));
+  }
+  return out;
 }
 
 export function taskTimeline(q: TaskTimelineQuery, db: RawDb = getRawDb()): TaskTimeline {
@@ -31,12 +39,17 @@ export function taskTimeline(q: TaskTimelineQuery, db: RawDb = getRawDb()): Task
   const task = q.task !== undefined ? `g."uid" = ?` : `g."taskSeed" = ?${q.envId !== undefined ? ` AND g."envId" = ?` : ""}`;
   const taskArgs = q.task !== undefined ? [q.task] : q.envId !== undefined ? [q.seed, q.envId] : [q.seed];
   const stmt = db.prepare(
-    `SELECT s."step", g."uid", t."id", t."index", t."success", t."reward", t."length", t."turnData"
+    `SELECT s."step", g."uid", t."id", t."index", t."success", t."reward", t."length", ts."advantageSum", ts."advantageCount"
      FROM "RolloutGroup" g JOIN "RolloutStep" s ON s."id" = g."stepId" JOIN "Trajectory" t ON t."groupId" = g."id"
+     LEFT JOIN "TrajectorySearch" ts ON ts."trajectoryId" = t."id"
      WHERE g."runId" = ? AND ${task} ORDER BY s."step", g."uid", t."index"`,
   );
   const runs = q.runs.map((runId) => {
     const rows = stmt.raw().all(runId, ...taskArgs) as Row[];
+    const missing = unpackedTotals(
+      rows.filter((r) => r[8] === null).map((r) => r[2]),
+      db,
+    );
     const steps: TimelineStep[] = [];
     let sum = 0;
     let n = 0;
@@ -50,13 +63,13 @@ export function taskTimeline(q: TaskTimelineQuery, db: RawDb = getRawDb()): Task
       s.meanAdvantage = n ? sum / n : null;
       sum = n = 0;
     };
-    for (const [step, uid, id, index, success, reward, length, turnData] of rows) {
+    for (const [step, uid, id, index, success, reward, length, advSum, advCount] of rows) {
       const last = steps[steps.length - 1];
       if (!last || last.step !== Number(step) || last.uid !== uid) {
         close();
         steps.push({ step: Number(step), uid, trajectories: [], successRate: 0, meanReturn: 0, meanLength: 0, meanAdvantage: null });
       }
-      const [a, c] = advantages(turnData);
+      const [a, c] = advCount === null ? (missing.get(id) ?? [0, 0]) : [Number(advSum ?? 0), Number(advCount)];
       sum += a;
       n += c;
       steps[steps.length - 1].trajectories.push({

@@ -82,6 +82,16 @@ export interface IndexEntry {
   length: number;
   observations: readonly string[];
   actions: readonly string[];
+  /** its turns' stored advantages (null: none), summed and counted for the task timeline */
+  advantages: readonly (number | null | undefined)[];
+}
+
+/** Sum and count of the stored advantages (turns without one left out). */
+export function advantageTotals(advantages: readonly (number | null | undefined)[]): [number, number] {
+  let sum = 0;
+  let n = 0;
+  for (const a of advantages) if (a !== null && a !== undefined) (sum += a), n++;
+  return [sum, n];
 }
 
 // the index's words of a trajectory's texts: searchWords' words, each once (lib/db/search-words.ts)
@@ -92,9 +102,9 @@ export function indexTrajectories(db: RawDb, entries: readonly IndexEntry[]): vo
   if (!entries.length) return;
   const inserted = insertRows(
     db,
-    `INSERT INTO "TrajectorySearch" ("trajectoryId", "runId", "step", "success", "reward", "length")`,
-    6,
-    entries.flatMap((e) => [e.id, e.runId, e.step, e.success ? 1 : 0, e.reward, e.length]),
+    `INSERT INTO "TrajectorySearch" ("trajectoryId", "runId", "step", "success", "reward", "length", "advantageSum", "advantageCount")`,
+    8,
+    entries.flatMap((e) => [e.id, e.runId, e.step, e.success ? 1 : 0, e.reward, e.length, ...advantageTotals(e.advantages)]),
     `RETURNING "key", "trajectoryId"`,
   ) as { key: number; trajectoryId: string }[];
   const keys = new Map(inserted.map((r) => [r.trajectoryId, r.key]));
@@ -137,17 +147,27 @@ export function indexMissing(runIds: readonly string[], db: RawDb = getRawDb()):
         (db) => {
           const rows = db
             .prepare(
-              `SELECT t."id", t."runId", s."step", t."success", t."reward", t."length", t."turnTexts"
+              `SELECT t."id", t."runId", s."step", t."success", t."reward", t."length", t."turnTexts", t."turnData"
              FROM "Trajectory" t JOIN "RolloutGroup" g ON g."id" = t."groupId" JOIN "RolloutStep" s ON s."id" = g."stepId"
              WHERE t."runId" = ? AND NOT EXISTS (SELECT 1 FROM "TrajectorySearch" x WHERE x."trajectoryId" = t."id")
              LIMIT 1000`,
             )
-            .all(runId) as { id: string; runId: string; step: number; success: number; reward: number; length: number; turnTexts: Uint8Array }[];
+            .all(runId) as {
+            id: string;
+            runId: string;
+            step: number;
+            success: number;
+            reward: number;
+            length: number;
+            turnTexts: Uint8Array;
+            turnData: Uint8Array;
+          }[];
           indexTrajectories(
             db,
             rows.map((r) => {
               const texts = unpackTurnTexts(r.turnTexts);
-              return { ...r, success: r.success === 1, observations: texts.observation, actions: texts.action };
+              const advantages = unpackTurnColumns(r.turnData).advantage;
+              return { ...r, success: r.success === 1, observations: texts.observation, actions: texts.action, advantages };
             }),
           );
           return rows.length;

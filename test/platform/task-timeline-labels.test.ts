@@ -11,16 +11,17 @@ const { getTrajectory, listTrajectories } = await import("@/lib/db/rollouts");
 const { ingestStep } = await import("@/lib/ingest/batches");
 const { taskTimeline, trajectoryDiff } = await import("@/lib/db/task-timeline");
 const { applyLabel, createLabel, deleteLabel, labelSteps, listLabels, removeLabel, runLabelRows, trajectoryLabels } = await import("@/lib/db/labels");
-const { searchTrajectories } = await import("@/lib/db/trajectory-search");
+const { dropSearchIndex, indexMissing, searchTrajectories } = await import("@/lib/db/trajectory-search");
 const { trajectorySearchQuerySchema } = await import("@/lib/schemas/search");
 const { taskTimelineQuerySchema } = await import("@/lib/schemas/timeline");
 const { createLabelSchema } = await import("@/lib/schemas/labels");
+const { rolloutStepInputSchema } = await import("@/lib/schemas/rollouts");
 afterAll(() => tmp.cleanup());
 
 const STEPS = [0, 1, 3];
 /** Step `s`, 2 tasks x 3 trajectories; task t's trajectory i acts `a{(s + i) % 3}` at turn 1, the rest alike. */
 function step(s: number) {
-  return {
+  return rolloutStepInputSchema.parse({
     step: s,
     estimator: "grpo",
     groups: [0, 1].map((t) => ({
@@ -40,7 +41,7 @@ function step(s: number) {
         };
       }),
     })),
-  };
+  });
 }
 function seedRun(name: string) {
   const runId = createRun({ project: "p", name, kind: "imported", jobKind: null, config: {}, status: "running" }).runId;
@@ -83,6 +84,10 @@ describe("task timeline", () => {
         });
       }
     }
+    // trajectories indexed without advantage sums (or not at all) are read from their credit columns: the same answer
+    dropSearchIndex(runA);
+    expect(taskTimeline(taskTimelineQuerySchema.parse({ runs: `${runA},${runB}`, task: "task-1" }))).toEqual(byUid);
+    expect(indexMissing([runA])).toBe(18);
     expect(() => taskTimelineQuerySchema.parse({ runs: runA })).toThrow(/exactly one of task or seed/);
     expect(() => taskTimeline(taskTimelineQuerySchema.parse({ runs: "nope", task: "task-1" }))).toThrow(/run nope not found/);
   });

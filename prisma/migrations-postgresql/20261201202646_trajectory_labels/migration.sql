@@ -1,3 +1,7 @@
+-- AlterTable
+ALTER TABLE "TrajectorySearch" ADD COLUMN     "advantageCount" INTEGER,
+ADD COLUMN     "advantageSum" DOUBLE PRECISION;
+
 -- CreateTable
 CREATE TABLE "Label" (
     "id" TEXT NOT NULL,

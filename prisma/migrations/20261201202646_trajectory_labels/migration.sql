@@ -1,3 +1,7 @@
+-- AlterTable
+ALTER TABLE "TrajectorySearch" ADD COLUMN "advantageCount" INTEGER;
+ALTER TABLE "TrajectorySearch" ADD COLUMN "advantageSum" REAL;
+
 -- CreateTable
 CREATE TABLE "Label" (
     "id" TEXT NOT NULL PRIMARY KEY,
