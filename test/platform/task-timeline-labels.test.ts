@@ -168,3 +168,35 @@ describe("labels", () => {
     expect(labelled("loops")).toEqual([]);
   });
 });
+
+describe("label routes", () => {
+  it("refuse bad bodies with a 400 naming the field and change nothing; writes need the API token when one is set", async () => {
+    const { routeCaller } = await import("../helpers/route-call");
+    const labelsRoute = await import("@/app/api/v1/labels/route");
+    const applyRoute = await import("@/app/api/v1/trajectories/[id]/labels/route");
+    const call = routeCaller();
+    const before = listLabels("p");
+    const long = await call(labelsRoute.POST, "POST", "/api/v1/labels", { body: { project: "p", name: "x".repeat(41) } });
+    expect(long.status).toBe(400);
+    expect(long.json.issues.map((i: { path: string }) => i.path)).toContain("body.name");
+    const digit = await call(labelsRoute.POST, "POST", "/api/v1/labels", { body: { project: "p", name: "ok", position: 10 } });
+    expect([digit.status, digit.json.issues[0].path]).toEqual([400, "body.position"]);
+    const id = listTrajectories(runB, { pageSize: 1 }).trajectories[0].id;
+    const labelId = before[0].id;
+    const note = await call(applyRoute.POST, "POST", `/api/v1/trajectories/${id}/labels`, { params: { id }, body: { labelId, note: "n".repeat(1001) } });
+    expect([note.status, note.json.issues[0].path]).toEqual([400, "body.note"]);
+    expect(listLabels("p")).toEqual(before);
+    expect(trajectoryLabels(id)).toEqual([]);
+
+    process.env.TURNLENS_API_TOKEN = "w".repeat(40);
+    try {
+      const refused = await call(labelsRoute.POST, "POST", "/api/v1/labels", { body: { project: "p", name: "format error" } });
+      expect(refused.status).toBe(401);
+      expect(listLabels("p")).toEqual(before);
+    } finally {
+      delete process.env.TURNLENS_API_TOKEN;
+    }
+    const made = await call(labelsRoute.POST, "POST", "/api/v1/labels", { body: { project: "p", name: "format error" } });
+    expect([made.status, made.json.name, made.json.position]).toEqual([201, "format error", 2]);
+  });
+});
