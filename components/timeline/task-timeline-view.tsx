@@ -9,6 +9,7 @@ import { fmt, fmtSigned } from "@/lib/charts/format";
 import type { TaskTimeline } from "@/lib/schemas/timeline";
 import { useTaskTimeline, type TaskTimelineState } from "./use-task-timeline";
 import { TrajectoryDiffPanel } from "./trajectory-diff-panel";
+import { RunPicker } from "./run-picker";
 
 const COLORS = ["#4f46e5", "#d97706", "#059669", "#dc2626", "#0891b2", "#7c3aed", "#65a30d", "#db2777", "#475569", "#ea580c"];
 
@@ -27,9 +28,12 @@ export function TaskTimelineView() {
   const name = task.task ?? `seed ${task.seed}${task.envId ? ` (${task.envId})` : ""}`;
   return (
     <div className="space-y-4">
-      <h1 className="text-lg font-semibold">
-        Task <span className="font-mono">{name}</span> across training
-      </h1>
+      <div className="flex flex-wrap items-center gap-3">
+        <h1 className="text-lg font-semibold">
+          Task <span className="font-mono">{name}</span> across training
+        </h1>
+        <RunPicker runs={runs} />
+      </div>
       {data.runs.every((r) => r.steps.length === 0) ? <p className="text-sm text-zinc-500">No step of these runs holds this task.</p> : <Curves data={data} />}
       <StepSlider st={st} />
       <TrajectoryDiffPanel st={st} />

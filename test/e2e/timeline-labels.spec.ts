@@ -118,8 +118,12 @@ test("label by keyboard, filter the search by label, and follow the hit to its t
 });
 
 test("task timeline: the slider shows a step's trajectories; two of them side by side, differing turns marked", async ({ page }) => {
-  await page.goto(`/tasks?runs=${runA},${runB}&task=lake-1`);
+  // the same task in another run of the project, added from the page
+  await page.goto(`/tasks?runs=${runA}&task=lake-1`);
   await expect(page.getByRole("heading", { name: "Task lake-1 across training" })).toBeVisible();
+  await page.getByLabel("Add a run").selectOption({ label: "timeline-b" });
+  await expect(page.getByTestId("timeline-step-run")).toHaveCount(2);
+  expect(new URL(page.url()).searchParams.get("runs")).toBe(`${runA},${runB}`);
   await expect(page.getByTestId("timeline-step-value")).toHaveText("step 3");
   const slider = page.getByLabel("Step", { exact: true });
   await slider.focus();
