@@ -91,7 +91,15 @@ function Section({ id, label, rows, d }: { id: string; label: string; rows: Task
         <tbody>
           {rows.map((t) => (
             <tr key={t.key} className="border-t border-zinc-100 dark:border-zinc-800">
-              <td className="py-1 font-mono text-xs">{d.matchedBy === "taskSeed" ? `${t.envId} · seed ${t.taskSeed}` : t.uid}</td>
+              <td className="py-1 font-mono text-xs">
+                {d.matchedBy === "taskSeed" ? `${t.envId} · seed ${t.taskSeed}` : t.uid}{" "}
+                <Link
+                  className="font-sans text-indigo-600 hover:underline dark:text-indigo-400"
+                  href={`/tasks?runs=${d.a.id},${d.b.id}&${d.matchedBy === "taskSeed" ? `seed=${t.taskSeed}&envId=${encodeURIComponent(t.envId)}` : `task=${encodeURIComponent(t.uid)}`}${t.a && t.b ? `&a=${t.a.trajectoryId}&b=${t.b.trajectoryId}` : ""}`}
+                >
+                  over training
+                </Link>
+              </td>
               <td className="py-1">{cell(d.a.id, t.a)}</td>
               <td className="py-1">{cell(d.b.id, t.b)}</td>
             </tr>

@@ -20,6 +20,7 @@ import { RunTabs } from "./run-tabs";
 import { RunAlerts } from "@/components/alerts/run-alerts";
 import { FailureClustersPanel } from "@/components/alerts/failure-clusters-panel";
 import { TrainerPanel } from "./trainer-panel";
+import { LabelStepsPanel } from "./label-steps-panel";
 
 type Run = NonNullable<ReturnType<typeof useRunPage>["run"]>;
 type Action = ReturnType<typeof useRunPage>["action"];
@@ -61,6 +62,7 @@ export function RunView({ runId }: { runId: string }) {
       {run.jobKind === "trainer" ? <TrainerPanel config={run.config} /> : null}
       <RunMetrics runId={runId} status={run.status} live={live} />
       <FailureClustersPanel runId={runId} />
+      <LabelStepsPanel runId={runId} />
       <div className="grid gap-4 lg:grid-cols-2">
         <section>
           <h2 className="mb-2 font-medium">Log</h2>

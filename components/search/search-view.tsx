@@ -124,6 +124,9 @@ export function SearchView() {
           <Field label="Task uid">
             <input aria-label="task" className={`${inputCls} w-28`} value={d("task")} onChange={edit("task")} />
           </Field>
+          <Field label="Label">
+            <input aria-label="label" className={`${inputCls} w-32`} placeholder="e.g. loops" value={d("label")} onChange={edit("label")} />
+          </Field>
         </div>
         <fieldset className="flex flex-wrap items-end gap-x-4 gap-y-2 rounded-md border border-dashed border-zinc-300 p-2 text-sm dark:border-zinc-700">
           <legend className={`${labelCls} px-1`}>One turn meets all of</legend>
@@ -308,6 +311,12 @@ function Results({
                     <td className="px-3 py-1.5 text-right">
                       <Link className="whitespace-nowrap text-indigo-600 hover:underline dark:text-indigo-400" href={href}>
                         turns &amp; credit →
+                      </Link>{" "}
+                      <Link
+                        className="whitespace-nowrap text-indigo-600 hover:underline dark:text-indigo-400"
+                        href={`/tasks?runs=${h.runId}&task=${encodeURIComponent(h.task)}&step=${h.step}&a=${h.id}`}
+                      >
+                        task over training →
                       </Link>
                     </td>
                   </tr>

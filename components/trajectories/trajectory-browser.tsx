@@ -13,6 +13,7 @@ import { useTheme } from "@/components/ui/use-theme";
 import { cardCls, inputCls, labelCls } from "@/components/ui/controls";
 import { RunCrumbs } from "@/components/runs/run-crumbs";
 import { TurnList } from "./turn-list";
+import { LabelBar } from "./label-bar";
 import { tokenNote } from "./token-view";
 import { TOKEN_TINTS, tokenTintMax, type TokenTint } from "@/lib/charts/tokenize";
 import { useStepGroups } from "@/components/runs/use-step-groups";
@@ -161,6 +162,7 @@ export function TrajectoryBrowser({ runId }: { runId: string }) {
               onPick={(id, turn) => set({ traj: id, turn })}
             />
           ) : null}
+          <LabelBar runId={runId} trajId={trajId} turn={turnParam} />
           <TurnsPanel st={st} theme={theme} />
         </section>
       </div>
@@ -284,6 +286,12 @@ function GroupHeader({ runId, st, g }: { runId: string; st: BrowserState; g: Gro
         href={`/runs/${runId}/credit/group?step=${g.step}&group=${g.group.id}${est ? `&est=${est}` : ""}${pRaw ? `&p=${encodeURIComponent(pRaw)}` : ""}`}
       >
         Credit heatmap of this group →
+      </Link>
+      <Link
+        className="text-indigo-600 hover:underline dark:text-indigo-400"
+        href={`/tasks?runs=${runId}&task=${encodeURIComponent(g.group.uid)}${st.trajId ? `&a=${st.trajId}` : ""}`}
+      >
+        This task across training →
       </Link>
       <label className="ml-auto flex items-center gap-1.5 text-xs" title={tokenNote(hasTokens)}>
         <input type="checkbox" checked={tokens} onChange={(e) => set({ tokens: e.target.checked ? undefined : "0" })} className="accent-indigo-600" />

@@ -39,6 +39,19 @@ import { taskCompareQuerySchema, taskCompareSchema } from "../schemas/task-compa
 import { trajectorySearchQuerySchema, trajectorySearchResultSchema } from "../schemas/search";
 import { alertConfigBodySchema, alertConfigSchema, alertListQuerySchema, alertListSchema } from "../schemas/alerts";
 import { failureClustersQuerySchema, failureClustersSchema } from "../schemas/failure-clusters";
+import {
+  applyLabelSchema,
+  createLabelSchema,
+  labelExportRowSchema,
+  labelListQuerySchema,
+  labelListSchema,
+  labelSchema,
+  labelStepsSchema,
+  removeLabelQuerySchema,
+  trajectoryLabelListSchema,
+  trajectoryLabelSchema,
+} from "../schemas/labels";
+import { taskTimelineQuerySchema, taskTimelineSchema, trajectoryDiffQuerySchema, trajectoryDiffSchema } from "../schemas/timeline";
 
 // the item key keeps its literal type, so a page's answer types as `{ steps: Step[], total, … }`
 const page = <K extends string, T extends z.ZodType>(key: K, item: T) =>
@@ -478,6 +491,102 @@ export const routes = {
     tag: "meta",
     query: none,
     response: openApiDocumentSchema,
+  }),
+  // ---- labels and task timelines (lib/db/labels.ts, lib/db/task-timeline.ts) ----
+  labelsList: defineRoute({
+    id: "listLabels",
+    method: "GET",
+    path: "/labels",
+    summary: "A project's label set",
+    tag: "labels",
+    query: labelListQuerySchema,
+    response: labelListSchema,
+    errors: [404],
+  }),
+  labelCreate: defineRoute({
+    id: "createLabel",
+    method: "POST",
+    path: "/labels",
+    summary: "Add a label to a project's set (at most 9: one per digit key)",
+    tag: "labels",
+    body: createLabelSchema,
+    response: labelSchema,
+    errors: [404, 409],
+  }),
+  labelDelete: defineRoute({
+    id: "deleteLabel",
+    method: "DELETE",
+    path: "/labels/{id}",
+    summary: "Delete a label and every use of it",
+    tag: "labels",
+    query: none,
+    response: z.object({ deleted: z.string() }),
+  }),
+  trajectoryLabels: defineRoute({
+    id: "listTrajectoryLabels",
+    method: "GET",
+    path: "/trajectories/{id}/labels",
+    summary: "Labels on a trajectory and its turns",
+    tag: "labels",
+    query: none,
+    response: trajectoryLabelListSchema,
+  }),
+  trajectoryLabelApply: defineRoute({
+    id: "applyTrajectoryLabel",
+    method: "POST",
+    path: "/trajectories/{id}/labels",
+    summary: "Label a trajectory or one of its turns, with an optional note (again: replaces the note)",
+    tag: "labels",
+    body: applyLabelSchema,
+    response: trajectoryLabelSchema,
+    status: 200,
+  }),
+  trajectoryLabelRemove: defineRoute({
+    id: "removeTrajectoryLabel",
+    method: "DELETE",
+    path: "/trajectories/{id}/labels/{labelId}",
+    summary: "Take a label off a trajectory (or, with `turn`, off one of its turns)",
+    tag: "labels",
+    query: removeLabelQuerySchema,
+    response: z.object({ removed: z.string() }),
+  }),
+  runLabelSteps: defineRoute({
+    id: "runLabelSteps",
+    method: "GET",
+    path: "/runs/{id}/labels",
+    summary: "Labelled trajectories per step and label",
+    tag: "labels",
+    query: none,
+    response: labelStepsSchema,
+  }),
+  runLabelsExport: defineRoute({
+    id: "exportRunLabels",
+    method: "GET",
+    path: "/runs/{id}/labels/export",
+    summary: "Every label of a run as JSON Lines (one object a line), optionally of one label",
+    tag: "labels",
+    query: z.object({ label: z.string().min(1).max(40).optional() }).strict(),
+    produces: { "application/x-ndjson": labelExportRowSchema },
+  }),
+  taskTimeline: defineRoute({
+    id: "taskTimeline",
+    method: "GET",
+    path: "/tasks/timeline",
+    summary: "One task (uid or seed) at every step of some runs: outcome, return, length and mean advantage per trajectory",
+    tag: "rollouts",
+    query: taskTimelineQuerySchema,
+    response: taskTimelineSchema,
+    errors: [404],
+  }),
+  trajectoryDiff: defineRoute({
+    id: "trajectoryDiff",
+    method: "GET",
+    path: "/trajectories/diff",
+    summary: "Two trajectories side by side: turns aligned by index, differing actions marked, each turn's advantage",
+    tag: "rollouts",
+    query: trajectoryDiffQuerySchema,
+    response: trajectoryDiffSchema,
+    errors: [404],
   }),
 } as const;
 

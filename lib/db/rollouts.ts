@@ -11,6 +11,7 @@ import { dialect } from "./dialect";
 import { packTurns, unpackTurns } from "./trajectory-pack";
 import { finishPendingStep, markStepPending, type StepSummary } from "./credit-summary";
 import { indexTrajectories, type IndexEntry } from "./trajectory-search";
+import { LABELLED_IDS } from "./labels";
 
 export class StepExistsError extends ConflictError {
   constructor(runId: string, step: number) {
@@ -174,6 +175,7 @@ export function indexStoredStep(runId: string, stepId: string, input: RolloutSte
       length: t.turns.length,
       observations: t.turns.map((u) => u.observation),
       actions: t.turns.map((u) => u.action),
+      advantages: t.turns.map((u) => u.advantage),
     });
   }
   indexTrajectories(db, entries);
@@ -247,6 +249,8 @@ export interface TrajectoryFilter {
   step?: number;
   groupId?: string;
   success?: boolean;
+  /** a label's name: trajectories carrying it (lib/db/labels.ts) */
+  label?: string;
   page?: number;
   pageSize?: number;
 }
@@ -257,12 +261,13 @@ export function listTrajectories(runId: string, f: TrajectoryFilter = {}, db: Ra
   if (f.step !== undefined) where.push(`s."step" = ?`), args.push(f.step);
   if (f.groupId) where.push(`t."groupId" = ?`), args.push(f.groupId);
   if (f.success !== undefined) where.push(`t."success" = ?`), args.push(f.success ? 1 : 0);
+  if (f.label !== undefined) where.push(`t."id" IN (${LABELLED_IDS})`), args.push(runId, f.label);
   const pageSize = f.pageSize ?? 50;
   const offset = ((f.page ?? 1) - 1) * pageSize;
   const w = where.join(" AND ");
   // Without a step, the count needs only the trajectories' runId index (every trajectory has its group and step).
   const total = (
-    f.step === undefined
+    f.step === undefined && f.label === undefined
       ? db.prepare(`SELECT COUNT(*) FROM "Trajectory" t WHERE ${['t."runId" = ?', ...where.slice(1)].join(" AND ")}`)
       : db.prepare(`SELECT COUNT(*) FROM "Trajectory" t JOIN "RolloutGroup" g ON g."id" = t."groupId" JOIN "RolloutStep" s ON s."id" = g."stepId" WHERE ${w}`)
   )

@@ -23,6 +23,7 @@ import { SEARCH_CURSOR, type TrajectoryHit, type TrajectorySearchQuery, type Tra
 import { getRawDb, insertRows, writeTransaction, type RawDb } from "./raw";
 import { dialect } from "./dialect";
 import { distinctWords, textWords } from "./search-words";
+import { HAS_LABEL } from "./labels";
 import { unpackTurnColumns, unpackTurnTexts, type TurnColumns, type TurnTexts } from "./trajectory-pack";
 
 /** Longer runs of letters and digits are not words (a token blob, a hash): not indexed, not searchable. */
@@ -81,6 +82,16 @@ export interface IndexEntry {
   length: number;
   observations: readonly string[];
   actions: readonly string[];
+  /** its turns' stored advantages (null: none), summed and counted for the task timeline */
+  advantages: readonly (number | null | undefined)[];
+}
+
+/** Sum and count of the stored advantages (turns without one left out). */
+export function advantageTotals(advantages: readonly (number | null | undefined)[]): [number, number] {
+  let sum = 0;
+  let n = 0;
+  for (const a of advantages) if (a !== null && a !== undefined) (sum += a), n++;
+  return [sum, n];
 }
 
 // the index's words of a trajectory's texts: searchWords' words, each once (lib/db/search-words.ts)
@@ -91,9 +102,9 @@ export function indexTrajectories(db: RawDb, entries: readonly IndexEntry[]): vo
   if (!entries.length) return;
   const inserted = insertRows(
     db,
-    `INSERT INTO "TrajectorySearch" ("trajectoryId", "runId", "step", "success", "reward", "length")`,
-    6,
-    entries.flatMap((e) => [e.id, e.runId, e.step, e.success ? 1 : 0, e.reward, e.length]),
+    `INSERT INTO "TrajectorySearch" ("trajectoryId", "runId", "step", "success", "reward", "length", "advantageSum", "advantageCount")`,
+    8,
+    entries.flatMap((e) => [e.id, e.runId, e.step, e.success ? 1 : 0, e.reward, e.length, ...advantageTotals(e.advantages)]),
     `RETURNING "key", "trajectoryId"`,
   ) as { key: number; trajectoryId: string }[];
   const keys = new Map(inserted.map((r) => [r.trajectoryId, r.key]));
@@ -136,17 +147,27 @@ export function indexMissing(runIds: readonly string[], db: RawDb = getRawDb()):
         (db) => {
           const rows = db
             .prepare(
-              `SELECT t."id", t."runId", s."step", t."success", t."reward", t."length", t."turnTexts"
+              `SELECT t."id", t."runId", s."step", t."success", t."reward", t."length", t."turnTexts", t."turnData"
              FROM "Trajectory" t JOIN "RolloutGroup" g ON g."id" = t."groupId" JOIN "RolloutStep" s ON s."id" = g."stepId"
              WHERE t."runId" = ? AND NOT EXISTS (SELECT 1 FROM "TrajectorySearch" x WHERE x."trajectoryId" = t."id")
              LIMIT 1000`,
             )
-            .all(runId) as { id: string; runId: string; step: number; success: number; reward: number; length: number; turnTexts: Uint8Array }[];
+            .all(runId) as {
+            id: string;
+            runId: string;
+            step: number;
+            success: number;
+            reward: number;
+            length: number;
+            turnTexts: Uint8Array;
+            turnData: Uint8Array;
+          }[];
           indexTrajectories(
             db,
             rows.map((r) => {
               const texts = unpackTurnTexts(r.turnTexts);
-              return { ...r, success: r.success === 1, observations: texts.observation, actions: texts.action };
+              const advantages = unpackTurnColumns(r.turnData).advantage;
+              return { ...r, success: r.success === 1, observations: texts.observation, actions: texts.action, advantages };
             }),
           );
           return rows.length;
@@ -279,6 +300,11 @@ export async function searchTrajectories(q: TrajectorySearchQuery, db: RawDb = g
       ...gArgs,
     );
   }
+  if (q.label !== undefined)
+    cond(
+      `EXISTS (SELECT 1 FROM "Trajectory" t JOIN "RolloutGroup" g ON g."id" = t."groupId" JOIN "RolloutStep" s ON s."id" = g."stepId" WHERE t."id" = ts."trajectoryId" AND ${HAS_LABEL})`,
+      q.label,
+    );
   if (terms.length) {
     const fields: ("obs" | "act")[] = q.in === "observation" ? ["obs"] : q.in === "action" ? ["act"] : ["obs", "act"];
     const m = dialect(db).wordIndex.match(terms.flat(), fields);

@@ -20,6 +20,7 @@ export const SEARCH_KEYS = [
   "maxStep",
   "envId",
   "task",
+  "label",
   "minTurn",
   "maxTurn",
   "advantage",

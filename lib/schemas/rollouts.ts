@@ -414,6 +414,7 @@ export const trajectoryListQuerySchema = z
     step: queryInt(0, 2 ** 31 - 1).optional(),
     groupId: idSchema.optional(),
     success: z.enum(["true", "false"]).optional(),
+    label: z.string().min(1).max(40).optional().describe("Only trajectories carrying this label (by name), on themselves or a turn."),
     page: queryInt(1, 1_000_000).default(1),
     pageSize: queryInt(1, 200).default(50),
   })

@@ -53,6 +53,7 @@ export const trajectorySearchQuerySchema = z
     maxStep: queryInt(0, 2 ** 31 - 1).optional(),
     envId: z.string().min(1).max(100).optional().describe("The task group's environment."),
     task: z.string().min(1).max(200).optional().describe("The task group's uid."),
+    label: z.string().min(1).max(40).optional().describe("Only trajectories carrying this label (by name), on themselves or a turn."),
     // Per-turn conditions: a trajectory matches when one of its turns meets all that are given.
     minTurn: queryInt(0, 1_000_000).optional().describe("Per-turn: turn index at least (0-based)."),
     maxTurn: queryInt(0, 1_000_000).optional().describe("Per-turn: turn index at most."),

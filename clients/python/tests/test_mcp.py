@@ -189,3 +189,66 @@ def test_mcp_alert_and_cluster_tools(server, tmp_path):
     assert clusters["trajectories"] == 8
     assert sorted(c["size"] for c in clusters["clusters"]) == [4, 4]
     assert any("look > look" in c["name"] for c in clusters["clusters"])
+
+
+def _post(url, path, body):
+    import urllib.request
+
+    req = urllib.request.Request(
+        url + path, json.dumps(body).encode(), {"content-type": "application/json"}, method="POST"
+    )
+    with urllib.request.urlopen(req) as r:
+        return json.loads(r.read())
+
+
+def test_labels_and_task_timelines_in_the_read_api_and_mcp(logged):
+    """A trajectory and a turn labelled over HTTP are found by run.trajectories(label=...), run.labels()
+    and the search; the timeline and diff tools read the task across steps."""
+    url, rid = logged["url"], logged["id"]
+    api = turnlens.Api(url)
+    run = api.run(rid)
+    trajs = run.trajectories(step=3, pandas=False)
+    win = next(t for t in trajs if t["uid"] == "task-0" and t["success"])
+    lose = next(t for t in trajs if t["uid"] == "task-0" and not t["success"])
+    hack = _post(url, "/api/v1/labels", {"project": logged["project"], "name": "reward hacking"})
+    loops = _post(url, "/api/v1/labels", {"project": logged["project"], "name": "loops"})
+    _post(url, f"/api/v1/trajectories/{win['id']}/labels", {"labelId": hack["id"], "note": "pushes without a goal"})
+    _post(url, f"/api/v1/trajectories/{lose['id']}/labels", {"labelId": loops["id"], "turn": 1})
+
+    assert [t["id"] for t in run.trajectories(label="reward hacking", pandas=False)] == [win["id"]]
+    assert [t["id"] for t in run.trajectories(label="loops", pandas=False)] == [lose["id"]]
+    rows = run.labels(pandas=False)
+    assert [(r["step"], r["task"], r["index"], r["turn"], r["label"]) for r in rows] == [
+        (3, "task-0", win["index"], None, "reward hacking"),
+        (3, "task-0", lose["index"], 1, "loops"),
+    ]
+    assert rows[0]["note"] == "pushes without a goal" and rows[0]["trajectoryId"] == win["id"]
+    assert [r["label"] for r in run.labels(label="loops", pandas=False)] == ["loops"]
+    assert [(x["name"], x["position"], x["uses"]) for x in api.labels(logged["project"], pandas=False)] == [
+        ("reward hacking", 1, 1),
+        ("loops", 2, 1),
+    ]
+    timeline = api.task_timeline([rid], task="task-0", pandas=False)
+    assert sorted(t["id"] for t in timeline) == sorted(t["id"] for t in trajs if t["uid"] == "task-0")
+    assert {t["meanAdvantage"] for t in timeline} == {0.5, -0.5}
+
+    calls = [
+        ("list_labels", {"run_id": rid}),
+        ("list_labels", {"project": logged["project"]}),
+        ("search_trajectories", {"run_id": rid, "label": "loops"}),
+        ("get_task_timeline", {"run_ids": [rid], "task": "task-0"}),
+        ("diff_trajectories", {"a": win["id"], "b": lose["id"]}),
+        ("get_task_timeline", {"run_ids": [rid]}),
+    ]
+    tools, results = asyncio.run(session_calls(url, calls))
+    assert {"list_labels", "get_task_timeline", "diff_trajectories"} <= {t.name for t in tools}
+    assert [err for err, _ in results] == [False] * 5 + [True], results
+    by_run, label_set, found, tl, diff = (json.loads(t) for _, t in results[:5])
+    assert [r["label"] for r in by_run["labels"]] == ["reward hacking", "loops"]
+    assert [x["name"] for x in label_set["labels"]] == ["reward hacking", "loops"]
+    assert [t["id"] for t in found["trajectories"]] == [lose["id"]]
+    assert tl["count"] == 2 and {t["success"] for t in tl["trajectories"]} == {True, False}
+    # "push the box left" against "wait" at both turns
+    assert diff["differing"] == 2 and [t["differs"] for t in diff["turns"]] == [True, True]
+    assert diff["turns"][0]["a"]["advantage"] == 0.5 and diff["turns"][0]["b"]["advantage"] == -0.5
+    assert results[5][1] == "arguments: give exactly one of task (group uid) or seed"

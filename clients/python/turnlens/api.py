@@ -267,6 +267,28 @@ class Api:
         query = [("from", start), ("to", end), ("maxClusters", max_clusters)]
         return self._get(f"/runs/{urllib.parse.quote(run_id, safe='')}/failure-clusters", query,
                          f"failure_clusters({run_id!r})")
+    # ---------------------------------------------------------------- labels and task timelines
+
+    def labels(self, project: str, pandas: Optional[bool] = None):
+        """A project's label set: id, name, position (its digit key in the trajectory view), uses."""
+        r = self._get("/labels", [("project", project)], what=f"labels of project {project!r}")
+        return _table(r["labels"], pandas, ["id", "name", "position", "uses"])
+
+    def task_timeline(self, runs: Sequence[Union[str, "ApiRun"]], task: Optional[str] = None, seed: Optional[int] = None,
+                      env_id: Optional[str] = None, pandas: Optional[bool] = None):
+        """One task (a group uid, or a task seed with env_id) at every step of some runs, one row per
+        trajectory: runId, runName, step, uid, id, index, success, reward, length, meanAdvantage."""
+        ids = ",".join(r.id if isinstance(r, ApiRun) else str(r) for r in runs)
+        r = self._get("/tasks/timeline", [("runs", ids), ("task", task), ("seed", seed), ("envId", env_id)],
+                      what=f"task_timeline(runs={ids!r}, task={task!r}, seed={seed!r})")
+        rows = [{"runId": run["id"], "runName": run["name"], "step": s["step"], "uid": s["uid"], **t}
+                for run in r["runs"] for s in run["steps"] for t in s["trajectories"]]
+        return _table(rows, pandas, ["runId", "runName", "step", "uid", "id", "index", "success", "reward", "length", "meanAdvantage"])
+
+    def trajectory_diff(self, a: str, b: str) -> Dict[str, Any]:
+        """Two trajectories side by side: {a, b, turns: [{index, a, b, differs}], differing}; a turn
+        differs when the actions differ or only one trajectory has it; each side's turn carries its advantage."""
+        return self._get("/trajectories/diff", [("a", a), ("b", b)], what=f"trajectory_diff({a!r}, {b!r})")
 
 
 def _clause(path: str, v: Any) -> str:
@@ -429,11 +451,19 @@ class ApiRun:
         """Trajectories (without their turns) by step, then group uid, then index: id, step, uid,
         groupId, index, reward, success, length, truncated.
 
-        step, success: filters; group: a group id, or with step its uid; other keywords are sent as
-        the server's query parameters (e.g. groupId=...).
+        step, success: filters; group: a group id, or with step its uid; label: a label's name, only
+        trajectories carrying it (on themselves or a turn); other keywords are sent as the server's
+        query parameters (e.g. groupId=...).
         """
         rows = self._trajectory_rows(step, success, group, filters)
         return _table(rows, pandas, ["id", "step", "uid", "groupId", "index", "reward", "success", "length", "truncated"])
+
+    def labels(self, label: Optional[str] = None, pandas: Optional[bool] = None):
+        """This run's labels (the JSON Lines export), in step order: step, task, index, turn (None:
+        the whole trajectory), label, note, trajectoryId, createdAt; label: only that one."""
+        body = self._api._get(f"{self._path}/labels/export", [("label", label)], what=f"run {self.id!r} labels")
+        rows = [body] if isinstance(body, dict) else [json.loads(x) for x in (body or "").splitlines() if x.strip()]
+        return _table(rows, pandas, ["step", "task", "index", "turn", "label", "note", "trajectoryId", "createdAt"])
 
     def search(self, limit: Optional[int] = None, pandas: Optional[bool] = None, **query: Any):
         """This run's trajectories by text, outcome, length, return, step, task and per-turn

@@ -96,7 +96,7 @@ def list_steps(api: Api, a: Dict[str, Any]) -> Any:
 
 SEARCH_KEYS = ("text", "in", "outcome", "advantage", "step", "min_step", "max_step", "min_turn", "max_turn",
                "min_return", "max_return", "min_length", "max_length", "min_advantage", "max_advantage", "task",
-               "env_id", "sort", "order")
+               "env_id", "sort", "order", "label")
 
 
 def search_trajectories(api: Api, a: Dict[str, Any]) -> Any:
@@ -133,6 +133,31 @@ def list_alerts(api: Api, a: Dict[str, Any]) -> Any:
 
 def get_failure_clusters(api: Api, a: Dict[str, Any]) -> Any:
     return api.failure_clusters(a["run_id"], a.get("from_step"), a.get("to_step"), a.get("max_clusters", 6))
+
+
+def list_labels(api: Api, a: Dict[str, Any]) -> Any:
+    if a.get("run_id"):
+        rows = api.run(a["run_id"]).labels(label=a.get("label"), pandas=False)
+        return {"runId": a["run_id"], "count": len(rows), "labels": [dict(r, note=_short(r["note"])) for r in rows]}
+    if not a.get("project"):
+        raise ToolError("arguments: give run_id (its labelled trajectories) or project (its label set)")
+    return {"project": a["project"], "labels": api.labels(a["project"], pandas=False)}
+
+
+def get_task_timeline(api: Api, a: Dict[str, Any]) -> Any:
+    if (a.get("task") is None) == (a.get("seed") is None):
+        raise ToolError("arguments: give exactly one of task (group uid) or seed")
+    rows = api.task_timeline(a["run_ids"], task=a.get("task"), seed=a.get("seed"), env_id=a.get("env_id"), pandas=False)
+    return {"count": len(rows), "trajectories": rows}
+
+
+def diff_trajectories(api: Api, a: Dict[str, Any]) -> Any:
+    d = api.trajectory_diff(a["a"], a["b"])
+    for t in d["turns"]:
+        for k in ("a", "b"):
+            if t[k]:
+                t[k] = {**t[k], "observation": _short(t[k]["observation"]), "action": _short(t[k]["action"])}
+    return d
 
 
 def _schema(props: Dict[str, Any], required: Tuple[str, ...] = ()) -> Dict[str, Any]:
@@ -187,6 +212,7 @@ TOOLS: Dict[str, Tuple[str, Dict[str, Any], Callable[[Api, Dict[str, Any]], Any]
                  "min_length": {"type": "integer", "minimum": 0}, "max_length": {"type": "integer", "minimum": 0},
                  "min_advantage": {"type": "number"}, "max_advantage": {"type": "number"},
                  "task": {"type": "string", "description": "group uid"}, "env_id": {"type": "string"},
+                 "label": {"type": "string", "description": "only trajectories carrying this label"},
                  "sort": {"type": "string", "enum": ["step", "return", "length"]},
                  "order": {"type": "string", "enum": ["asc", "desc"]},
                  "limit": {**LIMIT, "default": DEFAULT_LIMIT}}),
@@ -221,6 +247,27 @@ TOOLS: Dict[str, Tuple[str, Dict[str, Any], Callable[[Api, Dict[str, Any]], Any]
         _schema({"run_id": RUN_ID, "from_step": STEP, "to_step": STEP,
                  "max_clusters": {"type": "integer", "minimum": 2, "maximum": 12, "default": 6}}, ("run_id",)),
         get_failure_clusters),
+    # labels and task timelines
+    "list_labels": (
+        "Labels people put on trajectories or turns (e.g. 'reward hacking', 'loops'): with run_id, that run's "
+        "labelled trajectories (step, task, index, turn or null for the whole trajectory, label, note, "
+        "trajectoryId), optionally of one label; with project, its label set. search_trajectories also "
+        "filters by label.",
+        _schema({"run_id": RUN_ID, "project": {"type": "string"}, "label": {"type": "string", "description": "a label's name"}}),
+        list_labels),
+    "get_task_timeline": (
+        "One task across training: its trajectories at every step of one or more runs (outcome, return, "
+        "length, mean advantage), by group uid (task) or task seed (seed, with env_id).",
+        _schema({"run_ids": {"type": "array", "items": {"type": "string"}, "description": "run ids (1-10)"},
+                 "task": {"type": "string", "description": "group uid"}, "seed": {"type": "integer"},
+                 "env_id": {"type": "string"}}, ("run_ids",)),
+        get_task_timeline),
+    "diff_trajectories": (
+        "Two trajectories (any steps, any runs) side by side: turns aligned by index, each with action, "
+        "reward and advantage, and whether the two actions differ; `differing` counts those turns.",
+        _schema({"a": {"type": "string", "description": "a trajectory id"},
+                 "b": {"type": "string", "description": "another trajectory id"}}, ("a", "b")),
+        diff_trajectories),
 }
 
 TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "array": list, "object": dict}
