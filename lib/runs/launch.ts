@@ -153,6 +153,15 @@ const prepare: { [K in LaunchableKindId]: (body: LaunchOf<K>) => Prepared } = {
  * maxAttempts and default timeout come from there, priority and an explicit timeout from the launch.
  */
 export async function launchRun(body: LaunchRun): Promise<{ runId: string; jobId: string | null }> {
+  const { run, job } = prepareLaunch(body);
+  return createRunWithJob(run, job);
+}
+
+/**
+ * The run a launch body makes and the job that produces it, validated against the job-kind
+ * registry and the kind's own registries (environments, estimators, source runs); writes nothing.
+ */
+export function prepareLaunch(body: LaunchRun): { run: NewRun; job: Omit<EnqueueInput, "runId"> } {
   const spec = getJobKind(body.jobKind);
   if (!spec?.launchable) {
     const known = launchableKinds()
@@ -163,15 +172,15 @@ export async function launchRun(body: LaunchRun): Promise<{ runId: string; jobId
     ]);
   }
   const { run, payload } = (prepare[body.jobKind] as (b: LaunchRun) => Prepared)(body);
-  return createRunWithJob(
-    { ...run, project: body.project, tags: body.tags, notes: body.notes, jobKind: spec.id },
-    {
+  return {
+    run: { ...run, project: body.project, tags: body.tags, notes: body.notes, jobKind: spec.id },
+    job: {
       kind: spec.id,
       payload: payload as EnqueueInput["payload"],
       priority: body.priority,
       ...(body.timeoutMs !== undefined ? { timeoutMs: body.timeoutMs } : {}),
     },
-  );
+  };
 }
 
 /** Parses estimator params with the estimator's registry schema, naming the offending field under `root`. */

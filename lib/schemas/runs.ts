@@ -3,6 +3,7 @@ import { z } from "zod";
 import { idSchema, queryInt, runKindSchema, runStatusSchema, tagsSchema, TERMINAL_STATUSES } from "./common";
 import { trainConfigSchema } from "./train";
 import { InvalidInputError } from "./errors";
+import { sweepParamsSchema } from "./sweeps";
 
 /** The baseline evaluation job: a uniformly random admissible-action policy plays K episodes. */
 export const baselineConfigSchema = z
@@ -227,6 +228,7 @@ export const runListQuerySchema = z
     estimator: z.string().max(100).optional(),
     project: z.string().max(100).optional(),
     tag: z.string().max(64).optional(),
+    sweep: idSchema.optional().describe("Only the runs of this sweep."),
     config: z
       .string()
       .max(2000)
@@ -274,6 +276,8 @@ export const runSchema = z
     startedAt: z.string().nullable(),
     finishedAt: z.string().nullable(),
     jobId: z.string().nullable(),
+    sweepId: z.string().nullable().describe("The sweep that launched the run (POST /sweeps), if any."),
+    sweepParams: sweepParamsSchema.nullable().describe("The sweep's grid point: the values set at each varied path, and the seed."),
     summary: z.record(z.string(), z.number()).describe("Last value of each metric."),
   })
   .meta({ id: "Run" });
