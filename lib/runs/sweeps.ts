@@ -17,7 +17,8 @@ function setPath(config: Record<string, unknown>, path: string, value: unknown):
   const parts = path.split(".");
   let at: Record<string, unknown> = out;
   for (const p of parts.slice(0, -1)) {
-    const next = Object.hasOwn(at, p) ? at[p] : (at[p] = {});
+    if (!Object.hasOwn(at, p)) at[p] = {};
+    const next = at[p];
     if (next === null || typeof next !== "object" || Array.isArray(next)) return null;
     at = next as Record<string, unknown>;
   }
@@ -43,7 +44,7 @@ function pointIssues(body: LaunchSweep, point: Record<string, SweepValue>, seed:
     );
     const path =
       gi >= 0
-        ? `body.grid.${gi}.values.${body.grid[gi].values.findIndex((v) => v === point[body.grid[gi].path])}`
+        ? `body.grid.${gi}.values.${body.grid[gi].values.indexOf(point[body.grid[gi].path])}`
         : rel === `config.${body.seedPath}`
           ? `body.seeds.${body.seeds.indexOf(seed)}`
           : `body.${rel}`;
@@ -66,7 +67,11 @@ export function launchSweep(body: LaunchSweep): { sweepId: string; runIds: strin
       let config: Record<string, unknown> | null = body.config;
       for (const [path, value] of [...Object.entries(point), [body.seedPath, seed] as const]) {
         config = config && setPath(config, path, value);
-        if (!config) fail(path === body.seedPath ? "body.seedPath" : `body.grid.${body.grid.findIndex((g) => g.path === path)}.path`, `${path} runs through a value that is not an object in the config`);
+        if (!config)
+          fail(
+            path === body.seedPath ? "body.seedPath" : `body.grid.${body.grid.findIndex((g) => g.path === path)}.path`,
+            `${path} runs through a value that is not an object in the config`,
+          );
       }
       const parsed = launchRunSchema.safeParse({
         jobKind: body.jobKind,
