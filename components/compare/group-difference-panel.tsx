@@ -22,7 +22,7 @@ function GroupDifferenceBody({ groups, runs, keys }: { groups: RunGroup[]; runs:
   const missing = result ? [...result.a.missing, ...result.b.missing] : [];
   const whereText = at === "step" ? `step ${where}` : `${where} s after each run's start`;
   return (
-    <section className={`${cardCls} space-y-2 p-3`} aria-labelledby="groupdiff-h" data-testid="group-difference">
+    <section className={`${cardCls} space-y-2 p-3`} aria-labelledby="groupdiff-h" data-testid="group-difference" data-at={at}>
       <h2 id="groupdiff-h" className={labelCls}>
         Difference of the two groups
       </h2>

@@ -38,7 +38,8 @@ export function useGroupDifference(groups: RunGroup[], runs: RunOut[], keys: str
       const d = byRun.get(id)!;
       return d.wallTimes.length ? elapsedSpan(d.wallTimes, startOf(runOf(id), d)) : Number.NaN;
     });
-    const seconds = spans.every(Number.isFinite) ? Math.max(0, Math.floor(Math.min(...spans))) : null;
+    // to the millisecond below, so the shortest run's last point is still in
+    const seconds = spans.every(Number.isFinite) ? Math.max(0, Math.floor(Math.min(...spans) * 1000) / 1000) : null;
     return { steps, seconds };
   }, [loaded, version, runs]);
   const where = input ?? (at === "step" ? (shared.steps.at(-1) ?? null) : shared.seconds);
