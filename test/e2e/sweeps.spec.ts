@@ -14,6 +14,8 @@ test.use({ viewport: { width: 1440, height: 1000 } });
 async function fillSweep(page: Page) {
   await page.goto("/runs/new");
   await page.getByLabel("Environment").selectOption("frozenlake");
+  // a 4x4 map: a random policy reaches the goal now and then, so the groups' values vary
+  await page.locator("#env-size").fill("4");
   await page.locator("#run-name").fill("lake-gs");
   await page.locator("#job-episodes").fill("48");
   await page.locator("#job-episodesPerBatch").fill("12");
@@ -32,12 +34,13 @@ test("launch a 2 x 3 sweep from the form and compare its two groups", async ({ p
   await expect(page.getByTestId("sweep-error")).toContainText("repeats the value 2");
   await expect(page.getByRole("button", { name: /Launch sweep/ })).toBeDisabled();
   await page.getByLabel("Values of param 1").fill("2, 6");
-  for (const scheme of ["light", "dark"] as const) {
+  for (const scheme of ["dark", "light"] as const) {
     await page.emulateMedia({ colorScheme: scheme });
-    await page.getByTestId("section-Sweep").scrollIntoViewIfNeeded();
+    await fillSweep(page);
+    await expect(page.locator("html")).toHaveClass(scheme === "dark" ? /dark/ : /^(?!.*dark)/);
+    await page.getByRole("button", { name: "Launch sweep (6 runs)" }).scrollIntoViewIfNeeded();
     await page.screenshot({ path: `${OUT}/sweep-launch-${scheme}.png` });
   }
-  await page.emulateMedia({ colorScheme: "light" });
 
   await page.getByRole("button", { name: "Launch sweep (6 runs)" }).click();
   await page.waitForURL(/\/compare\?runs=.*&group=sweep.*&sweep=/);
@@ -54,7 +57,7 @@ test("launch a 2 x 3 sweep from the form and compare its two groups", async ({ p
   // the panel's numbers against lib/stats on the exported values (scipy checks lib/stats: test/platform/sweeps.test.ts)
   const sweepId = new URL(page.url()).searchParams.get("sweep")!;
   const sweep = await (await request.get(`/api/v1/sweeps/${sweepId}`)).json();
-  const metric = "eval/return_mean_cum";
+  const metric = "eval/success_rate_cum";
   const exported = await Promise.all(
     sweep.runIds.map(async (id: string) => (await (await request.get(`/api/v1/runs/${id}/metrics/export?format=columnar&key=${metric}`)).json())[0]),
   );
@@ -66,18 +69,25 @@ test("launch a 2 x 3 sweep from the form and compare its two groups", async ({ p
   const at = (i: number) => ({ runId: sweep.runIds[i], value: valueAtStep(exported[i].steps, exported[i].values, last) });
   const want = groupDifference({ label: "groupSize=2", values: [0, 1, 2].map(at) }, { label: "groupSize=6", values: [3, 4, 5].map(at) });
   if (!want.ok) throw new Error(want.reason);
+  // the values vary (else the statistics are NaN and the comparison below proves nothing)
+  expect(Number.isFinite(want.welch.p) && want.a.std + want.b.std > 0).toBe(true);
   expect(Number(await stats.getAttribute("data-diff"))).toBeCloseTo(want.welch.diff, 10);
   expect(Number(await stats.getAttribute("data-ci-lo"))).toBeCloseTo(want.welch.ci95[0], 10);
   expect(Number(await stats.getAttribute("data-welch-p"))).toBeCloseTo(want.welch.p, 10);
   expect(Number(await stats.getAttribute("data-permutation-p"))).toBeCloseTo(want.permutation.p, 10);
   await expect(stats).toContainText("(exact, 20 splits)");
 
-  for (const scheme of ["light", "dark"] as const) {
+  for (const scheme of ["dark", "light"] as const) {
     await page.emulateMedia({ colorScheme: scheme });
+    await page.reload();
+    await expect(page.locator("html")).toHaveClass(scheme === "dark" ? /dark/ : /^(?!.*dark)/);
+    await panel.getByLabel("Difference metric").selectOption(metric);
+    await expect(stats).toHaveAttribute("data-step", String(last));
+    await expect(page.getByTestId("compare-chart-eval/success_rate").locator("path.recharts-area-area")).toHaveCount(2);
+    await page.mouse.move(0, 0);
     await page.waitForLoadState("networkidle");
     await page.screenshot({ path: `${OUT}/sweep-compare-${scheme}.png` });
   }
-  await page.emulateMedia({ colorScheme: "light" });
 
   // equal wall time: the same panel at the longest time every run reached (these runs take well under a second)
   await panel.getByLabel("Difference at").selectOption("time");
