@@ -123,9 +123,27 @@ const prepare: { [K in LaunchableKindId]: (body: LaunchOf<K>) => Prepared } = {
     };
   },
   "checkpoint-eval": (body) => {
+    const outside = body.config.checkpoint;
+    if (outside) {
+      // a directory on the worker: its existence and contents are the worker's to check (the job names the field)
+      const envConfig = parseEnvConfig(outside.envId, outside.envConfig, "body.config.checkpoint");
+      const config = { ...body.config, checkpoint: { ...outside, envConfig } };
+      return {
+        run: {
+          name: body.name ?? `checkpoint-eval-${outside.path.split("/").filter(Boolean).at(-1)}-${outside.envId}`,
+          kind: "eval",
+          config,
+          envId: outside.envId,
+          estimator: null,
+          seed: body.config.seed,
+          parentRunId: body.parentRunId,
+        },
+        payload: config,
+      };
+    }
     let source: ReturnType<typeof getRun> | null = null;
     try {
-      source = getRun(body.config.sourceRunId);
+      source = getRun(body.config.sourceRunId!);
     } catch (err) {
       if (errorKind(err) !== "not_found") throw err;
     }

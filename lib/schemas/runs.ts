@@ -34,12 +34,42 @@ export const onnxEvalConfigSchema = z
   .strict();
 
 /**
- * Evaluate any checkpoint of a training run (tiny or Hugging Face, LoRA or not) in the PyTorch
- * engine on the run's held-out tasks: greedy success, and pass@k from sampled episodes.
+ * A Hugging Face checkpoint directory on the worker that no TurnLens run made (what verl or TRL
+ * saved): a full model, or a LoRA adapter on the base model its adapter_config.json names. A path
+ * only: the worker checks it is a directory with config.json or adapter_config.json, and reads it.
+ */
+export const outsideCheckpointSchema = z
+  .object({
+    path: z
+      .string()
+      .min(2)
+      .max(4096)
+      .regex(/^\//, "must be an absolute path on the worker")
+      .refine((p) => !p.split("/").includes(".."), "must not contain ..")
+      .describe("The checkpoint directory on the worker: a full model (config.json) or a LoRA adapter (adapter_config.json naming its base model directory)."),
+    envId: z.string().min(1).max(100).describe("The environment whose held-out tasks it plays."),
+    envConfig: z.record(z.string(), z.unknown()).default({}).describe("Environment config; omitted fields take the environment's defaults."),
+    heldOutEpisodes: z
+      .number()
+      .int()
+      .min(1)
+      .max(10_000)
+      .default(200)
+      .describe("Size of the environment's held-out set (a training run's evalEpisodes): the tasks are its first `episodes` instances."),
+    instructions: z.boolean().default(true).describe("Put the environment's instructions in every prompt (what pretrained models need)."),
+  })
+  .strict();
+export type OutsideCheckpoint = z.infer<typeof outsideCheckpointSchema>;
+
+/**
+ * Evaluate any checkpoint of a training run (tiny or Hugging Face, LoRA or not), or an outside
+ * Hugging Face checkpoint, in the PyTorch engine on held-out tasks: greedy success, and pass@k
+ * from sampled episodes.
  */
 export const checkpointEvalConfigSchema = z
   .object({
-    sourceRunId: idSchema.describe("The training run whose checkpoint is evaluated."),
+    sourceRunId: idSchema.optional().describe("The training run whose checkpoint is evaluated (or `checkpoint`)."),
+    checkpoint: outsideCheckpointSchema.optional().describe("Instead of a run's checkpoint: a Hugging Face checkpoint directory on the worker."),
     checkpointStep: z.number().int().min(0).nullable().default(null).describe("Training step of the checkpoint to evaluate; none: the latest."),
     episodes: z
       .number()
@@ -74,6 +104,14 @@ export const checkpointEvalConfigSchema = z
   .strict()
   .superRefine((c, ctx) => {
     if (!c.greedy && !c.sampled) ctx.addIssue({ code: "custom", path: ["sampled"], message: "pick greedy, sampled or both" });
+    if ((c.sourceRunId === undefined) === (c.checkpoint === undefined))
+      ctx.addIssue({
+        code: "custom",
+        path: ["sourceRunId"],
+        message: "give sourceRunId (a training run's checkpoint) or checkpoint (a directory on the worker), one of them",
+      });
+    if (c.checkpoint && c.checkpointStep !== null)
+      ctx.addIssue({ code: "custom", path: ["checkpointStep"], message: "applies to a training run's checkpoints (sourceRunId) only" });
     if (c.samples !== null && c.samples < c.k)
       ctx.addIssue({ code: "custom", path: ["samples"], message: `must be at least k (${c.k}): pass@k needs k samples per task` });
   });
