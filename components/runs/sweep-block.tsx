@@ -10,6 +10,9 @@ const inputCls = "rounded-md border border-zinc-300 bg-white px-2.5 py-1.5 text-
 const SEED_PATH = "seed";
 
 type Row = { path: string; values: string };
+
+/** Config fields that belong to one value of another: varying that one sends them not, so each value takes its own defaults. */
+const DEPENDENT: Record<string, string> = { estimator: "estimatorParams", envId: "envConfig" };
 type LaunchBody = { jobKind: string; name?: string; tags: string[]; config: Record<string, unknown> };
 
 /** The sweep's state: on or off, the varied rows, the seeds; the POST /sweeps body, its size and its errors. */
@@ -27,12 +30,14 @@ export function useSweepForm(body: LaunchBody) {
   });
   if (!seedList.ok) errors.push(`seeds: ${seedList.error}`);
   if (rows.some((r) => !r.path)) errors.push("pick the config param of every row");
+  const dropped = rows.map((r) => DEPENDENT[r.path]).filter((d): d is string => !!d && d in body.config);
+  const config = Object.fromEntries(Object.entries(body.config).filter(([k]) => !dropped.includes(k)));
   const sweep: LaunchSweep | null =
     errors.length || !seedList.ok
       ? null
       : {
           ...launchSweepSchema.parse({ jobKind: body.jobKind, config: {}, seeds: [0] }),
-          config: body.config,
+          config,
           name: body.name,
           tags: body.tags,
           grid: rows.map((r, i) => ({ path: r.path, values: (values[i] as { ok: true; value: LaunchSweep["grid"][number]["values"] }).value })),
@@ -55,6 +60,7 @@ export function useSweepForm(body: LaunchBody) {
     setSeeds,
     paths,
     runs,
+    dropped,
     counts: values.map((v) => (v.ok ? v.value.length : 0)),
     seedCount: seedList.ok ? seedList.value.length : 0,
     errors: on ? errors : [],
@@ -113,6 +119,11 @@ export function SweepBlock({ sw }: { sw: SweepForm }) {
             />
             <span className="text-zinc-500">a list (0, 1, 2) or a range (0-4)</span>
           </label>
+          {sw.dropped.length ? (
+            <p className="text-xs text-zinc-500" data-testid="sweep-dropped">
+              Not sent: {sw.dropped.join(", ")} (each varied value takes its own defaults).
+            </p>
+          ) : null}
           <p className="text-sm font-medium tabular-nums" data-testid="sweep-size">
             {[...sw.counts.map((n) => `${n} value${n === 1 ? "" : "s"}`), `${sw.seedCount} seed${sw.seedCount === 1 ? "" : "s"}`].join(" × ")} = {sw.runs} run
             {sw.runs === 1 ? "" : "s"}

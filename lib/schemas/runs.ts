@@ -69,7 +69,7 @@ export type OutsideCheckpoint = z.infer<typeof outsideCheckpointSchema>;
 export const checkpointEvalConfigSchema = z
   .object({
     sourceRunId: idSchema.optional().describe("The training run whose checkpoint is evaluated (or `checkpoint`)."),
-    checkpoint: outsideCheckpointSchema.optional().describe("Instead of a run's checkpoint: a Hugging Face checkpoint directory on the worker."),
+    checkpoint: outsideCheckpointSchema.nullable().default(null).describe("Instead of a run's checkpoint: a Hugging Face checkpoint directory on the worker."),
     checkpointStep: z.number().int().min(0).nullable().default(null).describe("Training step of the checkpoint to evaluate; none: the latest."),
     episodes: z
       .number()
@@ -104,7 +104,7 @@ export const checkpointEvalConfigSchema = z
   .strict()
   .superRefine((c, ctx) => {
     if (!c.greedy && !c.sampled) ctx.addIssue({ code: "custom", path: ["sampled"], message: "pick greedy, sampled or both" });
-    if ((c.sourceRunId === undefined) === (c.checkpoint === undefined))
+    if ((c.sourceRunId === undefined) === (c.checkpoint === null))
       ctx.addIssue({
         code: "custom",
         path: ["sourceRunId"],
