@@ -477,7 +477,10 @@ function SweepChip({ id, params }: { id: string; params: NonNullable<RunOut["swe
 /** The runs table narrowed to one sweep (?sweep=): open it, or show every run again. */
 function SweepFilter({ id, clear }: { id: string; clear: () => void }) {
   return (
-    <span className="flex items-center gap-1.5 rounded-full border border-indigo-200 px-2 py-0.5 text-sm dark:border-indigo-900" data-testid="runs-sweep-filter">
+    <span
+      className="flex items-center gap-1.5 rounded-full border border-indigo-200 px-2 py-0.5 text-sm dark:border-indigo-900"
+      data-testid="runs-sweep-filter"
+    >
       <Link href={`/sweeps/${id}`} className="text-indigo-700 hover:underline dark:text-indigo-400">
         one sweep
       </Link>

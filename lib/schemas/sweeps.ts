@@ -126,4 +126,3 @@ export const sweepListQuerySchema = z
   })
   .strict();
 export const sweepListSchema = z.object({ sweeps: z.array(sweepSchema) }).meta({ id: "SweepList" });
-

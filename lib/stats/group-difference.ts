@@ -73,12 +73,7 @@ export function valueAtStep(steps: readonly number[], values: readonly (number |
  * that time, from its full-resolution values and wall times; undefined before its first point or
  * past its last (a run that had not run that long has no value there).
  */
-export function valueAtElapsed(
-  wallTimes: readonly number[],
-  values: readonly (number | string)[],
-  start: number,
-  seconds: number,
-): number | undefined {
+export function valueAtElapsed(wallTimes: readonly number[], values: readonly (number | string)[], start: number, seconds: number): number | undefined {
   const t = start + seconds;
   let best = -1;
   let last = Number.NEGATIVE_INFINITY;

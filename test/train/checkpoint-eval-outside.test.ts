@@ -111,7 +111,9 @@ describe("checkpoint-eval of an outside Hugging Face checkpoint", () => {
       expect([...got.keys()].sort()).toEqual([...want.keys()].sort());
       for (const [uid, w] of want) {
         expect(got.get(uid)!.actions, uid).toEqual(w.actions);
-        got.get(uid)!.logprobs.forEach((lp, i) => expect(lp, `${uid} turn ${i}`).toBeCloseTo(w.logprobs[i], 4));
+        got.get(uid)!.logprobs.forEach((lp, i) => {
+          expect(lp, `${uid} turn ${i}`).toBeCloseTo(w.logprobs[i], 4);
+        });
       }
     }
     // the adapter is on: the same first turns have other log-probabilities than the base model's
