@@ -1,23 +1,31 @@
 "use client";
-// "Difference of the two groups": with runs grouped into exactly two groups of 2+ runs, group A
-// minus group B for one metric at one step or at equal wall time (the same seconds since each
-// run's start), from each run's stored values (use-group-difference.ts).
+// "Difference of the two groups": with runs grouped into two or more groups of 2+ runs (a sweep's
+// grid points: pick which two), group A minus group B for one metric at one step or at equal wall
+// time (the same seconds since each run's start), from each run's stored values (use-group-difference.ts).
+import { useState } from "react";
 import type { RunGroup } from "@/lib/charts/prepare-compare";
 import { colorAt } from "@/lib/charts/palette";
 import type { RunOut } from "@/lib/schemas/runs";
 import { cardCls, inputCls, labelCls } from "@/components/ui/controls";
+import { GroupPairPicker } from "./group-pair-picker";
 import { type DiffAt, useGroupDifference } from "./use-group-difference";
 
 const num = (x: number) => (Number.isFinite(x) ? (Math.abs(x) >= 1e4 || (x !== 0 && Math.abs(x) < 1e-3) ? x.toExponential(3) : x.toFixed(4)) : "–");
 const pval = (p: number) => (p < 1e-4 ? p.toExponential(2) : p.toFixed(4));
 
-/** The panel, or nothing unless the grouping has exactly two groups of at least 2 runs each. */
+/** The panel, or nothing unless at least two groups have 2+ runs (with more, A and B are picked; default the first two). */
 export function GroupDifferencePanel({ groups, runs, keys }: { groups: RunGroup[]; runs: RunOut[]; keys: string[] }) {
-  if (groups.length !== 2 || groups.some((g) => g.runIds.length < 2) || keys.length === 0) return null;
-  return <GroupDifferenceBody groups={groups} runs={runs} keys={keys} />;
+  const [pick, setPick] = useState<[number, number] | null>(null);
+  const eligible = groups.flatMap((g, i) => (g.runIds.length >= 2 ? [i] : []));
+  if (eligible.length < 2 || keys.length === 0) return null;
+  const [ia, ib] = pick && pick[0] !== pick[1] && pick.every((i) => eligible.includes(i)) ? pick : [eligible[0], eligible[1]];
+  const picker = groups.length > 2 ? <GroupPairPicker groups={groups} eligible={eligible} pair={[ia, ib]} setPair={setPick} /> : null;
+  return <GroupDifferenceBody groups={[groups[ia], groups[ib]]} colors={[colorAt(ia), colorAt(ib)]} picker={picker} runs={runs} keys={keys} />;
 }
 
-function GroupDifferenceBody({ groups, runs, keys }: { groups: RunGroup[]; runs: RunOut[]; keys: string[] }) {
+type BodyProps = { groups: RunGroup[]; colors: string[]; picker: React.ReactNode; runs: RunOut[]; keys: string[] };
+
+function GroupDifferenceBody({ groups, colors, picker, runs, keys }: BodyProps) {
   const { metric, setMetric, at, setAt, where, setInput, shared, loaded, failed, result, name } = useGroupDifference(groups, runs, keys);
   const missing = result ? [...result.a.missing, ...result.b.missing] : [];
   const whereText = at === "step" ? `step ${where}` : `${where} s after each run's start`;
@@ -27,6 +35,7 @@ function GroupDifferenceBody({ groups, runs, keys }: { groups: RunGroup[]; runs:
         Difference of the two groups
       </h2>
       <div className="flex flex-wrap items-center gap-x-5 gap-y-2 text-sm">
+        {picker}
         <label className="flex items-center gap-2">
           <span className="text-zinc-500">Metric</span>
           <select className={inputCls} value={metric} onChange={(e) => setMetric(e.target.value)} aria-label="Difference metric">
@@ -88,7 +97,7 @@ function GroupDifferenceBody({ groups, runs, keys }: { groups: RunGroup[]; runs:
               {[result.a, result.b].map((g, i) => (
                 <tr key={g.label} data-testid="group-difference-group">
                   <td className="pr-3">
-                    <span className="mr-1.5 inline-block h-2.5 w-4 rounded-sm" style={{ background: colorAt(i) }} aria-hidden />
+                    <span className="mr-1.5 inline-block h-2.5 w-4 rounded-sm" style={{ background: colors[i] }} aria-hidden />
                     {i === 0 ? "A" : "B"}: {g.label}
                   </td>
                   <td className="pr-3 tabular-nums">n = {g.n}</td>

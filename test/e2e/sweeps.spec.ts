@@ -1,7 +1,7 @@
 // A sweep launched from the form: 2 values of groupSize x 3 seeds of the baseline kind, run by the
 // real worker; the sweep opens as its comparison grouped by grid point with its progress, and the
 // difference of the two groups equals lib/stats on the values the export returns, at equal steps
-// and at equal wall time. Also takes docs/screenshots/sweep-{launch,compare}-{light,dark}.png.
+// and at equal wall time; with three groups, the two picked. Also takes docs/screenshots/sweep-{launch,compare}-{light,dark}.png.
 import { expect, test, type Page } from "@playwright/test";
 import fs from "node:fs";
 import { groupDifference, valueAtStep } from "../../lib/stats/group-difference";
@@ -93,6 +93,20 @@ test("launch a 2 x 3 sweep from the form and compare its two groups", async ({ p
   await panel.getByLabel("Difference at").selectOption("time");
   await expect(panel).toHaveAttribute("data-at", "time");
   await expect(panel).toContainText("every run ran at least");
+
+  // more than two groups (by seed: three of two runs each): A and B are picked
+  await panel.getByLabel("Difference at").selectOption("step");
+  await page.getByLabel("Group by").selectOption("seed");
+  await expect(page.getByTestId("compare-group")).toHaveCount(3);
+  await panel.getByLabel("Group B").selectOption({ label: "seed=2" });
+  await panel.getByLabel("Difference metric").selectOption(metric);
+  const bySeed = groupDifference({ label: "seed=0", values: [0, 3].map(at) }, { label: "seed=2", values: [2, 5].map(at) });
+  if (!bySeed.ok) throw new Error(bySeed.reason);
+  await expect(panel.getByTestId("group-difference-group").last()).toContainText("B: seed=2");
+  await expect(stats).toHaveAttribute("data-step", String(last));
+  expect(Number(await stats.getAttribute("data-diff"))).toBeCloseTo(bySeed.welch.diff, 10);
+  expect(Number(await stats.getAttribute("data-welch-p"))).toBeCloseTo(bySeed.welch.p, 10);
+  await expect(stats).toContainText("(exact, 6 splits)");
 
   // the runs table shows each run's sweep point and opens the sweep
   await page.goto(`/runs?sweep=${sweepId}`);
