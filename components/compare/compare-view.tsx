@@ -16,6 +16,7 @@ import {
   flattenConfig,
   groupRuns,
   RUN_GROUP_FIELDS,
+  SWEEP_GROUP,
   type BandKind,
   type RunGroup,
   type XYSeries,
@@ -36,6 +37,7 @@ import { useUrlState } from "@/components/ui/use-url-state";
 import { cardCls, inputCls, labelCls } from "@/components/ui/controls";
 import { StatusBadge } from "@/components/ui/status-badge";
 import { GroupDifferencePanel } from "./group-difference-panel";
+import { SweepProgress } from "./sweep-progress";
 
 /** The line under the pointer (a run id, or a group's mean `m<i>`), highlighted in every chart. */
 const HoverCtx = createContext<{ hover: string | null; setHover: (k: string | null) => void }>({ hover: null, setHover: () => {} });
@@ -53,13 +55,16 @@ function useCompare() {
   const groupOptions = useMemo(() => {
     const cfg = new Set<string>();
     for (const r of runs) for (const k of Object.keys(flattenConfig(r.config))) cfg.add(`config.${k}`);
-    return [...RUN_GROUP_FIELDS, ...[...cfg].sort()];
+    // a sweep's runs group by their grid point (every varied param but the seed)
+    const sweep = runs.some((r) => r.sweepParams) ? [SWEEP_GROUP] : [];
+    return [...sweep, ...RUN_GROUP_FIELDS, ...[...cfg].sort()];
   }, [runs]);
   const keys = data?.keys ?? [];
   const envKey = envStepKey(keys.map((k) => k.key));
   // grouped: a run wears its group's colour (the colour of the mean line it contributes to)
   const colorOfRun = (id: string) => colorAt(Math.max(0, groupKey ? groups.findIndex((g) => g.runIds.includes(id)) : ids.indexOf(id)));
-  return { set, ids, error, view, groupKey, band, runs, groups, groupOptions, keys, envKey, colorOfRun };
+  const sweepId = get("sweep") || null;
+  return { set, ids, error, view, groupKey, band, runs, groups, groupOptions, keys, envKey, colorOfRun, sweepId };
 }
 type CompareState = ReturnType<typeof useCompare>;
 
@@ -102,6 +107,7 @@ export function CompareView() {
           {error.message}
         </p>
       ) : null}
+      {st.sweepId ? <SweepProgress id={st.sweepId} /> : null}
       <RunChips st={st} />
       <CompareControls st={st} />
       {st.groupKey ? <GroupDifferencePanel groups={st.groups} runs={runs} keys={st.keys.map((k) => k.key)} /> : null}
@@ -152,7 +158,7 @@ function CompareControls({ st }: { st: CompareState }) {
             <option value="">none (one line per run)</option>
             {groupOptions.map((k) => (
               <option key={k} value={k}>
-                {k}
+                {k === SWEEP_GROUP ? "sweep (grid point)" : k}
               </option>
             ))}
           </select>

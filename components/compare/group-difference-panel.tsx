@@ -1,72 +1,44 @@
 "use client";
-// "Difference of the two groups": with runs grouped into exactly two groups of 2+ runs, group A
-// minus group B for one metric at one step, from each run's stored value at that step (the
-// export's full-resolution points, never the chart's downsampled or smoothed ones).
-import { useMemo, useState } from "react";
-import { useQueries } from "@tanstack/react-query";
-import { metricExactQuery } from "@/lib/queries";
+// "Difference of the two groups": with runs grouped into two or more groups of 2+ runs (a sweep's
+// grid points: pick which two), group A minus group B for one metric at one step or at equal wall
+// time (the same seconds since each run's start), from each run's stored values (use-group-difference.ts).
+import { useState } from "react";
 import type { RunGroup } from "@/lib/charts/prepare-compare";
 import { colorAt } from "@/lib/charts/palette";
 import type { RunOut } from "@/lib/schemas/runs";
-import { groupDifference, valueAtStep } from "@/lib/stats/group-difference";
 import { cardCls, inputCls, labelCls } from "@/components/ui/controls";
+import { GroupPairPicker } from "./group-pair-picker";
+import { type DiffAt, useGroupDifference } from "./use-group-difference";
 
 const num = (x: number) => (Number.isFinite(x) ? (Math.abs(x) >= 1e4 || (x !== 0 && Math.abs(x) < 1e-3) ? x.toExponential(3) : x.toFixed(4)) : "–");
 const pval = (p: number) => (p < 1e-4 ? p.toExponential(2) : p.toFixed(4));
 
-/** The panel, or nothing unless the grouping has exactly two groups of at least 2 runs each. */
+/** The panel, or nothing unless at least two groups have 2+ runs (with more, A and B are picked; default the first two). */
 export function GroupDifferencePanel({ groups, runs, keys }: { groups: RunGroup[]; runs: RunOut[]; keys: string[] }) {
-  if (groups.length !== 2 || groups.some((g) => g.runIds.length < 2) || keys.length === 0) return null;
-  return <GroupDifferenceBody groups={groups} runs={runs} keys={keys} />;
+  const [pick, setPick] = useState<[number, number] | null>(null);
+  const eligible = groups.flatMap((g, i) => (g.runIds.length >= 2 ? [i] : []));
+  if (eligible.length < 2 || keys.length === 0) return null;
+  const [ia, ib] = pick && pick[0] !== pick[1] && pick.every((i) => eligible.includes(i)) ? pick : [eligible[0], eligible[1]];
+  const picker = groups.length > 2 ? <GroupPairPicker groups={groups} eligible={eligible} pair={[ia, ib]} setPair={setPick} /> : null;
+  return <GroupDifferenceBody groups={[groups[ia], groups[ib]]} colors={[colorAt(ia), colorAt(ib)]} picker={picker} runs={runs} keys={keys} />;
 }
 
-function GroupDifferenceBody({ groups, runs, keys }: { groups: RunGroup[]; runs: RunOut[]; keys: string[] }) {
-  const [metric, setMetric] = useState(() => keys.find((k) => k.startsWith("eval/")) ?? keys[0]);
-  const [stepInput, setStepInput] = useState<number | null>(null);
-  const ids = [...groups[0].runIds, ...groups[1].runIds];
-  const exact = useQueries({ queries: ids.map((id) => metricExactQuery(id, metric)) });
-  const loaded = exact.every((q) => q.data);
-  const failed = exact.find((q) => q.error)?.error;
-  const byRun = new Map(ids.map((id, i) => [id, exact[i].data]));
-  // steps every run has a point at; the default is the last of them (the last step all runs reached)
-  // biome-ignore lint/correctness/useExhaustiveDependencies: the queries are compared by their update times (useQueries returns a new array each render)
-  const shared = useMemo(() => {
-    if (!loaded) return [];
-    const sets = ids.map((id) => new Set(byRun.get(id)?.steps ?? []));
-    return [...sets[0]].filter((s) => sets.every((x) => x.has(s))).sort((a, b) => a - b);
-  }, [loaded, exact.map((q) => q.dataUpdatedAt).join()]);
-  const step = stepInput ?? (shared.length ? shared[shared.length - 1] : null);
-  const name = (id: string) => runs.find((r) => r.id === id)?.name ?? id;
-  // biome-ignore lint/correctness/useExhaustiveDependencies: as above
-  const result = useMemo(() => {
-    if (!loaded || step === null) return null;
-    const sample = (g: RunGroup) => ({
-      label: g.label,
-      values: g.runIds.map((id) => {
-        const d = byRun.get(id);
-        return { runId: id, value: d ? valueAtStep(d.steps, d.values, step) : undefined };
-      }),
-    });
-    return groupDifference(sample(groups[0]), sample(groups[1]));
-  }, [loaded, step, groups, exact.map((q) => q.dataUpdatedAt).join()]);
+type BodyProps = { groups: RunGroup[]; colors: string[]; picker: React.ReactNode; runs: RunOut[]; keys: string[] };
+
+function GroupDifferenceBody({ groups, colors, picker, runs, keys }: BodyProps) {
+  const { metric, setMetric, at, setAt, where, setInput, shared, loaded, failed, result, name } = useGroupDifference(groups, runs, keys);
   const missing = result ? [...result.a.missing, ...result.b.missing] : [];
+  const whereText = at === "step" ? `step ${where}` : `${where} s after each run's start`;
   return (
-    <section className={`${cardCls} space-y-2 p-3`} aria-labelledby="groupdiff-h" data-testid="group-difference">
+    <section className={`${cardCls} space-y-2 p-3`} aria-labelledby="groupdiff-h" data-testid="group-difference" data-at={at}>
       <h2 id="groupdiff-h" className={labelCls}>
         Difference of the two groups
       </h2>
       <div className="flex flex-wrap items-center gap-x-5 gap-y-2 text-sm">
+        {picker}
         <label className="flex items-center gap-2">
           <span className="text-zinc-500">Metric</span>
-          <select
-            className={inputCls}
-            value={metric}
-            onChange={(e) => {
-              setMetric(e.target.value);
-              setStepInput(null);
-            }}
-            aria-label="Difference metric"
-          >
+          <select className={inputCls} value={metric} onChange={(e) => setMetric(e.target.value)} aria-label="Difference metric">
             {keys.map((k) => (
               <option key={k} value={k}>
                 {k}
@@ -75,22 +47,38 @@ function GroupDifferenceBody({ groups, runs, keys }: { groups: RunGroup[]; runs:
           </select>
         </label>
         <label className="flex items-center gap-2">
-          <span className="text-zinc-500">Step</span>
+          <span className="text-zinc-500">At</span>
+          <select className={inputCls} value={at} onChange={(e) => setAt(e.target.value as DiffAt)} aria-label="Difference at">
+            <option value="step">equal steps</option>
+            <option value="time">equal wall time</option>
+          </select>
+        </label>
+        <label className="flex items-center gap-2">
+          <span className="text-zinc-500">{at === "step" ? "Step" : "Seconds"}</span>
           <input
             type="number"
+            min={0}
             className={`${inputCls} w-28`}
-            value={step ?? ""}
-            list="groupdiff-steps"
-            onChange={(e) => setStepInput(e.target.value === "" ? null : Number(e.target.value))}
-            aria-label="Difference step"
+            value={where ?? ""}
+            list={at === "step" ? "groupdiff-steps" : undefined}
+            onChange={(e) => setInput(e.target.value === "" ? null : Number(e.target.value))}
+            aria-label={at === "step" ? "Difference step" : "Difference seconds"}
           />
           <datalist id="groupdiff-steps">
-            {shared.slice(-200).map((s) => (
+            {shared.steps.slice(-200).map((s) => (
               <option key={s} value={s} />
             ))}
           </datalist>
           <span className="text-xs text-zinc-500">
-            {shared.length ? `${shared.length} step(s) shared by all runs, last ${shared[shared.length - 1]}` : loaded ? "no step shared by all runs" : ""}
+            {!loaded
+              ? ""
+              : at === "time"
+                ? shared.seconds === null
+                  ? "a run has no stored point"
+                  : `every run ran at least ${shared.seconds} s (each run's value: its last point by then)`
+                : shared.steps.length
+                  ? `${shared.steps.length} step(s) shared by all runs, last ${shared.steps.at(-1)}`
+                  : "no step shared by all runs"}
           </span>
         </label>
       </div>
@@ -101,7 +89,7 @@ function GroupDifferenceBody({ groups, runs, keys }: { groups: RunGroup[]; runs:
       ) : !loaded ? (
         <p className="text-sm text-zinc-500">loading each run's stored values…</p>
       ) : !result ? (
-        <p className="text-sm text-zinc-500">pick a step</p>
+        <p className="text-sm text-zinc-500">pick a {at === "step" ? "step" : "time"}</p>
       ) : (
         <div className="space-y-1.5 text-sm" data-testid="group-difference-result">
           <table className="text-sm">
@@ -109,7 +97,7 @@ function GroupDifferenceBody({ groups, runs, keys }: { groups: RunGroup[]; runs:
               {[result.a, result.b].map((g, i) => (
                 <tr key={g.label} data-testid="group-difference-group">
                   <td className="pr-3">
-                    <span className="mr-1.5 inline-block h-2.5 w-4 rounded-sm" style={{ background: colorAt(i) }} aria-hidden />
+                    <span className="mr-1.5 inline-block h-2.5 w-4 rounded-sm" style={{ background: colors[i] }} aria-hidden />
                     {i === 0 ? "A" : "B"}: {g.label}
                   </td>
                   <td className="pr-3 tabular-nums">n = {g.n}</td>
@@ -124,7 +112,9 @@ function GroupDifferenceBody({ groups, runs, keys }: { groups: RunGroup[]; runs:
             <p
               className="tabular-nums"
               data-testid="group-difference-stats"
-              data-step={step ?? undefined}
+              data-at={at}
+              data-step={at === "step" ? (where ?? undefined) : undefined}
+              data-seconds={at === "time" ? (where ?? undefined) : undefined}
               data-diff={result.welch.diff}
               data-ci-lo={result.welch.ci95[0]}
               data-ci-hi={result.welch.ci95[1]}
@@ -140,7 +130,7 @@ function GroupDifferenceBody({ groups, runs, keys }: { groups: RunGroup[]; runs:
           )}
           {missing.length ? (
             <p className="text-xs text-amber-700 dark:text-amber-400" data-testid="group-difference-missing">
-              Left out (no stored value of {metric} at step {step}): {missing.map(name).join(", ")}
+              Left out (no stored value of {metric} at {whereText}): {missing.map(name).join(", ")}
             </p>
           ) : null}
         </div>

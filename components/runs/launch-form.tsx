@@ -19,6 +19,7 @@ import { SchemaFields } from "@/components/forms/schema-form";
 import type { EstimatorInfo } from "@/lib/schemas/credit";
 import { ESTIMATOR_KEYS, estimatorParamFields, estimatorParamValues, estimatorSection } from "./launch-estimators";
 import { TrainerLaunchForm, type TrainerOption } from "./launch-trainer";
+import { SweepBlock, useSweepForm } from "./sweep-block";
 
 export interface LaunchCatalog {
   envs: { id: string; title: string; description: string; configSchema: JsonSchema }[];
@@ -147,10 +148,15 @@ function useLaunchForm(catalog: LaunchCatalog, estimators: EstimatorInfo[], job:
     return { errs, banner, invalid: banner.length > 0 || Object.values(errs).some((e) => Object.keys(e).length) };
   }, [jobValues, envValues, estValues, name, tags, envId, estId, job, envZod, estZod]);
 
+  // sweep mode: the same body, launched for every grid point x seed (POST /sweeps)
+  const sweep = useSweepForm(body);
   const launch = useMutation({
     // sent as built, checked or not: the server's issues land on the same fields as the checks above
-    mutationFn: () => callRoute(routes.runsLaunch, { body: body as RouteBody<typeof routes.runsLaunch> }),
-    onSuccess: (run) => router.push(`/runs/${run.id}`),
+    mutationFn: async () =>
+      sweep.on && sweep.body
+        ? `/sweeps/${(await callRoute(routes.sweepsLaunch, { body: sweep.body })).id}`
+        : `/runs/${(await callRoute(routes.runsLaunch, { body: body as RouteBody<typeof routes.runsLaunch> })).id}`,
+    onSuccess: (href) => router.push(href),
     onError: (err) => {
       if (!(err instanceof ApiClientError)) return;
       // Route each server issue to its field (body.config.model.layers -> Model section, model.layers).
@@ -163,7 +169,7 @@ function useLaunchForm(catalog: LaunchCatalog, estimators: EstimatorInfo[], job:
   });
   // a field's own check first, then what the server said about it (until the field changes)
   const errorsOf = (section: string) => ({ ...(errors[section] ?? {}), ...(client.errs[section] ?? {}) });
-  const clientInvalid = client.invalid;
+  const clientInvalid = client.invalid || sweep.errors.length > 0;
   const editJob = (k: string, v: unknown) => {
     setJobValues((s) => ({ ...s, [k]: v }));
     setErrors((e) => ({ ...e, job: {} }));
@@ -207,6 +213,7 @@ function useLaunchForm(catalog: LaunchCatalog, estimators: EstimatorInfo[], job:
     clientInvalid,
     launch,
     serverBanner,
+    sweep,
   };
 }
 type LaunchState = ReturnType<typeof useLaunchForm>;
@@ -259,6 +266,7 @@ function LaunchFormFor({
           ) : null}
         </section>
       ))}
+      <SweepBlock sw={st.sweep} />
       <LaunchStatus st={st} />
     </form>
   );
@@ -430,7 +438,7 @@ function LaunchStatus({ st }: { st: LaunchState }) {
         disabled={launch.isPending || clientInvalid}
         className="rounded-md bg-indigo-600 px-4 py-2 text-sm font-medium text-white hover:bg-indigo-500 disabled:opacity-50"
       >
-        {launch.isPending ? "Launching…" : "Launch run"}
+        {launch.isPending ? "Launching…" : st.sweep.on ? `Launch sweep (${st.sweep.runs} runs)` : "Launch run"}
       </button>
     </>
   );

@@ -11,6 +11,7 @@ import { useVirtualizer } from "@tanstack/react-virtual";
 import { runFiltersQuery, runListParams, runsPageQuery, RUNS_PAGE_SIZE } from "@/lib/queries";
 import { fmt } from "@/lib/charts/format";
 import type { RunFilters, RunOut } from "@/lib/schemas/runs";
+import { pointLabel } from "@/lib/schemas/sweeps";
 import { STATUSES as RUN_STATUSES } from "@/lib/schemas/common";
 import { StatusBadge } from "@/components/ui/status-badge";
 import { ProgressBar } from "@/components/ui/progress-bar";
@@ -288,6 +289,7 @@ function FilterBar({ params, filters, set, totalLabel }: { params: Params; filte
         onChange={(v) => set({ estimator: v })}
       />
       <FilterSelect label="Filter by tag" any="any tag" value={params.tag ?? ""} options={filters?.tags} onChange={(v) => set({ tag: v })} />
+      {params.sweep ? <SweepFilter id={params.sweep} clear={() => set({ sweep: undefined })} /> : null}
       <span className="ml-auto text-sm tabular-nums text-zinc-500" data-testid="runs-total">
         {totalLabel}
       </span>
@@ -458,6 +460,37 @@ function HeaderRow({
   );
 }
 
+/** A sweep's run: its grid point and seed, linking to the sweep's comparison. */
+function SweepChip({ id, params }: { id: string; params: NonNullable<RunOut["sweepParams"]> }) {
+  return (
+    <Link
+      href={`/sweeps/${id}`}
+      className="shrink-0 rounded bg-indigo-50 px-1 text-[11px] text-indigo-700 hover:underline dark:bg-indigo-950 dark:text-indigo-300"
+      title="Open the sweep: its runs grouped by grid point"
+      data-testid="run-sweep"
+    >
+      sweep · {pointLabel(params.point)} · s{params.seed}
+    </Link>
+  );
+}
+
+/** The runs table narrowed to one sweep (?sweep=): open it, or show every run again. */
+function SweepFilter({ id, clear }: { id: string; clear: () => void }) {
+  return (
+    <span
+      className="flex items-center gap-1.5 rounded-full border border-indigo-200 px-2 py-0.5 text-sm dark:border-indigo-900"
+      data-testid="runs-sweep-filter"
+    >
+      <Link href={`/sweeps/${id}`} className="text-indigo-700 hover:underline dark:text-indigo-400">
+        one sweep
+      </Link>
+      <button type="button" aria-label="Show all runs, not only the sweep's" onClick={clear} className="text-zinc-500 hover:text-zinc-800">
+        ×
+      </button>
+    </span>
+  );
+}
+
 function Row({ r, columns, selected, toggle }: { r: RunOut; columns: string[]; selected: boolean; toggle: (id: string) => void }) {
   return (
     <>
@@ -474,8 +507,9 @@ function Row({ r, columns, selected, toggle }: { r: RunOut; columns: string[]; s
         <Link href={`/runs/${r.id}`} className="block truncate font-medium text-indigo-700 hover:underline dark:text-indigo-400">
           {r.name}
         </Link>
-        {r.tags.length ? (
+        {r.tags.length || r.sweepId ? (
           <span className="mt-0.5 flex gap-1 overflow-hidden" data-testid="run-tags">
+            {r.sweepId && r.sweepParams ? <SweepChip id={r.sweepId} params={r.sweepParams} /> : null}
             {r.tags.map((t) => (
               <span key={t} className="shrink-0 rounded bg-zinc-100 px-1 text-[11px] text-zinc-600 dark:bg-zinc-800 dark:text-zinc-400">
                 {t}

@@ -52,6 +52,7 @@ import {
   trajectoryLabelSchema,
 } from "../schemas/labels";
 import { taskTimelineQuerySchema, taskTimelineSchema, trajectoryDiffQuerySchema, trajectoryDiffSchema } from "../schemas/timeline";
+import { launchSweepSchema, sweepListQuerySchema, sweepListSchema, sweepSchema } from "../schemas/sweeps";
 
 // the item key keeps its literal type, so a page's answer types as `{ steps: Step[], total, … }`
 const page = <K extends string, T extends z.ZodType>(key: K, item: T) =>
@@ -482,6 +483,35 @@ export const routes = {
     tag: "jobs",
     query: logQuerySchema,
     response: logLinesSchema,
+  }),
+  // sweeps: a grid of params x seeds launched as one group of runs
+  sweepsLaunch: defineRoute({
+    id: "launchSweep",
+    method: "POST",
+    path: "/sweeps",
+    summary: "Launch a sweep: every combination of the grid's values, each with every seed, as one run each (one transaction)",
+    tag: "launch",
+    body: launchSweepSchema,
+    response: sweepSchema,
+    errors: [404],
+  }),
+  sweepsList: defineRoute({
+    id: "listSweeps",
+    method: "GET",
+    path: "/sweeps",
+    summary: "The newest sweeps with their runs' progress",
+    tag: "runs",
+    query: sweepListQuerySchema,
+    response: sweepListSchema,
+  }),
+  sweepGet: defineRoute({
+    id: "getSweep",
+    method: "GET",
+    path: "/sweeps/{id}",
+    summary: "A sweep: its grid, its runs in launch order and their progress",
+    tag: "runs",
+    query: none,
+    response: sweepSchema,
   }),
   openapi: defineRoute({
     id: "openapi",

@@ -2,6 +2,7 @@
 // with a band over the runs of each group (W&B-style grouping: min-max, std or standard error);
 // and the config diff table. Pure: components/charts only draw.
 import { interpolate } from "./prepare-series";
+import { pointLabel, type SweepParams } from "../schemas/sweeps";
 
 export type BandKind = "minmax" | "std" | "stderr";
 
@@ -16,7 +17,11 @@ export interface RunLike {
   seed?: number;
   tags?: string[];
   config?: unknown;
+  sweepParams?: SweepParams | null;
 }
+
+/** The group key of a sweep's runs: by their grid point (every varied param but the seed). */
+export const SWEEP_GROUP = "sweep";
 
 /** Run columns offered as group keys besides `config.<path>`. */
 export const RUN_GROUP_FIELDS = ["estimator", "envId", "kind", "jobKind", "seed"] as const;
@@ -54,6 +59,12 @@ export function groupRuns(runs: readonly RunLike[], key: string | null): RunGrou
   if (!key) return runs.map((r) => ({ label: r.name, value: r.id, runIds: [r.id] }));
   const out = new Map<string, RunGroup>();
   for (const r of runs) {
+    if (key === SWEEP_GROUP) {
+      const value = r.sweepParams ? pointLabel(r.sweepParams.point) : "(not in a sweep)";
+      if (!out.has(value)) out.set(value, { label: value, value, runIds: [] });
+      out.get(value)!.runIds.push(r.id);
+      continue;
+    }
     const value = displayValue(runField(r, key));
     let g = out.get(value);
     if (!g) {

@@ -2,6 +2,7 @@
 import { randomUUID } from "node:crypto";
 import { ConflictError, NotFoundError } from "../schemas/errors";
 import { parseConfigFilter, type ImportRun, type RunFilters, type RunListQuery, type RunOut } from "../schemas/runs";
+import type { SweepParams } from "../schemas/sweeps";
 import { deleteRunMetrics } from "./metric-writes";
 import { getRawDb, dbDateTime, writeTransaction, type RawDb } from "./raw";
 import { dialect, likePattern } from "./dialect";
@@ -18,6 +19,9 @@ export interface NewRun {
   tags?: string[];
   notes?: string;
   parentRunId?: string | null;
+  /** a run launched by a sweep: its id and the grid point's values (lib/runs/sweeps.ts) */
+  sweepId?: string | null;
+  sweepParams?: SweepParams | null;
   /** imported runs have no job and start as running */
   status?: "queued" | "running";
   /** imported runs: the source's own start (also the creation time) and end, when known */
@@ -57,18 +61,12 @@ export function createRun(input: NewRun, db: RawDb = getRawDb()): { runId: strin
       if (input.parentRunId && !db.prepare(`SELECT 1 FROM "Run" WHERE "id" = ?`).get(input.parentRunId))
         throw new NotFoundError("parent run", input.parentRunId);
       const now = dbDateTime();
-      db.prepare(`INSERT INTO "Project" ("id","name","description","createdAt","updatedAt") VALUES (?,?,'',?,?) ON CONFLICT("name") DO NOTHING`).run(
-        randomUUID(),
-        input.project,
-        now,
-        now,
-      );
-      const projectId = db.prepare(`SELECT "id" FROM "Project" WHERE "name" = ?`).pluck().get(input.project) as string;
+      const projectId = ensureProject(input.project, db);
       const runId = randomUUID();
       const status = input.status ?? "queued";
       db.prepare(
-        `INSERT INTO "Run" ("id","projectId","name","kind","status","jobKind","config","envId","estimator","seed","tags","notes","progressMessage","parentRunId","createdAt","updatedAt","startedAt","finishedAt")
-         VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+        `INSERT INTO "Run" ("id","projectId","name","kind","status","jobKind","config","envId","estimator","seed","tags","notes","progressMessage","parentRunId","createdAt","updatedAt","startedAt","finishedAt","sweepId","sweepParams")
+         VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
       ).run(
         runId,
         projectId,
@@ -88,11 +86,25 @@ export function createRun(input: NewRun, db: RawDb = getRawDb()): { runId: strin
         now,
         input.startedAt ? dbDateTime(input.startedAt) : status === "running" ? now : null,
         input.finishedAt ? dbDateTime(input.finishedAt) : null,
+        input.sweepId ?? null,
+        input.sweepParams ? JSON.stringify(input.sweepParams) : null,
       );
       return { runId };
     },
     db,
   );
+}
+
+/** The id of project `name`, created when new (inside the caller's transaction when `db` is one). */
+export function ensureProject(name: string, db: RawDb = getRawDb()): string {
+  const now = dbDateTime();
+  db.prepare(`INSERT INTO "Project" ("id","name","description","createdAt","updatedAt") VALUES (?,?,'',?,?) ON CONFLICT("name") DO NOTHING`).run(
+    randomUUID(),
+    name,
+    now,
+    now,
+  );
+  return db.prepare(`SELECT "id" FROM "Project" WHERE "name" = ?`).pluck().get(name) as string;
 }
 
 interface RunRow {
@@ -117,11 +129,13 @@ interface RunRow {
   startedAt: string | null;
   finishedAt: string | null;
   jobId: string | null;
+  sweepId: string | null;
+  sweepParams: string | null;
 }
 
 const RUN_SELECT = `SELECT r."id", r."projectId", p."name" AS "project", r."name", r."kind", r."status", r."jobKind", r."config", r."envId",
   r."estimator", r."seed", r."tags", r."notes", r."progress", r."progressMessage", r."error", r."parentRunId", r."createdAt", r."startedAt",
-  r."finishedAt", (SELECT j."id" FROM "Job" j WHERE j."runId" = r."id" ORDER BY j."createdAt" DESC LIMIT 1) AS "jobId"
+  r."finishedAt", r."sweepId", r."sweepParams", (SELECT j."id" FROM "Job" j WHERE j."runId" = r."id" ORDER BY j."createdAt" DESC LIMIT 1) AS "jobId"
   FROM "Run" r JOIN "Project" p ON p."id" = r."projectId"`;
 
 /** Prisma stores DateTime on SQLite as ISO text with "+00:00"; the API speaks ISO "Z". */
@@ -139,6 +153,7 @@ function toRun(r: RunRow, summary: Record<string, number>): RunOut {
     createdAt: iso(r.createdAt)!,
     startedAt: iso(r.startedAt),
     finishedAt: iso(r.finishedAt),
+    sweepParams: r.sweepParams === null ? null : JSON.parse(r.sweepParams),
     summary,
   };
 }
@@ -174,6 +189,7 @@ export function listRuns(q: RunListQuery, db: RawDb = getRawDb()): { runs: RunOu
   if (q.envId) where.push(`r."envId" = ?`), args.push(q.envId);
   if (q.estimator) where.push(`r."estimator" = ?`), args.push(q.estimator);
   if (q.project) where.push(`p."name" = ?`), args.push(q.project);
+  if (q.sweep) where.push(`r."sweepId" = ?`), args.push(q.sweep);
   if (q.tag) {
     where.push(d.jsonArrayHas(`r."tags"`));
     args.push(q.tag);

@@ -98,7 +98,7 @@ export const JOB_KINDS = {
     id: "checkpoint-eval",
     title: "Evaluate a training checkpoint",
     description:
-      "Any checkpoint of a training run plays held-out tasks in the PyTorch engine (the worker's GPU, else CPU): greedy success, pass@k from sampled episodes, mean return, and the overlap with training.",
+      "Any checkpoint of a training run, or a Hugging Face checkpoint directory on the worker (a full model or a LoRA adapter, as verl or TRL saved it), plays held-out tasks in the PyTorch engine (the worker's GPU, else CPU): greedy success, pass@k from sampled episodes, mean return, and the overlap with training.",
     payload: checkpointEvalConfigSchema,
     runner: { module: "workers/runners/checkpoint-eval.ts", export: "checkpointEval" },
     // one engine (and one GPU) per job, as training

@@ -61,7 +61,7 @@ export type { LogLines };
 // ---------------------------------------------------------------- dashboard views
 
 /** The runs-table filter keys that go to the API (and make the query key). */
-export const RUN_LIST_KEYS = ["q", "status", "kind", "envId", "estimator", "tag", "config", "project", "sort", "order"] as const;
+export const RUN_LIST_KEYS = ["q", "status", "kind", "envId", "estimator", "tag", "config", "project", "sort", "order", "sweep"] as const;
 
 /** The run-list filters from URL search params, normalised (defined values only, fixed key order). */
 export function runListParams(sp: { get(k: string): string | null }): Record<string, string> {
@@ -112,8 +112,9 @@ export const metricExactQuery = (runId: string, key: string) =>
       const blocks = (await callRoute(routes.metricsExport, { params: { id: runId }, query: { format: "columnar", key } })) as unknown as {
         steps: number[];
         values: (number | string)[];
+        wallTimes: number[];
       }[];
-      return { steps: blocks.flatMap((b) => b.steps), values: blocks.flatMap((b) => b.values) };
+      return { steps: blocks.flatMap((b) => b.steps), values: blocks.flatMap((b) => b.values), wallTimes: blocks.flatMap((b) => b.wallTimes) };
     },
     staleTime: 10_000,
   });
@@ -149,4 +150,13 @@ export const recentImportsQuery = () =>
     queryKey: ["imports"],
     queryFn: () => callRoute(routes.importsList, { query: { pageSize: 10 } }),
     refetchInterval: (q) => (q.state.data?.imports.some((i) => ACTIVE.has(i.job.status)) ? 2000 : false),
+  });
+
+/** A sweep and its runs' progress, polled while any of its runs is queued or running. */
+export const sweepQuery = (id: string) =>
+  queryOptions({
+    queryKey: ["sweep", id],
+    queryFn: () => callRoute(routes.sweepGet, { params: { id } }),
+    enabled: !!id,
+    refetchInterval: (q) => (Object.keys(q.state.data?.status ?? { queued: 1 }).some((s) => ACTIVE.has(s)) ? 2000 : false),
   });

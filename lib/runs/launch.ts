@@ -124,9 +124,27 @@ const prepare: { [K in LaunchableKindId]: (body: LaunchOf<K>) => Prepared } = {
     };
   },
   "checkpoint-eval": (body) => {
+    const outside = body.config.checkpoint;
+    if (outside) {
+      // a directory on the worker: its existence and contents are the worker's to check (the job names the field)
+      const envConfig = parseEnvConfig(outside.envId, outside.envConfig, "body.config.checkpoint");
+      const config = { ...body.config, checkpoint: { ...outside, envConfig } };
+      return {
+        run: {
+          name: body.name ?? `checkpoint-eval-${outside.path.split("/").filter(Boolean).at(-1)}-${outside.envId}`,
+          kind: "eval",
+          config,
+          envId: outside.envId,
+          estimator: null,
+          seed: body.config.seed,
+          parentRunId: body.parentRunId,
+        },
+        payload: config,
+      };
+    }
     let source: ReturnType<typeof getRun> | null = null;
     try {
-      source = getRun(body.config.sourceRunId);
+      source = getRun(body.config.sourceRunId!);
     } catch (err) {
       if (errorKind(err) !== "not_found") throw err;
     }
@@ -171,6 +189,15 @@ const prepare: { [K in LaunchableKindId]: (body: LaunchOf<K>) => Prepared } = {
  * maxAttempts and default timeout come from there, priority and an explicit timeout from the launch.
  */
 export async function launchRun(body: LaunchRun): Promise<{ runId: string; jobId: string | null }> {
+  const { run, job } = prepareLaunch(body);
+  return createRunWithJob(run, job);
+}
+
+/**
+ * The run a launch body makes and the job that produces it, validated against the job-kind
+ * registry and the kind's own registries (environments, estimators, source runs); writes nothing.
+ */
+export function prepareLaunch(body: LaunchRun): { run: NewRun; job: Omit<EnqueueInput, "runId"> } {
   const spec = getJobKind(body.jobKind);
   if (!spec?.launchable) {
     const known = launchableKinds()
@@ -181,15 +208,15 @@ export async function launchRun(body: LaunchRun): Promise<{ runId: string; jobId
     ]);
   }
   const { run, payload } = (prepare[body.jobKind] as (b: LaunchRun) => Prepared)(body);
-  return createRunWithJob(
-    { ...run, project: body.project, tags: body.tags, notes: body.notes, jobKind: spec.id },
-    {
+  return {
+    run: { ...run, project: body.project, tags: body.tags, notes: body.notes, jobKind: spec.id },
+    job: {
       kind: spec.id,
       payload: payload as EnqueueInput["payload"],
       priority: body.priority,
       ...(body.timeoutMs !== undefined ? { timeoutMs: body.timeoutMs } : {}),
     },
-  );
+  };
 }
 
 /** Parses estimator params with the estimator's registry schema, naming the offending field under `root`. */

@@ -217,6 +217,12 @@ export const initParamsSchema = z.strictObject({
     .optional()
     .describe("the tokenizer"),
   lora: loraSchema.optional().describe("HF only: train a LoRA adapter (peft); only the adapter trains"),
+  adapter: z
+    .string()
+    .optional()
+    .describe(
+      "HF only, instead of `lora`: a saved LoRA adapter directory (peft `save_pretrained`: `adapter_config.json` and its weights) put on `model`, the base model directory; the policy is base + adapter, its rank and targets read from the adapter's config",
+    ),
   optimizer: z
     .strictObject({
       lr: z.number().min(0).default(3e-4).describe("AdamW learning rate"),

@@ -4,6 +4,7 @@ import { idSchema, queryInt, runKindSchema, runStatusSchema, tagsSchema, TERMINA
 import { trainConfigSchema } from "./train";
 import { trainerLaunchConfigSchema } from "./trainers";
 import { InvalidInputError } from "./errors";
+import { sweepParamsSchema } from "./sweeps";
 
 /** The baseline evaluation job: a uniformly random admissible-action policy plays K episodes. */
 export const baselineConfigSchema = z
@@ -34,12 +35,42 @@ export const onnxEvalConfigSchema = z
   .strict();
 
 /**
- * Evaluate any checkpoint of a training run (tiny or Hugging Face, LoRA or not) in the PyTorch
- * engine on the run's held-out tasks: greedy success, and pass@k from sampled episodes.
+ * A Hugging Face checkpoint directory on the worker that no TurnLens run made (what verl or TRL
+ * saved): a full model, or a LoRA adapter on the base model its adapter_config.json names. A path
+ * only: the worker checks it is a directory with config.json or adapter_config.json, and reads it.
+ */
+export const outsideCheckpointSchema = z
+  .object({
+    path: z
+      .string()
+      .min(2)
+      .max(4096)
+      .regex(/^\//, "must be an absolute path on the worker")
+      .refine((p) => !p.split("/").includes(".."), "must not contain ..")
+      .describe("The checkpoint directory on the worker: a full model (config.json) or a LoRA adapter (adapter_config.json naming its base model directory)."),
+    envId: z.string().min(1).max(100).describe("The environment whose held-out tasks it plays."),
+    envConfig: z.record(z.string(), z.unknown()).default({}).describe("Environment config; omitted fields take the environment's defaults."),
+    heldOutEpisodes: z
+      .number()
+      .int()
+      .min(1)
+      .max(10_000)
+      .default(200)
+      .describe("Size of the environment's held-out set (a training run's evalEpisodes): the tasks are its first `episodes` instances."),
+    instructions: z.boolean().default(true).describe("Put the environment's instructions in every prompt (what pretrained models need)."),
+  })
+  .strict();
+export type OutsideCheckpoint = z.infer<typeof outsideCheckpointSchema>;
+
+/**
+ * Evaluate any checkpoint of a training run (tiny or Hugging Face, LoRA or not), or an outside
+ * Hugging Face checkpoint, in the PyTorch engine on held-out tasks: greedy success, and pass@k
+ * from sampled episodes.
  */
 export const checkpointEvalConfigSchema = z
   .object({
-    sourceRunId: idSchema.describe("The training run whose checkpoint is evaluated."),
+    sourceRunId: idSchema.optional().describe("The training run whose checkpoint is evaluated (or `checkpoint`)."),
+    checkpoint: outsideCheckpointSchema.nullable().default(null).describe("Instead of a run's checkpoint: a Hugging Face checkpoint directory on the worker."),
     checkpointStep: z.number().int().min(0).nullable().default(null).describe("Training step of the checkpoint to evaluate; none: the latest."),
     episodes: z
       .number()
@@ -74,6 +105,14 @@ export const checkpointEvalConfigSchema = z
   .strict()
   .superRefine((c, ctx) => {
     if (!c.greedy && !c.sampled) ctx.addIssue({ code: "custom", path: ["sampled"], message: "pick greedy, sampled or both" });
+    if ((c.sourceRunId === undefined) === (c.checkpoint === null))
+      ctx.addIssue({
+        code: "custom",
+        path: ["sourceRunId"],
+        message: "give sourceRunId (a training run's checkpoint) or checkpoint (a directory on the worker), one of them",
+      });
+    if (c.checkpoint && c.checkpointStep !== null)
+      ctx.addIssue({ code: "custom", path: ["checkpointStep"], message: "applies to a training run's checkpoints (sourceRunId) only" });
     if (c.samples !== null && c.samples < c.k)
       ctx.addIssue({ code: "custom", path: ["samples"], message: `must be at least k (${c.k}): pass@k needs k samples per task` });
   });
@@ -229,6 +268,7 @@ export const runListQuerySchema = z
     estimator: z.string().max(100).optional(),
     project: z.string().max(100).optional(),
     tag: z.string().max(64).optional(),
+    sweep: idSchema.optional().describe("Only the runs of this sweep."),
     config: z
       .string()
       .max(2000)
@@ -276,6 +316,8 @@ export const runSchema = z
     startedAt: z.string().nullable(),
     finishedAt: z.string().nullable(),
     jobId: z.string().nullable(),
+    sweepId: z.string().nullable().describe("The sweep that launched the run (POST /sweeps), if any."),
+    sweepParams: sweepParamsSchema.nullable().describe("The sweep's grid point: the values set at each varied path, and the seed."),
     summary: z.record(z.string(), z.number()).describe("Last value of each metric."),
   })
   .meta({ id: "Run" });

@@ -67,3 +67,28 @@ export function valueAtStep(steps: readonly number[], values: readonly (number |
   }
   return undefined;
 }
+
+/**
+ * The value a run had `seconds` after `start` (epoch seconds): its last stored point at or before
+ * that time, from its full-resolution values and wall times; undefined before its first point or
+ * past its last (a run that had not run that long has no value there).
+ */
+export function valueAtElapsed(wallTimes: readonly number[], values: readonly (number | string)[], start: number, seconds: number): number | undefined {
+  const t = start + seconds;
+  let best = -1;
+  let last = Number.NEGATIVE_INFINITY;
+  for (let i = 0; i < wallTimes.length; i++) {
+    if (wallTimes[i] <= t && (best < 0 || wallTimes[i] >= wallTimes[best])) best = i;
+    if (wallTimes[i] > last) last = wallTimes[i];
+  }
+  if (best < 0 || t > last) return undefined;
+  const v = values[best];
+  return typeof v === "number" ? v : Number(v);
+}
+
+/** Seconds from a run's start to its last stored point: how long it ran, as far as this metric says. */
+export function elapsedSpan(wallTimes: readonly number[], start: number): number {
+  let last = Number.NEGATIVE_INFINITY;
+  for (const w of wallTimes) if (w > last) last = w;
+  return last - start;
+}

@@ -116,3 +116,42 @@ def test_hf_export_onnx(hf_proc, hf_models, tmp_path):
     e.call("init", {"model": str(hf_models["gpt2"]), "threads": 1, "device": "cpu"})
     res = e.call("export_onnx", {"path": str(tmp_path / "gpt2.onnx")})
     assert res["max_abs_diff"] < 1e-4
+
+
+def test_hf_saved_adapter(hf_proc, hf_models, tmp_path):
+    """A LoRA adapter saved by peft outside TurnLens (what TRL or verl save) put on its base model:
+    the engine's log-probs are the adapted model's, computed here with peft directly."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    base = hf_models["llama"]
+    torch.manual_seed(1)
+    # init_lora_weights=False: B is random too, so the adapter moves the policy off the base
+    lora = LoraConfig(
+        r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False, task_type="CAUSAL_LM"
+    )
+    peft_model = get_peft_model(
+        AutoModelForCausalLM.from_pretrained(base, local_files_only=True, dtype=torch.float32), lora
+    ).eval()
+    peft_model.save_pretrained(tmp_path / "adapter")
+    prompt, response = [3, 7, 11, 5], [9, 4, 2]
+    with torch.no_grad():
+        logits = peft_model(torch.tensor([prompt + response])).logits[0].log_softmax(-1)
+    want = [logits[len(prompt) - 1 + i, t].item() for i, t in enumerate(response)]
+
+    e = hf_proc
+    probe = {"prompt_ids": [prompt], "response_ids": [response]}
+    e.call("init", {"model": str(base), "threads": 1, "device": "cpu"})
+    plain = e.call("logprobs", probe)["results"][0]["logprobs"]
+    info = e.call("init", {"model": str(base), "adapter": str(tmp_path / "adapter"), "threads": 1, "device": "cpu"})
+    assert info["lora"] is True and 0 < info["trainable_params"] < info["num_params"]
+    adapted = e.call("logprobs", probe)["results"][0]["logprobs"]
+    assert adapted == pytest.approx(want, abs=1e-5)
+    assert max(abs(a - b) for a, b in zip(adapted, plain)) > 1e-3
+
+    # a directory without adapter_config.json, and an adapter on the tiny model, are refused naming the field
+    r = e.call("init", {"model": str(base), "adapter": str(base), "device": "cpu"}, ok=False)
+    assert not r["ok"] and "params.adapter" in r["error"]["message"] and "adapter_config.json" in r["error"]["message"]
+    r = e.call("init", {"model": "tiny", "adapter": str(tmp_path / "adapter"), "tokenizer": {"kind": "char"}}, ok=False)
+    assert not r["ok"] and "params.adapter" in r["error"]["message"]

@@ -138,6 +138,8 @@ class InitParams:
     """the tokenizer [object]"""
     lora: InitLora | None = None
     """HF only: train a LoRA adapter (peft); only the adapter trains [object]"""
+    adapter: str | None = None
+    """HF only, instead of `lora`: a saved LoRA adapter directory (peft `save_pretrained`: `adapter_config.json` and its weights) put on `model`, the base model directory; the policy is base + adapter, its rank and targets read from the adapter's config [string]"""
     optimizer: InitOptimizer | None = None
     """AdamW [object]"""
     kl_coef: float = 0.0

@@ -55,7 +55,8 @@ class EngineState:
             if weights_dir is not None:
                 backend.load(weights_dir)
         else:
-            weights = str(weights_dir / "model") if weights_dir is not None else None
+            # a checkpoint's saved model, else a saved adapter init was given (its base is cfg.model)
+            weights = str(weights_dir / "model") if weights_dir is not None else cfg.adapter
             lora = dataclasses.asdict(cfg.lora) if cfg.lora is not None else None
             backend = HFBackend(cfg.model, tokenizer, device, with_ref and weights_dir is None, lora, weights)
             if weights_dir is not None:

@@ -1,15 +1,18 @@
 // The `checkpoint-eval` job: any checkpoint of a training run (tiny transformer or Hugging Face
-// model, LoRA or not) plays the run's held-out tasks in the PyTorch engine, on the worker's GPU
-// where it has one, else the CPU. Greedy: one episode per task, the most likely action each turn,
+// model, LoRA or not), or a Hugging Face checkpoint directory no TurnLens run made (a full model,
+// or a LoRA adapter on its base model: what verl or TRL saved), plays held-out tasks in the
+// PyTorch engine, on the worker's GPU where it has one, else the CPU. Greedy: one episode per task, the most likely action each turn,
 // scored exactly as training's own evaluation scores it (the same engine start-up, generate and
 // rollout code: policy-engine.ts). Sampled: n episodes per task at a temperature, giving pass@k
 // (unbiased estimator) and the per-sample success rate. Each batch of tasks is one stored step
 // (groups `greedy-i` and `sampled-i`), so the run page shows every turn; a re-run skips the
 // batches already stored and rebuilds its totals from them.
 import fs from "node:fs";
-import { checkpointEvalConfigSchema, checkpointToEvaluate, type CheckpointEvalConfig } from "../../lib/schemas/runs";
+import path from "node:path";
+import { checkpointEvalConfigSchema, checkpointToEvaluate, type CheckpointEvalConfig, type OutsideCheckpoint } from "../../lib/schemas/runs";
 import type { TrainConfig } from "../../lib/schemas/train";
-import { errorKind } from "../../lib/schemas/errors";
+import { errorKind, InvalidInputError } from "../../lib/schemas/errors";
+import type { InitParams } from "../../lib/schemas/engine";
 import { createEnv } from "../../lib/envs/registry";
 import { mixSeed } from "../../lib/envs/rng";
 import { evalTasks, overlapCount, trainingInstances } from "../../lib/envs/heldout";
@@ -65,18 +68,105 @@ function findRun(id: string) {
 
 /** The source training run, its config and the checkpoint the job names; errors name the config field. */
 export function resolveSource(cfg: CheckpointEvalConfig): { source: NonNullable<ReturnType<typeof findRun>>; train: TrainConfig; ckpt: CheckpointRow } {
-  const source = findRun(cfg.sourceRunId);
+  const source = findRun(cfg.sourceRunId!);
   const ckpt = checkpointToEvaluate(cfg, source, source ? listCheckpoints(source.id) : [], "config");
   if (!fs.existsSync(ckpt.torchPath))
     throw new Error(`config.checkpointStep: the checkpoint of step ${ckpt.step} of run ${source!.id} is gone from disk (${ckpt.torchPath})`);
   return { source: source!, train: parseTrainConfig(source!.config), ckpt };
 }
 
+/** What a job evaluates: the policy's config (prompts, sampling, held-out set), how the engine gets it, and what training could have drawn. */
+interface Target {
+  train: TrainConfig;
+  /** for the log: "checkpoint of step 9 of run x (...)" */
+  label: string;
+  /** the checkpoint's training step; null for an outside checkpoint */
+  step: number | null;
+  start: (engine: EngineClient) => ReturnType<EngineClient["load"]>;
+  /** the instances training could draw up to the checkpoint; null: not known (an outside checkpoint) */
+  trainKeys: ReadonlySet<string> | null;
+}
+
+function runTarget(cfg: CheckpointEvalConfig): Target {
+  const { source, train, ckpt } = resolveSource(cfg);
+  const heldOut = heldOutFor(train);
+  return {
+    train,
+    label: `checkpoint of step ${ckpt.step} of run ${source.name} (${train.model.kind === "hf" ? `${train.model.path}${train.model.lora ? " + LoRA" : ""}` : "tiny transformer"})`,
+    step: ckpt.step,
+    start: (engine) => engine.load({ path: ckpt.torchPath, device: cfg.device, ...(cfg.threads ? { threads: cfg.threads } : {}) }),
+    trainKeys: trainingInstances(train.envId, train.envConfig, heldOut, train.seed, ckpt.step + 1, train.groupsPerStep),
+  };
+}
+
+/**
+ * An outside Hugging Face checkpoint on this worker: a directory with config.json (a full model)
+ * or adapter_config.json (a LoRA adapter whose base_model_name_or_path is a model directory here;
+ * nothing is downloaded). Read, never run: the path only reaches stat and the engine's loaders.
+ * Anything else fails naming config.checkpoint.path.
+ */
+export function resolveOutside(c: OutsideCheckpoint): { model: string; adapter: string | null; tokenizer: string } {
+  const fail = (message: string): never => {
+    throw new InvalidInputError(`config.checkpoint.path: ${message}`, [{ path: "config.checkpoint.path", message }]);
+  };
+  const isDir = (p: string) => fs.statSync(p, { throwIfNoEntry: false })?.isDirectory() ?? false;
+  const isFile = (p: string) => fs.statSync(p, { throwIfNoEntry: false })?.isFile() ?? false;
+  if (!fs.existsSync(c.path)) fail(`${c.path} does not exist on this worker`);
+  if (!isDir(c.path)) fail(`${c.path} is not a directory`);
+  const adapterConfig = path.join(c.path, "adapter_config.json");
+  if (isFile(adapterConfig)) {
+    let base: unknown;
+    try {
+      base = (JSON.parse(fs.readFileSync(adapterConfig, "utf8")) as { base_model_name_or_path?: unknown }).base_model_name_or_path;
+    } catch {
+      fail(`${adapterConfig} is not valid JSON`);
+    }
+    if (typeof base !== "string" || !path.isAbsolute(base) || !isFile(path.join(base, "config.json")))
+      fail(
+        `the adapter's base model (base_model_name_or_path ${JSON.stringify(base ?? null)} in adapter_config.json) is not a model directory on this worker: it must be an absolute path with a config.json (nothing is downloaded)`,
+      );
+    // an adapter saved with its tokenizer (TRL does) brings the tokenizer it trained with
+    const tokenizer = isFile(path.join(c.path, "tokenizer_config.json")) ? c.path : (base as string);
+    return { model: base as string, adapter: c.path, tokenizer };
+  }
+  if (!isFile(path.join(c.path, "config.json"))) fail(`${c.path} has neither config.json (a model) nor adapter_config.json (a LoRA adapter)`);
+  return { model: c.path, adapter: null, tokenizer: c.path };
+}
+
+function outsideTarget(cfg: CheckpointEvalConfig, c: OutsideCheckpoint): Target {
+  const dir = resolveOutside(c);
+  const train = parseTrainConfig({
+    envId: c.envId,
+    envConfig: c.envConfig,
+    model: { kind: "hf", path: dir.model },
+    evalEpisodes: c.heldOutEpisodes,
+    instructions: c.instructions,
+    device: cfg.device,
+    threads: cfg.threads,
+  });
+  const init: InitParams = {
+    model: dir.model,
+    ...(dir.adapter ? { adapter: dir.adapter } : {}),
+    tokenizer: { kind: "hf", path: dir.tokenizer },
+    seed: cfg.seed,
+    device: cfg.device,
+    ...(cfg.threads ? { threads: cfg.threads } : {}),
+  };
+  return {
+    train,
+    label: `outside checkpoint ${c.path} (${dir.adapter ? `LoRA adapter on ${dir.model}` : "Hugging Face model"})`,
+    step: null,
+    start: (engine) => engine.init(init),
+    trainKeys: null,
+  };
+}
+
 export const checkpointEval: JobRunner = async (ctx) => {
   const cfg = checkpointEvalConfigSchema.parse(ctx.job.payload);
   const runId = ctx.job.runId;
   if (!runId) throw new Error("a checkpoint-eval job needs a runId");
-  const { source, train, ckpt } = resolveSource(cfg);
+  const target = cfg.checkpoint ? outsideTarget(cfg, cfg.checkpoint) : runTarget(cfg);
+  const { train } = target;
   await assertEngineInstalled({ signal: ctx.signal, onSlow: (msg) => ctx.log(msg, "warn"), jobs: "checkpoint-eval jobs" });
   if (ctx.signal.aborted) return { stoppedAt: 0 };
 
@@ -84,19 +174,23 @@ export const checkpointEval: JobRunner = async (ctx) => {
   const temperature = cfg.temperature ?? train.temperature;
   const modes: Mode[] = [...(cfg.greedy ? (["greedy"] as const) : []), ...(cfg.sampled ? (["sampled"] as const) : [])];
   ctx.log(
-    `checkpoint of step ${ckpt.step} of run ${source.name} (${train.model.kind === "hf" ? `${train.model.path}${train.model.lora ? " + LoRA" : ""}` : "tiny transformer"}) on ${train.envId}: ` +
+    `${target.label} on ${train.envId}: ` +
       `${cfg.episodes} held-out tasks, ${modes.map((m) => (m === "greedy" ? "greedy" : `${n} samples at temperature ${temperature} (pass@${cfg.k})`)).join(" and ")}`,
   );
-  // The source run's held-out instances, and every instance its training drew up to this checkpoint.
+  // The held-out instances, and (a run's checkpoint) every instance its training drew up to this checkpoint.
   const heldOut = heldOutFor(train);
   const evalSet = evalTasks(heldOut, cfg.episodes);
-  const trainKeys = trainingInstances(train.envId, train.envConfig, heldOut, train.seed, ckpt.step + 1, train.groupsPerStep);
-  const overlap = overlapCount(
-    evalSet.map((t) => t.key),
-    trainKeys,
-  );
+  const overlap = target.trainKeys
+    ? overlapCount(
+        evalSet.map((t) => t.key),
+        target.trainKeys,
+      )
+    : null;
   ctx.log(
-    `held-out: ${evalSet.length} distinct instances${evalSet.length < cfg.episodes ? ` (the source run holds out no more)` : ""}; instances training could draw up to step ${ckpt.step} (${ckpt.step + 1} steps x ${train.groupsPerStep} tasks) among them: ${overlap}`,
+    `held-out: ${evalSet.length} distinct instances${evalSet.length < cfg.episodes ? ` (the held-out set holds no more)` : ""}; ` +
+      (target.step === null
+        ? "what the checkpoint trained on is not known here (an outside checkpoint): no overlap measured"
+        : `instances training could draw up to step ${target.step} (${target.step + 1} steps x ${train.groupsPerStep} tasks) among them: ${overlap}`),
     overlap ? "warn" : "info",
   );
 
@@ -110,7 +204,7 @@ export const checkpointEval: JobRunner = async (ctx) => {
 
   const attempt = () =>
     withEngine(ctx, async (engine: EngineClient) => {
-      const info = await engine.load({ path: ckpt.torchPath, device: cfg.device, ...(cfg.threads ? { threads: cfg.threads } : {}) });
+      const info = await target.start(engine);
       ctx.log(`engine: ${info.model} on ${info.device}, ${(info.num_params ?? 0).toLocaleString()} parameters, torch ${info.torch_version}`);
       for (let b = 0; b < batches; b++) {
         if (ctx.signal.aborted) return { stoppedAt: b };
@@ -149,9 +243,9 @@ export const checkpointEval: JobRunner = async (ctx) => {
         const turns = groups.reduce((a, g) => a + g.trajectories.reduce((x, t) => x + t.turns.length, 0), 0);
         Object.assign(values, {
           "eval/episodes": new Set(scores.map((s) => s.index)).size,
-          "eval/train_overlap": overlap,
+          ...(overlap === null ? {} : { "eval/train_overlap": overlap }),
           "eval/heldout_instances": evalSet.length,
-          "eval/checkpoint_step": ckpt.step,
+          ...(target.step === null ? {} : { "eval/checkpoint_step": target.step }),
           "perf/env_steps_per_s": turns / Math.max((performance.now() - t0) / 1000, 1e-6),
         });
         writeEvalBatch(ctx, runId, b, groups, values);
@@ -159,9 +253,10 @@ export const checkpointEval: JobRunner = async (ctx) => {
         await ctx.progress((b + 1) / batches, `${values["eval/episodes"]}/${evalSet.length} tasks · ${describe(values, cfg.k, "_cum")}`);
       }
       const total = scoreTasks(scores, cfg.k);
-      const result = { checkpointStep: ckpt.step, tasks: evalSet.length, ...total, trainOverlap: overlap };
+      const result = { checkpointStep: target.step, tasks: evalSet.length, ...total, trainOverlap: overlap };
       ctx.log(
-        `done: checkpoint of step ${ckpt.step} on ${evalSet.length} held-out tasks: ${describe(batchValues(total, total, cfg.k), cfg.k, "_cum")} (training instances among them: ${overlap})`,
+        `done: ${target.label} on ${evalSet.length} held-out tasks: ${describe(batchValues(total, total, cfg.k), cfg.k, "_cum")}` +
+          (overlap === null ? "" : ` (training instances among them: ${overlap})`),
       );
       return result;
     });

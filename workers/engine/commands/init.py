@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 
 from ..config import completed
 from ..errors import InvalidRequest
 from ..protocol import shown
-from ..protocol_types import InfoResult, InitParams, InitTokenizer
+from ..protocol_types import InfoResult, InitLora, InitParams, InitTokenizer
 from ..state import EngineState
 from ..tokenizer import HFTokenizer, TinyTokenizer, TokenizerError
 
@@ -41,7 +43,29 @@ def read_config(q: InitParams) -> InitParams:
                 raise InvalidRequest(f"params.tokenizer.{name}: applies to Hugging Face models only")
         if q.lora is not None:
             raise InvalidRequest("params.lora: LoRA applies to Hugging Face models only")
+    if q.adapter is not None:
+        q = _with_adapter(q, is_tiny)
     return completed(q, tok.kind or kinds[0])
+
+
+def _with_adapter(q: InitParams, is_tiny: bool) -> InitParams:
+    """A saved adapter's rank, alpha and target modules as the `lora` the engine keeps (its
+    weights are loaded by the backend from `adapter`)."""
+    if is_tiny:
+        raise InvalidRequest("params.adapter: a LoRA adapter applies to Hugging Face models only")
+    if q.lora is not None:
+        raise InvalidRequest("params.adapter: give lora (a new adapter to train) or adapter (a saved one), not both")
+    config_file = Path(q.adapter) / "adapter_config.json"
+    if not config_file.is_file():
+        raise InvalidRequest(f"params.adapter: {q.adapter!r} has no adapter_config.json (not a peft adapter directory)")
+    a = json.loads(config_file.read_text())
+    targets = a.get("target_modules") or "all-linear"
+    lora = InitLora(
+        r=int(a.get("r", 8)),
+        alpha=float(a.get("lora_alpha", 16)),
+        target_modules=targets if isinstance(targets, str) else sorted(targets),
+    )
+    return dataclasses.replace(q, lora=lora)
 
 
 def _build_tokenizer(cfg: InitParams, corpus: list[str] | None):
