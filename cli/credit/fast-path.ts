@@ -25,7 +25,7 @@ export function fastCredit(buf: Buffer, options: RunCreditOptions = {}): Buffer[
     if (!cols) throw new Declined("request", "the estimator gave no columns");
     const adv = cols.advantages;
     for (let r = 0; r < adv.length; r++) if (!Number.isFinite(adv[r])) throw new Declined("request", "a non-finite advantage");
-    return writeResponse(c.trajIds, c.trajTurnStart, cols, result.diagnostics, { buf: c.buf, start: c.trajIdText });
+    return writeResponse(c.trajIdDecoded, c.trajTurnStart, cols, result.diagnostics, { buf: c.buf, start: c.trajIdText, end: c.trajIdEnd });
   } catch (e) {
     if (e instanceof Declined) return e;
     throw e;

@@ -37,7 +37,10 @@ export function columnsFlat(c: ParsedColumns, withComponents: boolean): FlatBatc
       return once("tokens", () => filled(1));
     },
     invalid: c.invalid,
-    trajIds: c.trajIds,
+    // made only if read (the columnar result does not: the response takes the ids' bytes)
+    get trajIds() {
+      return c.trajIds;
+    },
     withComponents,
     columnar: true,
     numeric: (field: NumericTurnField) => once(`n:${field}`, () => filled(Number.NaN)),

@@ -11,7 +11,8 @@ import { trajectoryTexts } from "../schemas/step-summary";
 import { storedCreditTurn, storedTurnEntropy } from "../schemas/turn-columns";
 import { getRawDb, type RawDb } from "./raw";
 import { decodeTokenData } from "./token-data";
-import { unpackTurnColumns, unpackTurnTexts, unpackTurnTokens } from "./trajectory-pack";
+import { unpackTurnColumns, unpackTurnTokens } from "./trajectory-pack";
+import { readTurnTexts } from "./trajectory-texts";
 
 /** Every optional credit turn field, for the "which estimators can run on this data" check. */
 const OPTIONAL_FIELDS = ["anchor", "agent", "tokens", ...INFO_CREDIT_FIELDS] as const;
@@ -155,10 +156,15 @@ const EXCERPT_OBSERVATION = 120;
 const EXCERPT_ACTION = 160;
 
 export function groupTexts(groupId: string, db: RawDb = getRawDb()): Map<string, TurnText[]> {
-  const rows = db.prepare(`SELECT "id", "turnTexts" FROM "Trajectory" WHERE "groupId" = ? ORDER BY "index"`).raw().all(groupId) as [string, Uint8Array][];
+  const rows = db.prepare(`SELECT "id", "turnTexts" FROM "Trajectory" WHERE "groupId" = ? ORDER BY "index"`).all(groupId) as {
+    id: string;
+    turnTexts: Uint8Array;
+  }[];
+  const texts = readTurnTexts(rows, db);
   const out = new Map<string, TurnText[]>();
-  for (const [tid, blob] of rows) {
-    const { observation, action } = unpackTurnTexts(blob);
+  for (let r = 0; r < rows.length; r++) {
+    const tid = rows[r].id;
+    const { observation, action } = texts[r];
     out.set(
       tid,
       observation.map((o, i) => ({
@@ -176,11 +182,12 @@ export function groupTexts(groupId: string, db: RawDb = getRawDb()): Map<string,
 export function stepTexts(stepId: string, db: RawDb = getRawDb()): Map<string, { input: string; actions: string }> {
   const rows = db
     .prepare(`SELECT t."id", t."turnTexts" FROM "RolloutGroup" g JOIN "Trajectory" t ON t."groupId" = g."id" WHERE g."stepId" = ?`)
-    .raw()
-    .all(stepId) as [string, Uint8Array][];
+    .all(stepId) as { id: string; turnTexts: Uint8Array }[];
+  const texts = readTurnTexts(rows, db);
   const out = new Map<string, { input: string; actions: string }>();
-  for (const [id, blob] of rows) {
-    const x = unpackTurnTexts(blob);
+  for (let r = 0; r < rows.length; r++) {
+    const id = rows[r].id;
+    const x = texts[r];
     out.set(id, trajectoryTexts((x.observation ?? []).map((o, i) => ({ observation: o, action: x.action?.[i] ?? "" }))));
   }
   return out;

@@ -2,7 +2,7 @@
 // sample of a step range, the same on every call (steps evenly spread, the first failures of each
 // step by task uid and position), with their actions only.
 import { getRawDb, type RawDb } from "./raw";
-import { unpackTurnTexts } from "./trajectory-pack";
+import { readTurnTexts } from "./trajectory-texts";
 
 export interface FailedTrajectoryRow {
   id: string;
@@ -31,5 +31,6 @@ export function failedTrajectories(step: { id: string; step: number }, limit: nu
        WHERE g."stepId" = ? AND CAST(t."success" AS INTEGER) = 0 ORDER BY g."uid", t."index" LIMIT ?`,
     )
     .all(step.id, limit) as { id: string; groupId: string; turnTexts: Uint8Array }[];
-  return rows.map((r) => ({ id: r.id, step: step.step, groupId: r.groupId, actions: unpackTurnTexts(r.turnTexts).action }));
+  const texts = readTurnTexts(rows, db);
+  return rows.map((r, i) => ({ id: r.id, step: step.step, groupId: r.groupId, actions: texts[i].action }));
 }

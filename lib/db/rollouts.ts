@@ -8,7 +8,8 @@ import { ConflictError } from "../schemas/errors";
 import type { GroupOut, RolloutStepInput, RolloutStepOut, TrajectoryOut, TurnOut } from "../schemas/rollouts";
 import { assertRunExists, getRawDb, dbDateTime, insertRows, writeTransaction, type Fence, type RawDb } from "./raw";
 import { dialect } from "./dialect";
-import { packTurns, unpackTurns } from "./trajectory-pack";
+import { packGroupTexts, packTurns, unpackTurns } from "./trajectory-pack";
+import { readTrajectoryTexts, readTurnTexts } from "./trajectory-texts";
 import { finishPendingStep, markStepPending, type StepSummary } from "./credit-summary";
 import { indexTrajectories, type IndexEntry } from "./trajectory-search";
 import { LABELLED_IDS } from "./labels";
@@ -63,11 +64,17 @@ export function rolloutRows(runId: string, input: RolloutStepInput, seq0: number
   for (const g of input.groups) {
     const groupId = newId();
     groups.push([groupId, runId, stepId, g.uid, g.envId, g.taskSeed]);
+    const packed = g.trajectories.map((t) => packTurns(t.turns));
+    const ids = g.trajectories.map(() => newId());
+    const texts = packGroupTexts(
+      packed.map((p) => p.texts),
+      ids,
+    );
     g.trajectories.forEach((t, ti) => {
       const reward = t.reward ?? t.turns.reduce((s, u) => s + u.reward, 0);
-      const p = packTurns(t.turns);
+      const p = packed[ti];
       trajectories.push([
-        newId(),
+        ids[ti],
         runId,
         groupId,
         ti,
@@ -77,7 +84,7 @@ export function rolloutRows(runId: string, input: RolloutStepInput, seq0: number
         t.truncated ? 1 : 0,
         seq,
         p.turnData,
-        p.turnTexts,
+        texts[ti],
         p.turnTokens,
       ]);
       seq += t.turns.length;
@@ -305,7 +312,8 @@ export function getTrajectory(id: string, db: RawDb = getRawDb()): (TrajectoryRo
     .get(id) as Record<string, unknown> | undefined;
   if (!row) return null;
   const { runId, firstSeq, turnData, turnTexts, turnTokens, ...traj } = row;
-  const turns = unpackTurns(id, firstSeq as number, traj.length as number, turnData as Uint8Array, turnTexts as Uint8Array, turnTokens as Uint8Array | null);
+  const texts = readTrajectoryTexts(id, turnTexts as Uint8Array, db);
+  const turns = unpackTurns(id, firstSeq as number, traj.length as number, turnData as Uint8Array, texts, turnTokens as Uint8Array | null);
   return { ...toTrajectory(traj), runId: runId as string, turns };
 }
 
@@ -342,6 +350,12 @@ export function turnsPage(runId: string, after: number, limit: number, db: RawDb
     .prepare(`SELECT ${TURN_SOURCE} FROM "Trajectory" WHERE "id" IN (${ids.map(() => "?").join(",")}) ORDER BY "firstSeq"`)
     .raw()
     .all(...ids) as TurnSource[];
-  for (const r of rows) for (const u of unpackTurns(...r)) if (u.seq > after && turns.length < limit) turns.push(u);
+  const texts = readTurnTexts(
+    rows.map((r) => ({ id: r[0], turnTexts: r[4] as Uint8Array })),
+    db,
+  );
+  rows.forEach((r, i) => {
+    for (const u of unpackTurns(r[0], r[1], r[2], r[3], texts[i], r[5])) if (u.seq > after && turns.length < limit) turns.push(u);
+  });
   return { turns, next: turns.length === limit ? turns[turns.length - 1].seq : null };
 }

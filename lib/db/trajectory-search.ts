@@ -24,7 +24,8 @@ import { getRawDb, insertRows, writeTransaction, type RawDb } from "./raw";
 import { dialect } from "./dialect";
 import { distinctWords, textWords } from "./search-words";
 import { HAS_LABEL } from "./labels";
-import { unpackTurnColumns, unpackTurnTexts, type TurnColumns, type TurnTexts } from "./trajectory-pack";
+import { unpackTurnColumns, type TurnColumns, type TurnTexts } from "./trajectory-pack";
+import { readTurnTexts } from "./trajectory-texts";
 
 /** Longer runs of letters and digits are not words (a token blob, a hash): not indexed, not searchable. */
 export const MAX_WORD = 64;
@@ -162,13 +163,16 @@ export function indexMissing(runIds: readonly string[], db: RawDb = getRawDb()):
             turnTexts: Uint8Array;
             turnData: Uint8Array;
           }[];
+          const texts = readTurnTexts(rows, db);
           indexTrajectories(
             db,
-            rows.map((r) => {
-              const texts = unpackTurnTexts(r.turnTexts);
-              const advantages = unpackTurnColumns(r.turnData).advantage;
-              return { ...r, success: r.success === 1, observations: texts.observation, actions: texts.action, advantages };
-            }),
+            rows.map((r, i) => ({
+              ...r,
+              success: r.success === 1,
+              observations: texts[i].observation,
+              actions: texts[i].action,
+              advantages: unpackTurnColumns(r.turnData).advantage,
+            })),
           );
           return rows.length;
         },
@@ -357,15 +361,18 @@ export async function searchTrajectories(q: TrajectorySearchQuery, db: RawDb = g
       const batch = rows.slice(i, i + TURN_CHUNK);
       const ids = batch.map((c) => c.trajectoryId);
       // a trajectory deleted since its key was listed (its run deleted meanwhile) matches nothing
-      const packed = new Map(
-        (
-          db.prepare(`SELECT "id", ${turnColumn} FROM "Trajectory" WHERE "id" IN (${ids.map(() => "?").join(",")})`).all(...ids) as {
-            id: string;
-            turnData?: Uint8Array;
-            turnTexts?: Uint8Array;
-          }[]
-        ).map((r) => [r.id, r]),
-      );
+      const read = db.prepare(`SELECT "id", ${turnColumn} FROM "Trajectory" WHERE "id" IN (${ids.map(() => "?").join(",")})`).all(...ids) as {
+        id: string;
+        turnData?: Uint8Array;
+        turnTexts?: Uint8Array | TurnTexts;
+      }[];
+      if (phrases) {
+        const texts = readTurnTexts(read as { id: string; turnTexts: Uint8Array }[], db);
+        read.forEach((r, k) => {
+          r.turnTexts = texts[k];
+        });
+      }
+      const packed = new Map(read.map((r) => [r.id, r]));
       for (const c of batch) {
         scanned++;
         checked++;
@@ -393,7 +400,7 @@ export async function searchTrajectories(q: TrajectorySearchQuery, db: RawDb = g
 /** The turns a candidate matches on (those holding the text, unless per-turn conditions name others), or null when it does not match. */
 function matchingTurns(
   c: Candidate,
-  packed: { turnData?: Uint8Array; turnTexts?: Uint8Array } | undefined,
+  packed: { turnData?: Uint8Array; turnTexts?: Uint8Array | TurnTexts } | undefined,
   terms: string[][],
   phrases: boolean,
   perTurn: ((c: TurnColumns, i: number) => boolean) | null,
@@ -402,7 +409,7 @@ function matchingTurns(
   if (!packed) return null;
   let turns: number[] | null = null;
   if (phrases) {
-    const held = turnsHolding(unpackTurnTexts(packed.turnTexts!), terms, field);
+    const held = turnsHolding(packed.turnTexts as TurnTexts, terms, field);
     if (!held.all) return null;
     turns = held.turns;
   }
@@ -442,12 +449,15 @@ async function describeHits(
        WHERE t."id" IN (${ids.map(() => "?").join(",")})`,
     )
     .all(...ids) as { id: string; groupId: string; index: number; uid: string; envId: string; runName: string; turnTexts?: Uint8Array }[];
+  const withTexts = rows.filter((r): r is (typeof rows)[number] & { turnTexts: Uint8Array } => r.turnTexts !== undefined);
+  const texts = new Map(readTurnTexts(withTexts, db).map((x, i) => [withTexts[i].id, x]));
   const byId = new Map(rows.map((r) => [r.id, r]));
   const out: TrajectoryHit[] = [];
   for (const { c, turns } of hits) {
     const r = byId.get(c.trajectoryId);
     if (!r) continue; // deleted (its run deleted) while the page was being made
-    const matched = turns ?? (terms.length && r.turnTexts ? turnsHolding(unpackTurnTexts(r.turnTexts), terms, field).turns : []);
+    const own = texts.get(r.id);
+    const matched = turns ?? (terms.length && own ? turnsHolding(own, terms, field).turns : []);
     out.push({
       id: c.trajectoryId,
       runId: c.runId,

@@ -307,6 +307,7 @@ describe("CLI fast path", () => {
       good.replace('"gigpo"', '"nope"'),
       good.replace('"groups"', '"params":{"gama":1},"groups"'),
       good.replace("]}]}]}", ']},{"id":"t","turns":[{"reward":0,"anchor":"a"}]}]}]}'), // duplicate trajectory id
+      good.replace("]}]}]}", ']},{"id":"\\u0074","turns":[{"reward":0,"anchor":"a"}]}]}]}'), // the same id, escaped
       "\ufeff" + good,
       good + "x",
       good.slice(0, -1),
@@ -314,6 +315,20 @@ describe("CLI fast path", () => {
       "[]",
     ];
     for (const v of variants) expect(fast(v), v.slice(0, 120)).toBeNull();
+  });
+});
+
+describe("trajectory ids kept as bytes", () => {
+  // 3,000 plain ids checked for uniqueness by their bytes' hashes: a late duplicate in another group declines
+  const traj = (id: string) => `{"id":"${id}","turns":[{"reward":1,"anchor":"a"}]}`;
+  const request = (ids: string[]) =>
+    `{"estimator":"gigpo","groups":[{"uid":"g0","trajectories":[${ids.slice(0, 1500).map(traj).join(",")}]},{"uid":"g1","trajectories":[${ids.slice(1500).map(traj).join(",")}]}]}`;
+  const ids = Array.from({ length: 3000 }, (_, i) => `traj-${i}`);
+  it("answers as the ordinary path when all differ, and declines a duplicate", () => {
+    expect(fast(request(ids))).toBe(ordinary(request(ids)));
+    const dup = request([...ids.slice(0, 2999), "traj-17"]);
+    expect(fastCredit(Buffer.from(dup))).toMatchObject({ path: "groups[1].trajectories[1499].id", why: "a duplicate trajectory id" });
+    expect(ordinary(dup)).toBeNull();
   });
 });
 

@@ -12,6 +12,7 @@ const { tableRows } = await import("../helpers/db-inspect");
 const { openBulkSink } = await import("@/lib/db/bulk-load");
 const { dbDateTime } = await import("@/lib/db/raw");
 const { orderedId } = await import("@/lib/db/ids");
+const { turnTextsRef } = await import("@/lib/db/trajectory-pack");
 const { stepBody, stepRows, STEP_COLS, GROUP_COLS, TRAJECTORY_COLS } = await import("../../scripts/bench-store");
 afterAll(() => tmp.cleanup());
 
@@ -27,12 +28,16 @@ const stored = (runId: string) => [
 const ID_COLS = [[0], [0, 2], [0, 2]];
 
 type Row = (string | number | boolean | null | Uint8Array)[];
-/** Ids become their order of first appearance, createdAt a constant, booleans SQLite's 0/1. */
+/** Ids become their order of first appearance (a turnTexts reference's too), createdAt a constant, booleans SQLite's 0/1. */
 function canonical(tables: Row[][], idCols: number[][], createdAtCol: number): Row[][] {
   const ids = new Map<string, string>();
   const id = (v: unknown) => {
     if (!ids.has(v as string)) ids.set(v as string, `id${ids.size}`);
     return ids.get(v as string)!;
+  };
+  const textsRef = (v: Uint8Array) => {
+    const ref = turnTextsRef(v);
+    return ref && `texts of ${id(ref.holder)} at ${ref.place}`;
   };
   return tables.map((rows, t) =>
     rows.map((r) =>
@@ -46,7 +51,7 @@ function canonical(tables: Row[][], idCols: number[][], createdAtCol: number): R
                 ? 1
                 : 0
               : v instanceof Uint8Array
-                ? Buffer.from(v).toString("hex")
+                ? (textsRef(v) ?? Buffer.from(v).toString("hex"))
                 : v,
       ),
     ),

@@ -25,9 +25,13 @@ export interface ParsedColumns {
   groupTrajStart: Int32Array;
   trajTurnStart: Int32Array;
   trajGroup: Int32Array;
-  trajIds: string[];
-  /** Where each trajectory id's bytes start when they are its JSON text without the quotes (plain ASCII), else -1. */
+  /** The trajectory ids as strings, made on first use (a plain id is kept as bytes until then). */
+  readonly trajIds: string[];
+  /** The decoded ids, undefined where the id is plain: its bytes trajIdText..trajIdEnd. */
+  trajIdDecoded: (string | undefined)[];
+  /** Where each trajectory id's bytes start and end when they are its JSON text without the quotes (plain ASCII), else -1. */
   trajIdText: Int32Array;
+  trajIdEnd: Int32Array;
   trajExtra: Map<number, TrajectoryExtra>;
   reward: Float64Array;
   invalid: Uint8Array;
@@ -57,7 +61,8 @@ export class ColumnsBuilder {
   trajTurnStart: Int32Array;
   trajGroup: Int32Array;
   trajIdText: Int32Array;
-  readonly trajIds: string[] = [];
+  trajIdEnd: Int32Array;
+  readonly trajIdDecoded: (string | undefined)[] = [];
   readonly trajExtra = new Map<number, TrajectoryExtra>();
   nTraj = 0;
 
@@ -75,6 +80,7 @@ export class ColumnsBuilder {
     this.trajTurnStart = new Int32Array(this.trajCap + 1);
     this.trajGroup = new Int32Array(this.trajCap);
     this.trajIdText = new Int32Array(this.trajCap);
+    this.trajIdEnd = new Int32Array(this.trajCap);
     this.groupCap = Math.max(16, (this.trajCap / 4) | 0);
     this.groupTrajStart = new Int32Array(this.groupCap + 1);
   }
@@ -87,18 +93,21 @@ export class ColumnsBuilder {
     this.anchorId = grow(this.anchorId, this.cap);
   }
 
-  addTrajectory(id: string, idText: number, turnsStart: number, extra: TrajectoryExtra | undefined): void {
+  /** A trajectory: its decoded id, or undefined and the id's bytes [idText, idEnd). */
+  addTrajectory(id: string | undefined, idText: number, idEnd: number, turnsStart: number, extra: TrajectoryExtra | undefined): void {
     const t = this.nTraj;
     if (t === this.trajCap) {
       this.trajCap *= 2;
       this.trajTurnStart = grow(this.trajTurnStart, this.trajCap + 1);
       this.trajGroup = grow(this.trajGroup, this.trajCap);
       this.trajIdText = grow(this.trajIdText, this.trajCap);
+      this.trajIdEnd = grow(this.trajIdEnd, this.trajCap);
     }
     this.trajTurnStart[t] = turnsStart;
     this.trajGroup[t] = this.nGroups;
     this.trajIdText[t] = idText;
-    this.trajIds.push(id);
+    this.trajIdEnd[t] = idEnd;
+    this.trajIdDecoded.push(id);
     if (extra) this.trajExtra.set(t, extra);
     this.nTraj++;
   }
@@ -117,7 +126,15 @@ export class ColumnsBuilder {
     const { nGroups, nTraj, row } = this;
     this.groupTrajStart[nGroups] = nTraj;
     this.trajTurnStart[nTraj] = row;
+    const decoded = this.trajIdDecoded;
+    const text = this.trajIdText;
+    const end = this.trajIdEnd;
+    let ids: string[] | null = null;
     return {
+      get trajIds(): string[] {
+        ids ??= decoded.map((id, i) => id ?? buf.toString("latin1", text[i], end[i]));
+        return ids;
+      },
       head,
       nGroups,
       nTraj,
@@ -126,8 +143,9 @@ export class ColumnsBuilder {
       groupTrajStart: this.groupTrajStart.subarray(0, nGroups + 1),
       trajTurnStart: this.trajTurnStart.subarray(0, nTraj + 1),
       trajGroup: this.trajGroup.subarray(0, nTraj),
-      trajIds: this.trajIds,
-      trajIdText: this.trajIdText.subarray(0, nTraj),
+      trajIdDecoded: decoded,
+      trajIdText: text.subarray(0, nTraj),
+      trajIdEnd: end.subarray(0, nTraj),
       trajExtra: this.trajExtra,
       reward: this.reward.subarray(0, row),
       invalid: this.invalid.subarray(0, row),

@@ -58,8 +58,9 @@ function readTop(cur: Cursor): ParsedColumns {
   cur.ws();
   if (cur.p !== cur.n) cur.decline("bytes after the request");
   if (!sawGroups) cur.decline("missing", "groups");
-  checkUnique(cols);
-  return cols.finish(head, anchors, cur.buf);
+  const out = cols.finish(head, anchors, cur.buf);
+  checkUnique(out);
+  return out;
 }
 
 function readGroups(cur: Cursor, cols: ColumnsBuilder, anchors: AnchorTable): void {
@@ -75,15 +76,46 @@ function readGroups(cur: Cursor, cols: ColumnsBuilder, anchors: AnchorTable): vo
 }
 
 /** Unique uids and trajectory ids, as validateRequest requires. */
-function checkUnique(cols: ColumnsBuilder): void {
+function checkUnique(cols: ParsedColumns): void {
   const g = secondOf(cols.uids);
   if (g >= 0) throw new Declined(`groups[${g}].uid`, "a duplicate uid");
-  const t = secondOf(cols.trajIds);
+  const t = cols.trajIdDecoded.some((id) => id !== undefined) ? secondOf(cols.trajIds) : secondPlain(cols);
   if (t >= 0) {
     let gi = 0;
     while (cols.groupTrajStart[gi + 1] <= t && gi + 1 < cols.nGroups) gi++;
     throw new Declined(`groups[${gi}].trajectories[${t - cols.groupTrajStart[gi]}].id`, "a duplicate trajectory id");
   }
+}
+
+/**
+ * `secondOf` over ids that are all plain bytes (trajIdText..trajIdEnd), without making their strings:
+ * an open-addressing table of their FNV-1a hashes, bytes compared on a match.
+ */
+function secondPlain(cols: ParsedColumns): number {
+  const { trajIdText: text, trajIdEnd: end, nTraj } = cols;
+  const b = cols.buf;
+  let size = 1024;
+  while (size < nTraj * 2) size *= 2;
+  const mask = size - 1;
+  const table = new Int32Array(size); // trajectory + 1, 0 = empty
+  for (let i = 0; i < nTraj; i++) {
+    const a = text[i];
+    const len = end[i] - a;
+    let h = 0x811c9dc5 | 0;
+    for (let k = a; k < a + len; k++) h = Math.imul(h ^ b[k], 0x01000193);
+    for (let s = h & mask; ; s = (s + 1) & mask) {
+      const j = table[s] - 1;
+      if (j < 0) {
+        table[s] = i + 1;
+        break;
+      }
+      if (end[j] - text[j] !== len) continue;
+      let k = 0;
+      while (k < len && b[text[j] + k] === b[a + k]) k++;
+      if (k === len) return i;
+    }
+  }
+  return -1;
 }
 
 /** Index of the first entry equal to an earlier one, else -1. */

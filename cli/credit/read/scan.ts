@@ -170,8 +170,9 @@ export class Cursor {
   /** Bytes of the last key read by `key`. */
   keyStart = 0;
   keyEnd = 0;
-  /** Start of the last `string` when it was plain (its JSON text is its bytes in quotes), else -1. */
+  /** Bytes [strStart, strEnd) of the last `string` / `stringSpan` when it was plain (its JSON text is its bytes in quotes); strStart -1: not plain. */
   strStart = -1;
+  strEnd = -1;
   readonly at = new Place();
 
   constructor(readonly buf: Buffer) {
@@ -241,6 +242,14 @@ export class Cursor {
 
   /** A JSON string value (p at its quote), decoded. */
   string(): string {
+    return this.stringSpan() ?? this.latin1(this.strStart, this.strEnd);
+  }
+
+  /**
+   * A JSON string value (p at its quote): null when it is plain (its bytes are strStart..strEnd,
+   * no string made), else the decoded string.
+   */
+  stringSpan(): string | null {
     const { buf, n } = this;
     if (buf[this.p] !== Q) this.decline("expected a string");
     const a = this.p + 1;
@@ -261,7 +270,8 @@ export class Cursor {
     if (p >= n) this.decline("a string that does not end");
     this.p = p + 1;
     this.strStart = plain ? a : -1;
-    return plain ? this.latin1(a, p) : (JSON.parse(buf.toString("utf8", a - 1, p + 1)) as string);
+    this.strEnd = plain ? p : -1;
+    return plain ? null : (JSON.parse(buf.toString("utf8", a - 1, p + 1)) as string);
   }
 
   /** true / false at p. */

@@ -17,20 +17,29 @@ const TRAJ_OPEN = Buffer.from('{"id":', "latin1");
 const ADV_OPEN = Buffer.from(',"advantages":', "latin1");
 const TRAJ_CLOSE = Buffer.from("}}", "latin1");
 
-/** The ids' JSON text straight from the request bytes where `start[i] >= 0` (plain ASCII; saves JSON.stringify). */
+/** The ids' JSON text straight from the request bytes [start[i], end[i]) where `start[i] >= 0` (plain ASCII; saves JSON.stringify). */
 export interface RawIds {
   buf: Buffer;
   start: Int32Array;
+  end: Int32Array;
 }
 
-export function writeResponse(trajIds: string[], start: Int32Array, cols: ResultColumns, diagnostics: CreditDiagnostics, rawIds?: RawIds): Buffer[] {
+/** `trajIds[i]`: the id where it is not in `rawIds` (it may be undefined where it is). */
+export function writeResponse(
+  trajIds: readonly (string | undefined)[],
+  start: Int32Array,
+  cols: ResultColumns,
+  diagnostics: CreditDiagnostics,
+  rawIds?: RawIds,
+): Buffer[] {
   const w = new ResponseWriter();
   // each component's `,"name":` (no comma before the first) as UTF-8 bytes
   const names = cols.components.map(([name], c) => Buffer.from((c > 0 ? "," : "") + JSON.stringify(name) + ":", "utf8"));
   const compOpen = Buffer.from(names.length === 0 ? ',"components":{}}' : ',"components":{', "latin1");
   w.ascii('{"trajectories":[');
   for (let i = 0; i < trajIds.length; i++) {
-    w.id(i, trajIds[i], rawIds && rawIds.start[i] >= 0 ? rawIds.buf : null, rawIds ? rawIds.start[i] : -1);
+    if (rawIds && rawIds.start[i] >= 0) w.rawId(i, rawIds.buf, rawIds.start[i], rawIds.end[i]);
+    else w.id(i, trajIds[i] as string);
     const a = start[i];
     const b = start[i + 1];
     w.bytes(ADV_OPEN);
@@ -97,20 +106,21 @@ class ResponseWriter {
     }
   }
 
-  /** `{"id":<id>` (with the comma before every trajectory but the first), from the request's bytes when `raw` has them. */
-  id(i: number, id: string, raw: Buffer | null, at: number): void {
-    if (raw === null) {
-      this.ascii(i > 0 ? ',{"id":' : '{"id":');
-      this.text(JSON.stringify(id));
-      return;
-    }
-    this.room(id.length + 10);
+  /** `{"id":<id>` (with the comma before every trajectory but the first). */
+  id(i: number, id: string): void {
+    this.ascii(i > 0 ? ',{"id":' : '{"id":');
+    this.text(JSON.stringify(id));
+  }
+
+  /** `{"id":<id>` from the id's plain ASCII bytes raw[at, end) in the request. */
+  rawId(i: number, raw: Buffer, at: number, end: number): void {
+    this.room(end - at + 10);
     const { out } = this;
     let q = this.o;
     if (i > 0) out[q++] = 0x2c;
     for (let k = 0; k < TRAJ_OPEN.length; k++) out[q++] = TRAJ_OPEN[k];
     out[q++] = Q;
-    for (let k = at; k < at + id.length; k++) out[q++] = raw[k]; // plain ASCII: one byte per character
+    for (let k = at; k < end; k++) out[q++] = raw[k];
     out[q++] = Q;
     this.o = q;
   }
