@@ -26,6 +26,9 @@ export function Nav() {
         <Link href="/import" className="text-sm text-zinc-600 hover:text-zinc-900 dark:text-zinc-400 dark:hover:text-white">
           Import
         </Link>
+        <Link href="/monitors" className="text-sm text-zinc-600 hover:text-zinc-900 dark:text-zinc-400 dark:hover:text-white">
+          Monitors
+        </Link>
         <a href="/api/v1/openapi.json" className="text-sm text-zinc-600 hover:text-zinc-900 dark:text-zinc-400 dark:hover:text-white">
           API
         </a>

@@ -14,7 +14,13 @@ const one = (v: string | string[] | undefined) => (typeof v === "string" && v ? 
 export default async function TaskTimelinePage({ searchParams }: { searchParams: Promise<Record<string, string | string[] | undefined>> }) {
   const sp = await searchParams;
   const runs = (one(sp.runs) ?? "").split(",").filter(Boolean);
-  const task = one(sp.task) ? { task: one(sp.task) } : one(sp.seed) ? { seed: one(sp.seed), envId: one(sp.envId) } : {};
+  const task = one(sp.task)
+    ? { task: one(sp.task) }
+    : one(sp.prompt)
+      ? { prompt: one(sp.prompt) }
+      : one(sp.seed)
+        ? { seed: one(sp.seed), envId: one(sp.envId) }
+        : {};
   const seed: [readonly unknown[], unknown][] = [];
   const q = taskTimelineQuerySchema.safeParse({ runs: runs.join(","), ...task });
   if (q.success) seed.push([taskTimelineQuery(runs, task).queryKey, tryRead(() => taskTimeline(q.data))]);

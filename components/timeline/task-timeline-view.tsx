@@ -16,8 +16,12 @@ const COLORS = ["#4f46e5", "#d97706", "#059669", "#dc2626", "#0891b2", "#7c3aed"
 export function TaskTimelineView() {
   const st = useTaskTimeline();
   const { data, timeline, task, runs } = st;
-  if (!runs.length || (!task.task && !task.seed))
-    return <p className="text-sm text-zinc-500">Open a task from a trajectory, a search hit or the task comparison: /tasks?runs=RUN&amp;task=UID.</p>;
+  if (!runs.length || (!task.task && !task.seed && !task.prompt))
+    return (
+      <p className="text-sm text-zinc-500">
+        Open a task from a trajectory, a search hit or the task comparison: /tasks?runs=RUN&amp;task=UID (or &amp;prompt=TEXT, &amp;seed=N).
+      </p>
+    );
   if (timeline.error)
     return (
       <p className="rounded-md border border-red-300 bg-red-50 p-3 text-sm text-red-800 dark:border-red-900 dark:bg-red-950 dark:text-red-300" role="alert">
@@ -25,7 +29,7 @@ export function TaskTimelineView() {
       </p>
     );
   if (!data) return <p className="text-sm text-zinc-500">Loading the task's steps…</p>;
-  const name = task.task ?? `seed ${task.seed}${task.envId ? ` (${task.envId})` : ""}`;
+  const name = task.task ?? (task.prompt !== undefined ? promptName(task.prompt) : `seed ${task.seed}${task.envId ? ` (${task.envId})` : ""}`);
   return (
     <div className="space-y-4">
       <div className="flex flex-wrap items-center gap-3">
@@ -40,6 +44,12 @@ export function TaskTimelineView() {
     </div>
   );
 }
+
+/** A prompt as a title: its first 80 characters on one line, quoted. */
+const promptName = (p: string) => {
+  const line = p.trim().replace(/\s+/g, " ");
+  return `“${line.length > 80 ? `${line.slice(0, 80)}…` : line}”`;
+};
 
 function Curves({ data }: { data: TaskTimeline }) {
   const steps = [...new Set(data.runs.flatMap((r) => r.steps.map((s) => s.step)))].sort((x, y) => x - y);

@@ -1,15 +1,17 @@
 "use client";
-// The task timeline's state, all of it in the URL: the runs, the task (uid, or seed and environment),
+// The task timeline's state, all of it in the URL: the runs, the task (uid, prompt, or seed and environment),
 // the step the slider shows, and the two trajectories picked for the side-by-side view (a, b).
 import { useMemo, useState } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { taskTimelineQuery, trajectoryDiffQuery } from "@/lib/queries/labels";
 import { useUrlState } from "@/components/ui/use-url-state";
 
-/** The task as the URL names it: `task` (a uid) or `seed` (with `envId`). */
-export function timelineTask(get: (k: string) => string | null): { task?: string; seed?: string; envId?: string } {
+/** The task as the URL names it: `task` (a uid), `prompt` (its first observation) or `seed` (with `envId`). */
+export function timelineTask(get: (k: string) => string | null): { task?: string; prompt?: string; seed?: string; envId?: string } {
   const task = get("task") ?? undefined;
   if (task) return { task };
+  const prompt = get("prompt") ?? undefined;
+  if (prompt) return { prompt };
   const seed = get("seed") ?? undefined;
   return seed === undefined ? {} : { seed, envId: get("envId") ?? undefined };
 }

@@ -14,6 +14,7 @@ import { cardCls, inputCls, labelCls } from "@/components/ui/controls";
 import { RunCrumbs } from "@/components/runs/run-crumbs";
 import { TurnList } from "./turn-list";
 import { LabelBar } from "./label-bar";
+import { TaskTimelineLink } from "./task-link";
 import { tokenNote } from "./token-view";
 import { TOKEN_TINTS, tokenTintMax, type TokenTint } from "@/lib/charts/tokenize";
 import { useStepGroups } from "@/components/runs/use-step-groups";
@@ -287,12 +288,14 @@ function GroupHeader({ runId, st, g }: { runId: string; st: BrowserState; g: Gro
       >
         Credit heatmap of this group →
       </Link>
-      <Link
-        className="text-indigo-600 hover:underline dark:text-indigo-400"
-        href={`/tasks?runs=${runId}&task=${encodeURIComponent(g.group.uid)}${st.trajId ? `&a=${st.trajId}` : ""}`}
-      >
-        This task across training →
-      </Link>
+      <TaskTimelineLink
+        runId={runId}
+        step={g.step}
+        steps={st.steps?.steps.map((s) => s.step) ?? []}
+        uid={g.group.uid}
+        prompt={st.traj?.id === st.trajId ? st.traj?.turns[0]?.observation : undefined}
+        trajId={st.trajId}
+      />
       <label className="ml-auto flex items-center gap-1.5 text-xs" title={tokenNote(hasTokens)}>
         <input type="checkbox" checked={tokens} onChange={(e) => set({ tokens: e.target.checked ? undefined : "0" })} className="accent-indigo-600" />
         tint action tokens by

@@ -1,12 +1,15 @@
 // One task across training (GET /tasks/timeline): per step of each run, the task's group with each
-// trajectory's outcome, return, length and mean stored advantage. Reads the trajectories' own columns
+// trajectory's outcome, return, length and mean stored advantage. The task is a group uid, a task
+// seed, or a prompt: the trajectories whose first observation hashes to the prompt's hash in the
+// search index (lib/db/trajectory-search.ts promptHash), so a group there holds only those of its
+// trajectories. Reads the trajectories' own columns
 // and the search index's advantage sums (written with the step); only a trajectory indexed before
 // those columns has its credit column (turnData) inflated, never its texts. Two trajectories side by
 // side (GET /trajectories/diff): turns aligned by index, differing actions marked.
 import { getRawDb, type RawDb } from "./raw";
 import { getTrajectory } from "./rollouts";
 import { unpackTurnColumns } from "./trajectory-pack";
-import { advantageTotals } from "./trajectory-search";
+import { advantageTotals, backfillPromptHashes, promptHash } from "./trajectory-search";
 import { NotFoundError } from "../schemas/errors";
 import type { TaskTimeline, TaskTimelineQuery, TimelineStep, TrajectoryDiff } from "../schemas/timeline";
 
@@ -36,13 +39,20 @@ export function taskTimeline(q: TaskTimelineQuery, db: RawDb = getRawDb()): Task
     ).map(([id, name]) => [id, name]),
   );
   for (const id of q.runs) if (!names.has(id)) throw new NotFoundError("run", id);
-  const task = q.task !== undefined ? `g."uid" = ?` : `g."taskSeed" = ?${q.envId !== undefined ? ` AND g."envId" = ?` : ""}`;
-  const taskArgs = q.task !== undefined ? [q.task] : q.envId !== undefined ? [q.seed, q.envId] : [q.seed];
+  const env = q.envId !== undefined ? ` AND g."envId" = ?` : "";
+  const [task, taskArgs] =
+    q.task !== undefined
+      ? [`g."uid" = ?`, [q.task]]
+      : q.prompt !== undefined
+        ? [`ts."promptHash" = ?${env}`, [promptHash(q.prompt), ...(q.envId !== undefined ? [q.envId] : [])]]
+        : [`g."taskSeed" = ?${env}`, q.envId !== undefined ? [q.seed, q.envId] : [q.seed]];
+  // by prompt: every trajectory of the runs indexed with its prompt's hash, then one index lookup per run
+  if (q.prompt !== undefined) backfillPromptHashes(q.runs, db);
   const stmt = db.prepare(
     `SELECT s."step", g."uid", t."id", t."index", t."success", t."reward", t."length", ts."advantageSum", ts."advantageCount"
      FROM "RolloutGroup" g JOIN "RolloutStep" s ON s."id" = g."stepId" JOIN "Trajectory" t ON t."groupId" = g."id"
      LEFT JOIN "TrajectorySearch" ts ON ts."trajectoryId" = t."id"
-     WHERE g."runId" = ? AND ${task} ORDER BY s."step", g."uid", t."index"`,
+     WHERE g."runId" = ? AND ${task} ${q.prompt !== undefined ? `AND ts."runId" = g."runId"` : ""} ORDER BY s."step", g."uid", t."index"`,
   );
   const runs = q.runs.map((runId) => {
     const rows = stmt.raw().all(runId, ...taskArgs) as Row[];

@@ -18,6 +18,7 @@
 // page checks at most SCAN_LIMIT candidates for at most SCAN_BUDGET_MS, then answers the hits so far
 // with `partial` and a cursor where it stopped (`next`). It gives the event loop back every
 // SLICE_MS, so the server's other requests wait at most about that long for a search.
+import { createHash } from "node:crypto";
 import { InvalidInputError } from "../schemas/errors";
 import { SEARCH_CURSOR, type TrajectoryHit, type TrajectorySearchQuery, type TrajectorySearchResult } from "../schemas/search";
 import { getRawDb, insertRows, writeTransaction, type RawDb } from "./raw";
@@ -95,6 +96,15 @@ export function advantageTotals(advantages: readonly (number | null | undefined)
   return [sum, n];
 }
 
+/**
+ * A prompt's key in the index: sha256 (hex) of the text trimmed. A trajectory's prompt is its first
+ * observation (the text a trainer such as verl or TRL gives the policy), so the task timeline finds a
+ * task by its prompt across steps and runs with an indexed equality, never inflating stored texts.
+ */
+export function promptHash(text: string): string {
+  return createHash("sha256").update(text.trim()).digest("hex");
+}
+
 // the index's words of a trajectory's texts: searchWords' words, each once (lib/db/search-words.ts)
 const indexWords = (texts: readonly string[]) => distinctWords(texts, MAX_WORD).join(" ");
 
@@ -103,9 +113,18 @@ export function indexTrajectories(db: RawDb, entries: readonly IndexEntry[]): vo
   if (!entries.length) return;
   const inserted = insertRows(
     db,
-    `INSERT INTO "TrajectorySearch" ("trajectoryId", "runId", "step", "success", "reward", "length", "advantageSum", "advantageCount")`,
-    8,
-    entries.flatMap((e) => [e.id, e.runId, e.step, e.success ? 1 : 0, e.reward, e.length, ...advantageTotals(e.advantages)]),
+    `INSERT INTO "TrajectorySearch" ("trajectoryId", "runId", "step", "success", "reward", "length", "advantageSum", "advantageCount", "promptHash")`,
+    9,
+    entries.flatMap((e) => [
+      e.id,
+      e.runId,
+      e.step,
+      e.success ? 1 : 0,
+      e.reward,
+      e.length,
+      ...advantageTotals(e.advantages),
+      promptHash(e.observations[0] ?? ""),
+    ]),
     `RETURNING "key", "trajectoryId"`,
   ) as { key: number; trajectoryId: string }[];
   const keys = new Map(inserted.map((r) => [r.trajectoryId, r.key]));
@@ -125,6 +144,7 @@ export function indexTrajectories(db: RawDb, entries: readonly IndexEntry[]): vo
 export function dropSearchIndex(runId: string, db: RawDb = getRawDb()): void {
   db.prepare(`DELETE FROM "TrajectorySearch" WHERE "runId" = ?`).run(runId);
   indexedRuns.delete(runId);
+  hashedRuns.delete(runId);
 }
 
 /** Runs known to have every trajectory indexed (new ones are indexed as they are written). */
@@ -183,6 +203,45 @@ export function indexMissing(runIds: readonly string[], db: RawDb = getRawDb()):
       if (n < 1000) break;
     }
     indexedRuns.add(runId);
+  }
+  return done;
+}
+
+/** Runs known to have a prompt hash on every index row. */
+const hashedRuns = new Set<string>();
+
+/**
+ * Fills the prompt hash of index rows written before that column (their first observation read
+ * from the packed texts once); then every row of `runIds` is found by prompt with an index lookup.
+ * Indexes missing trajectories first. Returns how many rows it filled.
+ */
+export function backfillPromptHashes(runIds: readonly string[], db: RawDb = getRawDb()): number {
+  indexMissing(runIds, db);
+  let done = 0;
+  for (const runId of runIds) {
+    if (hashedRuns.has(runId)) continue;
+    for (;;) {
+      const n = writeTransaction(
+        null,
+        (db) => {
+          const rows = db
+            .prepare(
+              `SELECT x."key", t."turnTexts" FROM "TrajectorySearch" x JOIN "Trajectory" t ON t."id" = x."trajectoryId"
+               WHERE x."runId" = ? AND x."promptHash" IS NULL LIMIT 500`,
+            )
+            .raw()
+            .all(runId) as [number, Uint8Array][];
+          const set = db.prepare(`UPDATE "TrajectorySearch" SET "promptHash" = ? WHERE "key" = ?`);
+          for (const [key, texts] of rows) set.run(promptHash(unpackTurnTexts(texts).observation[0] ?? ""), key);
+          return rows.length;
+        },
+        db,
+        { runId },
+      );
+      done += n;
+      if (n < 500) break;
+    }
+    hashedRuns.add(runId);
   }
   return done;
 }

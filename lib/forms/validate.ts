@@ -54,9 +54,10 @@ export function plainIssue(i: z.core.$ZodIssue): string {
 /** The server's zod messages in plain words (its issues carry text only, not the issue object). */
 export function plainMessage(m: string): string {
   const r: [RegExp, (...g: string[]) => string][] = [
-    [/^Too small: expected number to be >(\S+)$/, (x) => `must be greater than ${x}`],
+    // [^=]: ">=1" is "at least", below, not "greater than =1"
+    [/^Too small: expected number to be >([^=]\S*)$/, (x) => `must be greater than ${x}`],
     [/^Too small: expected number to be >=(\S+)$/, (x) => `must be at least ${x}`],
-    [/^Too big: expected number to be <(\S+)$/, (x) => `must be less than ${x}`],
+    [/^Too big: expected number to be <([^=]\S*)$/, (x) => `must be less than ${x}`],
     [/^Too big: expected number to be <=(\S+)$/, (x) => `must be at most ${x}`],
     [/^Too small: expected string to have >=1 characters?$/, () => "must not be empty"],
     [/^Too small: expected string to have >=(\d+) characters?$/, (x) => `must have at least ${x} characters`],

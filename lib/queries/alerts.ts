@@ -22,3 +22,14 @@ export const failureClustersQuery = (runId: string, range: { from?: number; to?:
       }),
     staleTime: 60_000,
   });
+
+/** A project's alert rules and webhook (the default rules, marked, when it has none of its own). */
+export const alertRulesQuery = (projectId: string) =>
+  queryOptions({
+    queryKey: ["alert-rules", projectId],
+    queryFn: () => callRoute(routes.alertRules, { params: { id: projectId } }),
+    enabled: !!projectId,
+  });
+
+/** Every project (the monitors page's picker). */
+export const projectsQuery = () => queryOptions({ queryKey: ["projects"], queryFn: () => callRoute(routes.projects), staleTime: 30_000 });

@@ -13,11 +13,11 @@ export const labelStepsQuery = (runId: string) =>
   queryOptions({ queryKey: ["run", runId, "label-steps"], queryFn: () => callRoute(routes.runLabelSteps, { params: { id: runId } }) });
 
 /** A task by uid (`task`) or seed, across the given runs. */
-export const taskTimelineQuery = (runs: string[], task: { task?: string; seed?: string; envId?: string }) =>
+export const taskTimelineQuery = (runs: string[], task: { task?: string; prompt?: string; seed?: string; envId?: string }) =>
   queryOptions({
-    queryKey: ["task-timeline", runs, task.task ?? null, task.seed ?? null, task.envId ?? null],
+    queryKey: ["task-timeline", runs, task.task ?? null, task.seed ?? null, task.envId ?? null, task.prompt ?? null],
     queryFn: () => callRoute(routes.taskTimeline, { query: { runs: runs.join(","), ...task } }),
-    enabled: runs.length > 0 && (!!task.task || !!task.seed),
+    enabled: runs.length > 0 && (!!task.task || !!task.seed || !!task.prompt),
     staleTime: 10_000,
     retry: false,
   });

@@ -30,11 +30,16 @@ export const alertRuleSchema = z
       .describe('A metric key (e.g. "actor/entropy") or "diag/<diagnostic>" (e.g. "diag/zeroVarianceShare"); drift reads "diag/advantage".'),
     kind: z.enum(ALERT_RULE_KINDS),
     k: z.number().int().min(1).max(100).default(5).describe("Window (and baseline) length in points of the series."),
-    op: z.enum(["above", "below"]).default("above"),
-    value: z.number().finite(),
+    op: z.enum(["above", "below"]).default("above").describe("Which side of the value fires the rule."),
+    value: z
+      .number()
+      .finite()
+      .describe(
+        "threshold: the window's mean; trend: its ratio to or difference from the baseline; growth: its ratio to the k points before; drift: W1 in baseline std.",
+      ),
     change: z.enum(["ratio", "difference"]).optional().describe("trend: the window's mean over (ratio) or minus (difference) the baseline's."),
     minValue: z.number().finite().optional().describe("growth: the window's mean must reach it too (no alert on noise around 0)."),
-    enabled: z.boolean().default(true),
+    enabled: z.boolean().default(true).describe("Off: the rule is kept but not evaluated."),
   })
   .strict()
   .superRefine((r, ctx) => {

@@ -3,6 +3,9 @@
 import { z } from "zod";
 import { idSchema, queryInt } from "./common";
 
+/** Longest prompt a timeline is asked for (it travels in a URL): longer first observations are found by uid or seed. */
+export const MAX_PROMPT = 4000;
+
 export const taskTimelineQuerySchema = z
   .object({
     runs: z
@@ -15,9 +18,19 @@ export const taskTimelineQuerySchema = z
       .optional()
       .describe("The task's seed (instead of `task`), with `envId` where several environments share seeds."),
     envId: z.string().min(1).max(100).optional(),
+    prompt: z
+      .string()
+      .trim()
+      .min(1, "must not be empty")
+      .max(MAX_PROMPT, `must be at most ${MAX_PROMPT} characters`)
+      .optional()
+      .describe("The task's prompt (instead of `task` or `seed`): its trajectories whose first observation is this text, compared trimmed."),
   })
   .strict()
-  .refine((q) => (q.task === undefined) !== (q.seed === undefined), { message: "give exactly one of task or seed", path: ["task"] });
+  .refine((q) => [q.task, q.seed, q.prompt].filter((v) => v !== undefined).length === 1, {
+    message: "give exactly one of task, seed or prompt",
+    path: ["task"],
+  });
 export type TaskTimelineQuery = z.output<typeof taskTimelineQuerySchema>;
 
 export const timelineTrajectorySchema = z.object({

@@ -85,6 +85,8 @@ describe("validation in plain words, at the field", () => {
     expect(issuePathKey("body.tags.3")).toEqual(["top", "tags"]);
     expect(issuePathKey("body")).toBeNull();
     expect(plainMessage("Too small: expected number to be >0")).toBe("must be greater than 0");
+    expect(plainMessage("Too small: expected number to be >=1")).toBe("must be at least 1");
+    expect(plainMessage("Too big: expected number to be <=100")).toBe("must be at most 100");
     expect(plainMessage("Too big: expected string to have <=200 characters")).toBe("must have at most 200 characters");
     expect(plainMessage("Invalid input: expected int, received number")).toBe("must be a whole number");
     expect(plainMessage("not a training run")).toBe("not a training run");

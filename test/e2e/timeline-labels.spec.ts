@@ -154,3 +154,29 @@ test("task timeline: the slider shows a step's trajectories; two of them side by
     await expect(page.getByTestId("diff-turn").first()).toBeVisible();
   });
 });
+
+test("a run whose uids change every step (verl, TRL): the trajectory view's task link finds the task by its prompt", async ({ page }) => {
+  const r = await (await api.post("/api/v1/runs/import", { data: { name: "timeline-verl", project: PROJECT, estimator: "grpo" } })).json();
+  ids.push(r.id);
+  const h = { "x-turnlens-write-key": r.writeKey };
+  for (const s of [0, 1, 2, 3]) {
+    const groups = [0, 1].map((g) => ({
+      uid: `uuid-${s}-${g}-${Math.random().toString(16).slice(2, 10)}`,
+      envId: "chat",
+      trajectories: [0, 1, 2].map((i) => ({
+        success: i <= s % 3,
+        turns: [{ observation: `Solve task ${g}: reach the goal.`, action: `try ${i}`, reward: i <= s % 3 ? 1 : 0 }],
+      })),
+    }));
+    expect((await api.post(`/api/v1/runs/${r.id}/steps`, { data: { step: s, estimator: "grpo", groups }, headers: h })).status()).toBe(201);
+  }
+  const traj = (await (await api.get(`/api/v1/runs/${r.id}/trajectories?step=2&pageSize=1`)).json()).trajectories[0];
+  await page.goto(`/runs/${r.id}/trajectories?step=2&group=${traj.groupId}&traj=${traj.id}`);
+  const link = page.getByRole("link", { name: "This task across training →" });
+  await expect(link).toHaveAttribute("href", /&prompt=Solve%20task%20/);
+  await link.click();
+  await page.waitForURL(/\/tasks\?runs=.*prompt=/);
+  await expect(page.getByRole("heading", { name: /^Task “Solve task \d: reach the goal\.” across training$/ })).toBeVisible();
+  await expect(page.getByText(/of 4 steps holding the task/)).toBeVisible();
+  await expect(page.getByTestId("timeline-trajectory")).toHaveCount(3);
+});

@@ -1,6 +1,7 @@
 // One task across training and labels, on constructed runs (both stores): a task's timeline equals a
 // scan of the stored steps; the diff of two trajectories marks exactly the turns whose actions
-// differ; labels filter the trajectory list and the search, count per step, and survive a re-import
+// differ; a task found by its prompt (first observation) equals a scan of the stored texts over
+// two runs whose uids change every step, old index rows without the prompt's hash included; labels filter the trajectory list and the search, count per step, and survive a re-import
 // of the run's steps (identical content again is stored once, keeping the same identities).
 import { afterAll, describe, expect, it } from "vitest";
 import { useTempDatabase } from "../helpers/temp-db";
@@ -12,6 +13,7 @@ const { ingestStep } = await import("@/lib/ingest/batches");
 const { taskTimeline, trajectoryDiff } = await import("@/lib/db/task-timeline");
 const { applyLabel, createLabel, deleteLabel, labelSteps, listLabels, removeLabel, runLabelRows, trajectoryLabels } = await import("@/lib/db/labels");
 const { dropSearchIndex, indexMissing, searchTrajectories } = await import("@/lib/db/trajectory-search");
+const { getRawDb } = await import("@/lib/db/raw");
 const { trajectorySearchQuerySchema } = await import("@/lib/schemas/search");
 const { taskTimelineQuerySchema } = await import("@/lib/schemas/timeline");
 const { createLabelSchema } = await import("@/lib/schemas/labels");
@@ -88,8 +90,69 @@ describe("task timeline", () => {
     dropSearchIndex(runA);
     expect(taskTimeline(taskTimelineQuerySchema.parse({ runs: `${runA},${runB}`, task: "task-1" }))).toEqual(byUid);
     expect(indexMissing([runA])).toBe(18);
-    expect(() => taskTimelineQuerySchema.parse({ runs: runA })).toThrow(/exactly one of task or seed/);
+    expect(() => taskTimelineQuerySchema.parse({ runs: runA })).toThrow(/exactly one of task, seed or prompt/);
     expect(() => taskTimeline(taskTimelineQuerySchema.parse({ runs: "nope", task: "task-1" }))).toThrow(/run nope not found/);
+  });
+
+  it("finds a task by its prompt: equals a scan of the stored first observations, over two runs whose uids differ per step", async () => {
+    // TRL/verl style: a fresh uid every step; the prompt is the first observation (spacing varies, compared trimmed);
+    // in task 0's group one trajectory starts from another text and so is not the task's
+    const prompted = (name: string) => {
+      const runId = createRun({ project: "p", name, kind: "imported", jobKind: null, config: {}, status: "running" }).runId;
+      for (const s of STEPS) {
+        const groups = [0, 1].map((t) => ({
+          uid: `${name}-${s}-${t}-${Math.random().toString(36).slice(2, 8)}`,
+          envId: "chat",
+          taskSeed: s * 10 + t,
+          trajectories: [0, 1, 2].map((i) => ({
+            success: i === s % 3,
+            turns: [
+              { observation: t === 0 && i === 2 ? "Solve: 2 + 3" : `${s % 2 ? "  " : ""}Solve: ${t} + 1\n`, action: `${t + 1}`, reward: i },
+              { observation: "again", action: "done", reward: 0, advantage: i - 1 },
+            ],
+          })),
+        }));
+        expect(ingestStep(runId, rolloutStepInputSchema.parse({ step: s, estimator: "grpo", groups })).status).toBe(201);
+      }
+      return runId;
+    };
+    const [runC, runD] = [prompted("c"), prompted("d")];
+    // rows indexed before the prompt column (hash null) and trajectories not indexed at all: filled on the first lookup
+    getRawDb().prepare(`UPDATE "TrajectorySearch" SET "promptHash" = NULL WHERE "runId" = ?`).run(runC);
+    dropSearchIndex(runD);
+    const scan = (runId: string, prompt: string) =>
+      listTrajectories(runId, { pageSize: 200 })
+        .trajectories.filter((t) => getTrajectory(t.id)!.turns[0].observation.trim() === prompt)
+        .sort((x, y) => x.step - y.step || x.uid.localeCompare(y.uid) || x.index - y.index)
+        .map((t) => ({ step: t.step, uid: t.uid, id: t.id }));
+    const q = (prompt: string) => taskTimeline(taskTimelineQuerySchema.parse({ runs: `${runC},${runD}`, prompt }));
+    const t0 = q("Solve: 0 + 1");
+    for (const run of t0.runs) {
+      const rows = scan(run.id, "Solve: 0 + 1");
+      expect(rows).toHaveLength(STEPS.length * 2);
+      expect(run.steps.map((s) => s.step)).toEqual(STEPS);
+      expect(new Set(run.steps.map((s) => s.uid)).size).toBe(STEPS.length); // a different uid at each step
+      expect(run.steps.flatMap((s) => s.trajectories.map((t) => ({ step: s.step, uid: s.uid, id: t.id })))).toEqual(rows);
+      for (const s of run.steps) expect(s.meanAdvantage).toBeCloseTo(-0.5, 12); // advantages -1 and 0 of trajectories 0 and 1
+    }
+    expect(q("  Solve: 1 + 1 ").runs.map((r) => r.steps.flatMap((s) => s.trajectories.map((t) => t.id)))).toEqual(
+      [runC, runD].map((r) => scan(r, "Solve: 1 + 1").map((x) => x.id)),
+    );
+    expect(q("Solve: 2 + 3").runs.map((r) => r.steps.flatMap((s) => s.trajectories).length)).toEqual([3, 3]);
+    expect(q("Solve: 9 + 1").runs.every((r) => r.steps.length === 0)).toBe(true);
+    const nulls = getRawDb().prepare(`SELECT COUNT(*) FROM "TrajectorySearch" WHERE "runId" IN (?, ?) AND "promptHash" IS NULL`).pluck().get(runC, runD);
+    expect(Number(nulls)).toBe(0);
+
+    const { routeCaller } = await import("../helpers/route-call");
+    const timelineRoute = await import("@/app/api/v1/tasks/timeline/route");
+    const call = routeCaller();
+    const get = (qs: string) => call(timelineRoute.GET, "GET", `/api/v1/tasks/timeline?runs=${runC}&${qs}`);
+    const long = await get(`prompt=${"x".repeat(4001)}`);
+    expect([long.status, long.json.issues[0].path]).toEqual([400, "query.prompt"]);
+    const both = await get("prompt=Solve&task=x");
+    expect([both.status, both.json.issues[0].path, both.json.issues[0].message]).toEqual([400, "query.task", "give exactly one of task, seed or prompt"]);
+    const ok = await get(`prompt=${encodeURIComponent("Solve: 0 + 1")}`);
+    expect([ok.status, ok.json.runs[0].steps.length]).toEqual([200, STEPS.length]);
   });
 
   it("diffs two trajectories: exactly the turns whose actions differ are marked, each with its advantage", () => {

@@ -231,6 +231,8 @@ def test_labels_and_task_timelines_in_the_read_api_and_mcp(logged):
     timeline = api.task_timeline([rid], task="task-0", pandas=False)
     assert sorted(t["id"] for t in timeline) == sorted(t["id"] for t in trajs if t["uid"] == "task-0")
     assert {t["meanAdvantage"] for t in timeline} == {0.5, -0.5}
+    # by prompt: the trajectories whose first observation is the text (trimmed); "room 0-1-0" starts only the losing one
+    assert [t["id"] for t in api.task_timeline([rid], prompt="  room 0-1-0\n", pandas=False)] == [lose["id"]]
 
     calls = [
         ("list_labels", {"run_id": rid}),
@@ -239,10 +241,11 @@ def test_labels_and_task_timelines_in_the_read_api_and_mcp(logged):
         ("get_task_timeline", {"run_ids": [rid], "task": "task-0"}),
         ("diff_trajectories", {"a": win["id"], "b": lose["id"]}),
         ("get_task_timeline", {"run_ids": [rid]}),
+        ("get_task_timeline", {"run_ids": [rid], "prompt": "room 0-0-0"}),
     ]
     tools, results = asyncio.run(session_calls(url, calls))
     assert {"list_labels", "get_task_timeline", "diff_trajectories"} <= {t.name for t in tools}
-    assert [err for err, _ in results] == [False] * 5 + [True], results
+    assert [err for err, _ in results] == [False] * 5 + [True, False], results
     by_run, label_set, found, tl, diff = (json.loads(t) for _, t in results[:5])
     assert [r["label"] for r in by_run["labels"]] == ["reward hacking", "loops"]
     assert [x["name"] for x in label_set["labels"]] == ["reward hacking", "loops"]
@@ -251,4 +254,6 @@ def test_labels_and_task_timelines_in_the_read_api_and_mcp(logged):
     # "push the box left" against "wait" at both turns
     assert diff["differing"] == 2 and [t["differs"] for t in diff["turns"]] == [True, True]
     assert diff["turns"][0]["a"]["advantage"] == 0.5 and diff["turns"][0]["b"]["advantage"] == -0.5
-    assert results[5][1] == "arguments: give exactly one of task (group uid) or seed"
+    assert results[5][1] == "arguments: give exactly one of task (group uid), seed or prompt"
+    by_prompt = json.loads(results[6][1])
+    assert [t["id"] for t in by_prompt["trajectories"]] == [win["id"]]

@@ -275,12 +275,15 @@ class Api:
         return _table(r["labels"], pandas, ["id", "name", "position", "uses"])
 
     def task_timeline(self, runs: Sequence[Union[str, "ApiRun"]], task: Optional[str] = None, seed: Optional[int] = None,
-                      env_id: Optional[str] = None, pandas: Optional[bool] = None):
-        """One task (a group uid, or a task seed with env_id) at every step of some runs, one row per
-        trajectory: runId, runName, step, uid, id, index, success, reward, length, meanAdvantage."""
+                      env_id: Optional[str] = None, pandas: Optional[bool] = None, prompt: Optional[str] = None):
+        """One task (a group uid; a task seed with env_id; or a prompt: the trajectories whose first
+        observation is that text, compared trimmed, which finds a verl/TRL task whose uid is new every
+        step) at every step of some runs, one row per trajectory: runId, runName, step, uid, id, index,
+        success, reward, length, meanAdvantage."""
         ids = ",".join(r.id if isinstance(r, ApiRun) else str(r) for r in runs)
-        r = self._get("/tasks/timeline", [("runs", ids), ("task", task), ("seed", seed), ("envId", env_id)],
-                      what=f"task_timeline(runs={ids!r}, task={task!r}, seed={seed!r})")
+        shown = prompt[:40] + "..." if prompt and len(prompt) > 40 else prompt
+        r = self._get("/tasks/timeline", [("runs", ids), ("task", task), ("seed", seed), ("envId", env_id), ("prompt", prompt)],
+                      what=f"task_timeline(runs={ids!r}, task={task!r}, seed={seed!r}, prompt={shown!r})")
         rows = [{"runId": run["id"], "runName": run["name"], "step": s["step"], "uid": s["uid"], **t}
                 for run in r["runs"] for s in run["steps"] for t in s["trajectories"]]
         return _table(rows, pandas, ["runId", "runName", "step", "uid", "id", "index", "success", "reward", "length", "meanAdvantage"])

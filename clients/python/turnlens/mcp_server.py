@@ -145,9 +145,10 @@ def list_labels(api: Api, a: Dict[str, Any]) -> Any:
 
 
 def get_task_timeline(api: Api, a: Dict[str, Any]) -> Any:
-    if (a.get("task") is None) == (a.get("seed") is None):
-        raise ToolError("arguments: give exactly one of task (group uid) or seed")
-    rows = api.task_timeline(a["run_ids"], task=a.get("task"), seed=a.get("seed"), env_id=a.get("env_id"), pandas=False)
+    if sum(a.get(k) is not None for k in ("task", "seed", "prompt")) != 1:
+        raise ToolError("arguments: give exactly one of task (group uid), seed or prompt")
+    rows = api.task_timeline(a["run_ids"], task=a.get("task"), seed=a.get("seed"), env_id=a.get("env_id"),
+                             prompt=a.get("prompt"), pandas=False)
     return {"count": len(rows), "trajectories": rows}
 
 
@@ -257,9 +258,11 @@ TOOLS: Dict[str, Tuple[str, Dict[str, Any], Callable[[Api, Dict[str, Any]], Any]
         list_labels),
     "get_task_timeline": (
         "One task across training: its trajectories at every step of one or more runs (outcome, return, "
-        "length, mean advantage), by group uid (task) or task seed (seed, with env_id).",
+        "length, mean advantage), by group uid (task), task seed (seed, with env_id) or prompt (the first "
+        "observation's text, compared trimmed: finds a verl/TRL task whose uid is new every step).",
         _schema({"run_ids": {"type": "array", "items": {"type": "string"}, "description": "run ids (1-10)"},
                  "task": {"type": "string", "description": "group uid"}, "seed": {"type": "integer"},
+                 "prompt": {"type": "string", "maxLength": 4000, "description": "the task's prompt (first observation)"},
                  "env_id": {"type": "string"}}, ("run_ids",)),
         get_task_timeline),
     "diff_trajectories": (
