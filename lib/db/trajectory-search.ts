@@ -226,13 +226,14 @@ export function backfillPromptHashes(runIds: readonly string[], db: RawDb = getR
         (db) => {
           const rows = db
             .prepare(
-              `SELECT x."key", t."turnTexts" FROM "TrajectorySearch" x JOIN "Trajectory" t ON t."id" = x."trajectoryId"
+              `SELECT x."key", t."id", t."turnTexts" FROM "TrajectorySearch" x JOIN "Trajectory" t ON t."id" = x."trajectoryId"
                WHERE x."runId" = ? AND x."promptHash" IS NULL LIMIT 500`,
             )
-            .raw()
-            .all(runId) as [number, Uint8Array][];
+            .all(runId) as { key: number; id: string; turnTexts: Uint8Array }[];
+          // a group's texts may live in its first trajectory's row: readTurnTexts follows the reference
+          const texts = readTurnTexts(rows, db);
           const set = db.prepare(`UPDATE "TrajectorySearch" SET "promptHash" = ? WHERE "key" = ?`);
-          for (const [key, texts] of rows) set.run(promptHash(unpackTurnTexts(texts).observation[0] ?? ""), key);
+          for (let i = 0; i < rows.length; i++) set.run(promptHash(texts[i].observation[0] ?? ""), rows[i].key);
           return rows.length;
         },
         db,
