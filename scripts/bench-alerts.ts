@@ -11,13 +11,12 @@
 // - ingest with the default rules on and off (ingestOnOff).
 //
 //   node_modules/.bin/tsx scripts/bench-alerts.ts [--steps 150] [--db FILE] [--reuse]
-import { spawn, execFileSync, type ChildProcess } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { realisticStep } from "./realistic-workload";
-import { freeLoopbackPort } from "../test/helpers/postgres";
-import { percentile } from "./bench-store";
+import { percentile, startServer } from "./bench-store";
 
 const args = process.argv.slice(2);
 const opt = (k: string) => {
@@ -144,22 +143,6 @@ async function ingestOnOff(): Promise<void> {
     );
 }
 
-async function startServer(port: number): Promise<ChildProcess> {
-  const server = spawn(process.execPath, ["scripts/web-server.mjs"], {
-    env: { ...process.env, NODE_ENV: "production", NEXT_TELEMETRY_DISABLED: "1", PORT: String(port) },
-    stdio: ["ignore", "ignore", "inherit"],
-  });
-  for (let i = 0; i < 600; i++) {
-    try {
-      if ((await fetch(`http://127.0.0.1:${port}/api/v1/projects`)).ok) return server;
-    } catch {
-      /* not up yet */
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error("server did not start");
-}
-
 async function time(url: string): Promise<number> {
   const t = performance.now();
   const res = await fetch(url);
@@ -175,8 +158,6 @@ async function main() {
     await inProcess(runId);
     await ingestOnOff();
   }
-  const port = await freeLoopbackPort();
-  const base = `http://127.0.0.1:${port}`;
   const urls: [string, string][] = [
     ["GET /api/v1/alerts?runId", `/api/v1/alerts?runId=${runId}`],
     ["GET /api/v1/alerts", `/api/v1/alerts?limit=8`],
@@ -188,16 +169,15 @@ async function main() {
   ];
   const rows: string[] = [];
   for (const [name, url] of urls) {
-    const server = await startServer(port); // a fresh process per URL: its first request is cold
+    const server = await startServer(`file:${DB}`, DB.replace(/\.db$/, "-server.log")); // a fresh process per URL: its first request is cold
+    const base = server.api.replace(/\/api\/v1$/, "");
     try {
       const cold = await time(base + url);
       const warm: number[] = [];
       for (let i = 0; i < 5; i++) warm.push(await time(base + url));
       rows.push(`| ${name} | ${cold.toFixed(0)} | ${percentile(warm, 50).toFixed(1)} |`);
     } finally {
-      const done = new Promise((r) => server.once("exit", r));
-      server.kill("SIGTERM");
-      await done;
+      await server.stop();
     }
   }
   console.log(

@@ -7,13 +7,12 @@
 // of the next 5).
 //
 //   node_modules/.bin/tsx scripts/bench-timeline-labels.ts [--steps 150] [--db FILE] [--reuse]
-import { spawn, execFileSync, type ChildProcess } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { realisticStep } from "./realistic-workload";
-import { freeLoopbackPort } from "../test/helpers/postgres";
-import { percentile } from "./bench-store";
+import { percentile, startServer } from "./bench-store";
 
 const args = process.argv.slice(2);
 const opt = (k: string) => {
@@ -23,7 +22,6 @@ const opt = (k: string) => {
 const STEPS = Number(opt("steps") ?? 150);
 const DB = path.resolve(opt("db") ?? `data/bench-timeline-${STEPS}.db`);
 const META = DB.replace(/\.db$/, "") + ".json";
-const PORT = Number(process.env.BENCH_PORT ?? (await freeLoopbackPort()));
 process.env.DATABASE_URL = `file:${DB}`;
 
 interface Meta {
@@ -83,31 +81,9 @@ async function seed(): Promise<Meta> {
 
 const meta: Meta = args.includes("--reuse") && fs.existsSync(META) && fs.existsSync(DB) ? JSON.parse(fs.readFileSync(META, "utf8")) : await seed();
 
-async function startServer(): Promise<ChildProcess> {
-  const server = spawn(process.execPath, ["scripts/web-server.mjs"], {
-    env: { ...process.env, NODE_ENV: "production", NEXT_TELEMETRY_DISABLED: "1", DATABASE_URL: `file:${DB}`, PORT: String(PORT) },
-    stdio: ["ignore", "ignore", "inherit"],
-  });
-  for (let i = 0; ; i++) {
-    try {
-      if ((await fetch(`http://127.0.0.1:${PORT}/api/v1/projects`)).ok) return server;
-    } catch {
-      /* not up yet */
-    }
-    if (i > 600) throw new Error("server did not start");
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
-async function stopServer(s: ChildProcess) {
-  const done = new Promise((r) => s.once("exit", r));
-  s.kill("SIGTERM");
-  await done;
-}
-
-async function time(url: string): Promise<{ ms: number; bytes: number; status: number }> {
+async function time(base: string, url: string): Promise<{ ms: number; bytes: number; status: number }> {
   const t = performance.now();
-  const res = await fetch(`http://127.0.0.1:${PORT}${url}`);
+  const res = await fetch(`${base}${url}`);
   const body = await res.arrayBuffer();
   return { ms: performance.now() - t, bytes: body.byteLength, status: res.status };
 }
@@ -139,14 +115,15 @@ console.log(
 console.log("| what | cold ms | warm ms (median of 5) | KB | status |");
 console.log("|---|---:|---:|---:|---|");
 for (const [name, url] of cases) {
-  const server = await startServer();
+  const server = await startServer(`file:${DB}`, DB.replace(/\.db$/, "-server.log"));
+  const base = server.api.replace(/\/api\/v1$/, "");
   try {
-    const cold = await time(url);
+    const cold = await time(base, url);
     const warm: number[] = [];
-    for (let i = 0; i < 5; i++) warm.push((await time(url)).ms);
+    for (let i = 0; i < 5; i++) warm.push((await time(base, url)).ms);
     console.log(`| ${name} | ${cold.ms.toFixed(0)} | ${percentile(warm, 50).toFixed(0)} | ${(cold.bytes / 1024).toFixed(0)} | ${cold.status} |`);
   } finally {
-    await stopServer(server);
+    await server.stop();
   }
 }
 console.log(
