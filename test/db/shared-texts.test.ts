@@ -11,9 +11,9 @@ const tmp = useTempDatabase("shared-texts");
 const { createRun } = await import("@/lib/db/runs");
 const { writeRolloutStep, getTrajectory, listTrajectories, turnsPage } = await import("@/lib/db/rollouts");
 const { groupTexts, stepTexts } = await import("@/lib/db/credit");
-const { getRawDb } = await import("@/lib/db/raw");
 const { SHARED_RAW_BYTES, turnTextsRef } = await import("@/lib/db/trajectory-pack");
 const { readTurnTexts } = await import("@/lib/db/trajectory-texts");
+const { overwriteTurnTexts, stepIdOfGroup, trajectoryTextRows } = await import("../helpers/db-inspect");
 afterAll(() => tmp.cleanup());
 
 const obs = (g: number, t: number, i: number, size = 0) => `g${g} t${t} turn ${i} "quoted"\né ${"x".repeat(size)}`;
@@ -41,13 +41,7 @@ function writeStep(runId: string, step: number, trajectories: number, size = 0) 
   });
 }
 
-const rowsOf = (runId: string) =>
-  getRawDb().prepare(`SELECT "id", "groupId", "index", "turnTexts" FROM "Trajectory" WHERE "runId" = ? ORDER BY "firstSeq"`).all(runId) as {
-    id: string;
-    groupId: string;
-    index: number;
-    turnTexts: Uint8Array;
-  }[];
+const rowsOf = (runId: string) => trajectoryTextRows(runId);
 
 describe("shared turn texts", () => {
   it("gives each trajectory its own texts through every reader", () => {
@@ -70,7 +64,7 @@ describe("shared turn texts", () => {
     const group = groupTexts(rows[0].groupId);
     expect([...group.keys()]).toEqual(rows.filter((r) => r.groupId === rows[0].groupId).map((r) => r.id));
     for (const [id, texts] of group) expect(texts.map((x) => x.observation)).toEqual(getTrajectory(id)!.turns.map((u) => u.observation));
-    const step = stepTexts(getRawDb().prepare(`SELECT "stepId" FROM "RolloutGroup" WHERE "id" = ?`).pluck().get(rows[0].groupId) as string);
+    const step = stepTexts(stepIdOfGroup(rows[0].groupId));
     for (const r of rows) expect(step.get(r.id)!.actions).toContain(`a${r.index}.2`);
     // a run's turns from a cursor that starts past every holder of the page
     const page = turnsPage(runId, 3 * rows.length - 4, 10).turns;
@@ -98,9 +92,7 @@ describe("shared turn texts", () => {
     writeStep(runId, 0, 2);
     const [row] = rowsOf(runId);
     const old = { observation: ["before", 'with "quotes"\n'], action: ["x", "y"], info: [null, { k: 1 }] };
-    getRawDb()
-      .prepare(`UPDATE "Trajectory" SET "turnTexts" = ?, "length" = 2 WHERE "id" = ?`)
-      .run(zlib.deflateSync(JSON.stringify(old), { level: 6 }), row.id);
+    overwriteTurnTexts(row.id, zlib.deflateSync(JSON.stringify(old), { level: 6 }), 2);
     const turns = getTrajectory(row.id)!.turns;
     expect(turns.map((u) => [u.observation, u.action, u.info])).toEqual([
       ["before", "x", null],

@@ -151,3 +151,38 @@ export function forgetStepSummaries(runId: string, db: RawDb = getRawDb()): void
 export function deleteAllJobs(db: RawDb = getRawDb()): void {
   db.prepare(`DELETE FROM "Job"`).run();
 }
+
+/** A run's trajectory rows with their packed texts as stored (a group's shared stream or a reference to it), in write order. */
+export function trajectoryTextRows(runId: string, db: RawDb = getRawDb()): { id: string; groupId: string; index: number; turnTexts: Uint8Array }[] {
+  return db.prepare(`SELECT "id", "groupId", "index", "turnTexts" FROM "Trajectory" WHERE "runId" = ? ORDER BY "firstSeq"`).all(runId) as {
+    id: string;
+    groupId: string;
+    index: number;
+    turnTexts: Uint8Array;
+  }[];
+}
+
+/** The step a group belongs to. */
+export function stepIdOfGroup(groupId: string, db: RawDb = getRawDb()): string {
+  return db.prepare(`SELECT "stepId" FROM "RolloutGroup" WHERE "id" = ?`).pluck().get(groupId) as string;
+}
+
+/** Overwrites a trajectory's packed texts and length: a row as an older writer left it. */
+export function overwriteTurnTexts(trajectoryId: string, turnTexts: Uint8Array, length: number, db: RawDb = getRawDb()): void {
+  db.prepare(`UPDATE "Trajectory" SET "turnTexts" = ?, "length" = ? WHERE "id" = ?`).run(turnTexts, length, trajectoryId);
+}
+
+/** Clears a run's prompt hashes in the search index: rows indexed before the column existed. */
+export function forgetPromptHashes(runId: string, db: RawDb = getRawDb()): void {
+  db.prepare(`UPDATE "TrajectorySearch" SET "promptHash" = NULL WHERE "runId" = ?`).run(runId);
+}
+
+/** How many of these runs' search-index rows have no prompt hash. */
+export function missingPromptHashes(runIds: readonly string[], db: RawDb = getRawDb()): number {
+  return Number(
+    db
+      .prepare(`SELECT COUNT(*) FROM "TrajectorySearch" WHERE "runId" IN (${runIds.map(() => "?").join(", ")}) AND "promptHash" IS NULL`)
+      .pluck()
+      .get(...runIds),
+  );
+}

@@ -13,7 +13,7 @@ const { ingestStep } = await import("@/lib/ingest/batches");
 const { taskTimeline, trajectoryDiff } = await import("@/lib/db/task-timeline");
 const { applyLabel, createLabel, deleteLabel, labelSteps, listLabels, removeLabel, runLabelRows, trajectoryLabels } = await import("@/lib/db/labels");
 const { dropSearchIndex, indexMissing, searchTrajectories } = await import("@/lib/db/trajectory-search");
-const { getRawDb } = await import("@/lib/db/raw");
+const { forgetPromptHashes, missingPromptHashes } = await import("../helpers/db-inspect");
 const { trajectorySearchQuerySchema } = await import("@/lib/schemas/search");
 const { taskTimelineQuerySchema } = await import("@/lib/schemas/timeline");
 const { createLabelSchema } = await import("@/lib/schemas/labels");
@@ -118,7 +118,7 @@ describe("task timeline", () => {
     };
     const [runC, runD] = [prompted("c"), prompted("d")];
     // rows indexed before the prompt column (hash null) and trajectories not indexed at all: filled on the first lookup
-    getRawDb().prepare(`UPDATE "TrajectorySearch" SET "promptHash" = NULL WHERE "runId" = ?`).run(runC);
+    forgetPromptHashes(runC);
     dropSearchIndex(runD);
     const scan = (runId: string, prompt: string) =>
       listTrajectories(runId, { pageSize: 200 })
@@ -140,8 +140,7 @@ describe("task timeline", () => {
     );
     expect(q("Solve: 2 + 3").runs.map((r) => r.steps.flatMap((s) => s.trajectories).length)).toEqual([3, 3]);
     expect(q("Solve: 9 + 1").runs.every((r) => r.steps.length === 0)).toBe(true);
-    const nulls = getRawDb().prepare(`SELECT COUNT(*) FROM "TrajectorySearch" WHERE "runId" IN (?, ?) AND "promptHash" IS NULL`).pluck().get(runC, runD);
-    expect(Number(nulls)).toBe(0);
+    expect(missingPromptHashes([runC, runD])).toBe(0);
 
     const { routeCaller } = await import("../helpers/route-call");
     const timelineRoute = await import("@/app/api/v1/tasks/timeline/route");
