@@ -146,10 +146,11 @@ def test_started_by_a_turnlens_worker_the_logger_writes_into_that_run(server, mo
     monkeypatch.setenv("TURNLENS_RUN_ID", owner["id"])
     monkeypatch.setenv("TURNLENS_WRITE_KEY", owner["writeKey"])
     verl_logger.register()
-    tr = Tracking(project_name="verl-logger", experiment_name="other-name", default_backend=["turnlens"])
+    # a project no other test logs to, so its absence below says this logger made no run of its own
+    tr = Tracking(project_name="verl-logger-in-a-launched-run", experiment_name="other-name", default_backend=["turnlens"])
     tr.log(data={"actor/pg_loss": 0.5}, step=1)
     assert tr.logger["turnlens"].run.id == owner["id"]
     tr.finish()
     assert server.metrics(owner["id"])["actor/pg_loss"][1] == pytest.approx(0.5)
     projects = {p["name"] for p in server.get("/api/v1/projects")["projects"]}
-    assert "verl-logger" not in projects  # no run of its own
+    assert "verl-logger-in-a-launched-run" not in projects  # no run of its own
