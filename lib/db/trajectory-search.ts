@@ -162,49 +162,53 @@ export function indexMissing(runIds: readonly string[], db: RawDb = getRawDb()):
       indexedRuns.add(runId);
       continue;
     }
-    for (;;) {
-      const n = writeTransaction(
-        null,
-        (db) => {
-          const rows = db
-            .prepare(
-              `SELECT t."id", t."runId", s."step", t."success", t."reward", t."length", t."turnTexts", t."turnData"
+    done += inBatches(runId, 1000, db, (db) => {
+      const rows = db
+        .prepare(
+          `SELECT t."id", t."runId", s."step", t."success", t."reward", t."length", t."turnTexts", t."turnData"
              FROM "Trajectory" t JOIN "RolloutGroup" g ON g."id" = t."groupId" JOIN "RolloutStep" s ON s."id" = g."stepId"
              WHERE t."runId" = ? AND NOT EXISTS (SELECT 1 FROM "TrajectorySearch" x WHERE x."trajectoryId" = t."id")
              LIMIT 1000`,
-            )
-            .all(runId) as {
-            id: string;
-            runId: string;
-            step: number;
-            success: number;
-            reward: number;
-            length: number;
-            turnTexts: Uint8Array;
-            turnData: Uint8Array;
-          }[];
-          const texts = readTurnTexts(rows, db);
-          indexTrajectories(
-            db,
-            rows.map((r, i) => ({
-              ...r,
-              success: r.success === 1,
-              observations: texts[i].observation,
-              actions: texts[i].action,
-              advantages: unpackTurnColumns(r.turnData).advantage,
-            })),
-          );
-          return rows.length;
-        },
+        )
+        .all(runId) as {
+        id: string;
+        runId: string;
+        step: number;
+        success: number;
+        reward: number;
+        length: number;
+        turnTexts: Uint8Array;
+        turnData: Uint8Array;
+      }[];
+      const texts = readTurnTexts(rows, db);
+      indexTrajectories(
         db,
-        { runId },
+        rows.map((r, i) => ({
+          ...r,
+          success: r.success === 1,
+          observations: texts[i].observation,
+          actions: texts[i].action,
+          advantages: unpackTurnColumns(r.turnData).advantage,
+        })),
       );
-      done += n;
-      if (n < 1000) break;
-    }
+      return rows.length;
+    });
     indexedRuns.add(runId);
   }
   return done;
+}
+
+/**
+ * Runs `fill` (one write transaction on the run, `batch` rows at most) until it handles fewer than
+ * `batch`: a backfill in bounded transactions, so no write holds the store for a whole run.
+ */
+function inBatches(runId: string, batch: number, db: RawDb, fill: (db: RawDb) => number): number {
+  let done = 0;
+  for (;;) {
+    const n = writeTransaction(null, fill, db, { runId });
+    done += n;
+    if (n < batch) return done;
+  }
 }
 
 /** Runs known to have a prompt hash on every index row. */
@@ -220,28 +224,19 @@ export function backfillPromptHashes(runIds: readonly string[], db: RawDb = getR
   let done = 0;
   for (const runId of runIds) {
     if (hashedRuns.has(runId)) continue;
-    for (;;) {
-      const n = writeTransaction(
-        null,
-        (db) => {
-          const rows = db
-            .prepare(
-              `SELECT x."key", t."id", t."turnTexts" FROM "TrajectorySearch" x JOIN "Trajectory" t ON t."id" = x."trajectoryId"
+    done += inBatches(runId, 500, db, (db) => {
+      const rows = db
+        .prepare(
+          `SELECT x."key", t."id", t."turnTexts" FROM "TrajectorySearch" x JOIN "Trajectory" t ON t."id" = x."trajectoryId"
                WHERE x."runId" = ? AND x."promptHash" IS NULL LIMIT 500`,
-            )
-            .all(runId) as { key: number; id: string; turnTexts: Uint8Array }[];
-          // a group's texts may live in its first trajectory's row: readTurnTexts follows the reference
-          const texts = readTurnTexts(rows, db);
-          const set = db.prepare(`UPDATE "TrajectorySearch" SET "promptHash" = ? WHERE "key" = ?`);
-          for (let i = 0; i < rows.length; i++) set.run(promptHash(texts[i].observation[0] ?? ""), rows[i].key);
-          return rows.length;
-        },
-        db,
-        { runId },
-      );
-      done += n;
-      if (n < 500) break;
-    }
+        )
+        .all(runId) as { key: number; id: string; turnTexts: Uint8Array }[];
+      // a group's texts may live in its first trajectory's row: readTurnTexts follows the reference
+      const texts = readTurnTexts(rows, db);
+      const set = db.prepare(`UPDATE "TrajectorySearch" SET "promptHash" = ? WHERE "key" = ?`);
+      for (let i = 0; i < rows.length; i++) set.run(promptHash(texts[i].observation[0] ?? ""), rows[i].key);
+      return rows.length;
+    });
     hashedRuns.add(runId);
   }
   return done;
