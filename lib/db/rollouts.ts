@@ -3,12 +3,13 @@
 // job's lease), read in pages by cursor. What a reader does not need at once (the step's search
 // index and credit summary, computed by the caller) goes in with the step, or after it: then the
 // step carries a pending mark (lib/db/credit-summary.ts) until completeStoredStep.
+import { createHash } from "node:crypto";
 import { orderedId } from "./ids";
 import { ConflictError } from "../schemas/errors";
 import type { GroupOut, RolloutStepInput, RolloutStepOut, TrajectoryOut, TurnOut } from "../schemas/rollouts";
 import { assertRunExists, getRawDb, dbDateTime, insertRows, writeTransaction, type Fence, type RawDb } from "./raw";
 import { dialect } from "./dialect";
-import { packGroupTexts, packTurns, unpackTurns } from "./trajectory-pack";
+import { hashGroupPlan, packGroup, planGroup, unpackTurns, type PackedGroup } from "./trajectory-pack";
 import { readTrajectoryTexts, readTurnTexts } from "./trajectory-texts";
 import { finishPendingStep, markStepPending, type StepSummary } from "./credit-summary";
 import { indexTrajectories, type IndexEntry } from "./trajectory-search";
@@ -42,13 +43,59 @@ export const TRAJECTORY_COLS = [
 export const STEP_COLS = ["id", "runId", "step", "estimator", "params", "diagnostics", "createdAt"];
 export const GROUP_COLS = ["id", "runId", "stepId", "uid", "envId", "taskSeed"];
 
-/**
- * The RolloutStep, RolloutGroup and Trajectory rows of one step, in the column orders above: new
- * ids from `newId`, the run's turns numbered on from `seq0`, each trajectory's turns packed
- * (lib/db/trajectory-pack.ts). writeRolloutStep stores them; gen:scale bulk-loads them.
- */
-export function rolloutRows(runId: string, input: RolloutStepInput, seq0: number, createdAt: string, newId: () => string) {
+/** A step's ids and its trajectories' packed columns (packStep). */
+export interface PackedStep {
+  stepId: string;
+  groupIds: string[];
+  groups: PackedGroup[];
+  /** each group's trajectory ids, in order */
+  ids: string[][];
+  /**
+   * SHA-256 of the step's content as stored (its fields, then each group's columns before
+   * compression, lib/db/trajectory-pack.ts hashGroupPlan): ingest's idempotency hash, made from
+   * the JSON the packer writes anyway instead of the step's JSON again.
+   */
+  hash: string;
+}
+
+/** Packs a step's trajectories, with new ids, and makes its content hash from the planned columns. */
+export function packStep(input: RolloutStepInput, newId: () => string = orderedId): PackedStep {
   const stepId = newId();
+  const groupIds: string[] = [];
+  const ids: string[][] = [];
+  const hash = createHash("sha256").update(
+    JSON.stringify([input.step, input.estimator ?? null, input.params ?? null, input.diagnostics ?? null, input.groups.length]),
+  );
+  const groups = input.groups.map((g) => {
+    groupIds.push(newId());
+    const trajectoryIds = g.trajectories.map(() => newId());
+    ids.push(trajectoryIds);
+    const plan = planGroup(
+      g.trajectories.map((t) => t.turns),
+      trajectoryIds,
+    );
+    hash.update(JSON.stringify([g.uid, g.envId, g.taskSeed, g.trajectories.map((t) => [t.reward ?? null, t.success, t.truncated, t.turns.length])]));
+    hashGroupPlan(hash, plan);
+    return packGroup(plan);
+  });
+  return { stepId, groupIds, groups, ids, hash: hash.digest("hex") };
+}
+
+/**
+ * The RolloutStep, RolloutGroup and Trajectory rows of one step, in the column orders above: the
+ * run's turns numbered on from `seq0`, each trajectory's turns packed (lib/db/trajectory-pack.ts),
+ * ids from `newId` unless `packed` (packStep) brings them. writeRolloutStep stores them; gen:scale
+ * bulk-loads them.
+ */
+export function rolloutRows(
+  runId: string,
+  input: RolloutStepInput,
+  seq0: number,
+  createdAt: string,
+  newId: () => string,
+  packed: PackedStep = packStep(input, newId),
+) {
+  const { stepId } = packed;
   const step = [
     stepId,
     runId,
@@ -61,20 +108,14 @@ export function rolloutRows(runId: string, input: RolloutStepInput, seq0: number
   const groups: unknown[][] = [];
   const trajectories: unknown[][] = [];
   let seq = seq0;
-  for (const g of input.groups) {
-    const groupId = newId();
+  input.groups.forEach((g, gi) => {
+    const groupId = packed.groupIds[gi];
     groups.push([groupId, runId, stepId, g.uid, g.envId, g.taskSeed]);
-    const packed = g.trajectories.map((t) => packTurns(t.turns));
-    const ids = g.trajectories.map(() => newId());
-    const texts = packGroupTexts(
-      packed.map((p) => p.texts),
-      ids,
-    );
+    const p = packed.groups[gi];
     g.trajectories.forEach((t, ti) => {
       const reward = t.reward ?? t.turns.reduce((s, u) => s + u.reward, 0);
-      const p = packed[ti];
       trajectories.push([
-        ids[ti],
+        packed.ids[gi][ti],
         runId,
         groupId,
         ti,
@@ -83,13 +124,13 @@ export function rolloutRows(runId: string, input: RolloutStepInput, seq0: number
         t.turns.length,
         t.truncated ? 1 : 0,
         seq,
-        p.turnData,
-        texts[ti],
-        p.turnTokens,
+        p.turnData[ti],
+        p.turnTexts[ti],
+        p.turnTokens[ti],
       ]);
       seq += t.turns.length;
     });
-  }
+  });
   return { stepId, steps: [step], groups, trajectories, turns: seq - seq0 };
 }
 
@@ -112,8 +153,8 @@ export type StepExtras = { summary: StepSummary | null } | "deferred";
 
 /**
  * Writes one step's rollouts, readable when the transaction commits, with its search index and
- * summary or (`extras` "deferred") its pending mark. Throws StepExistsError if the step is already
- * stored (nothing written twice).
+ * summary or (`extras` "deferred") its pending mark; `packed`: its columns packed already
+ * (packStep). Throws StepExistsError if the step is already stored (nothing written twice).
  */
 export function writeRolloutStep(
   runId: string,
@@ -121,12 +162,13 @@ export function writeRolloutStep(
   fence: Fence | null = null,
   db: RawDb = getRawDb(),
   extras: StepExtras = { summary: null },
+  packed?: PackedStep,
 ): { stepId: string; turns: number } {
   return writeTransaction(
     fence,
     (db) => {
       if (stepExists(runId, input.step, db)) throw new StepExistsError(runId, input.step);
-      const rows = rolloutRows(runId, input, nextTurnSeq(runId, db), dbDateTime(), orderedId);
+      const rows = rolloutRows(runId, input, nextTurnSeq(runId, db), dbDateTime(), orderedId, packed);
       const cols = (c: string[]) => c.map((x) => `"${x}"`).join(",");
       insertRows(db, `INSERT INTO "RolloutStep" (${cols(STEP_COLS)})`, STEP_COLS.length, rows.steps.flat());
       insertRows(db, `INSERT INTO "RolloutGroup" (${cols(GROUP_COLS)})`, GROUP_COLS.length, rows.groups.flat());

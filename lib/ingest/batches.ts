@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto";
 import { metricBodyByKey } from "../db/metric-points";
 import { writeMetricsByKey } from "../db/metric-writes";
-import { stepExists, writeRolloutStep } from "../db/rollouts";
+import { packStep, stepExists, writeRolloutStep } from "../db/rollouts";
 import {
   addStepPart,
   deleteBatch,
@@ -33,13 +33,18 @@ export interface IngestAnswer {
   body: unknown;
 }
 
-/** Hash of the validated content (zod output, so defaults and key order are canonical), batchId excluded. */
+/** Hash of the validated content (zod output, so defaults and key order are canonical), batchId excluded: a metric batch's or a step part's. */
 function contentHash(value: { batchId?: string }): string {
   const { batchId: _omit, ...rest } = value;
   void _omit;
   return createHash("sha256").update(JSON.stringify(rest)).digest("hex");
 }
 
+/**
+ * Records a write once. `hash` is the content's; `earlierHash` the hash an older server would have
+ * recorded for the same content (a step's before its hash came from its packed columns): a retry
+ * of a step stored by it is the same content, not a clash. Only worked out on a mismatch.
+ */
 function once(
   runId: string,
   key: string,
@@ -48,13 +53,14 @@ function once(
   clash: () => ConflictError,
   write: (db: RawDb) => unknown,
   db: RawDb,
+  earlierHash?: () => string,
 ): IngestAnswer {
   return writeTransaction(
     null,
     (db) => {
       const prior = priorBatch(runId, key, db);
       if (prior) {
-        if (prior.hash !== hash) throw clash();
+        if (prior.hash !== hash && prior.hash !== earlierHash?.()) throw clash();
         return { status: 200 as const, body: JSON.parse(prior.response) };
       }
       const body = write(db);
@@ -72,24 +78,30 @@ function withStepParams<T extends RolloutStepInput>(s: T, root: string): T {
   return params === s.params ? s : { ...s, params };
 }
 
-/** One step's rollouts: identical content again -> 200 with the stored ids; other content -> 409. */
+/**
+ * One step's rollouts: identical content again -> 200 with the stored ids; other content -> 409.
+ * Packed before its transaction (the content hash comes from the packed columns, and the write
+ * lock is held only for the inserts).
+ */
 export function ingestStep(runId: string, given: RolloutStepInput, db: RawDb = getRawDb()): IngestAnswer {
   const input = withStepParams(given, "body");
+  const p = packStep(input);
   return once(
     runId,
     `step:${input.step}`,
     "steps",
-    contentHash(input),
+    p.hash,
     () =>
       new ConflictError(`step ${input.step} of run ${runId} is already stored with other content; a step is written once`, [
         { path: "body.step", message: `step ${input.step} exists with other content` },
       ]),
     (db) => {
-      const stored = writeRolloutStep(runId, input, null, db, "deferred");
+      const stored = writeRolloutStep(runId, input, null, db, "deferred", p);
       deferStepWork(runId, stored.stepId, input); // after the answer (lib/ingest/deferred.ts)
       return stored;
     },
     db,
+    () => contentHash(input),
   );
 }
 

@@ -186,3 +186,9 @@ export function missingPromptHashes(runIds: readonly string[], db: RawDb = getRa
       .get(...runIds),
   );
 }
+
+/** Sets the hash a write's IngestBatch record holds (`batchId` as ingest keys it, e.g. "step:3"): a record as an older server wrote it. */
+export function setBatchHash(runId: string, batchId: string, hash: string, db: RawDb = getRawDb()): void {
+  const r = db.prepare(`UPDATE "IngestBatch" SET "hash" = ? WHERE "runId" = ? AND "batchId" = ?`).run(hash, runId, batchId);
+  if (r.changes !== 1) throw new Error(`no IngestBatch ${batchId} of run ${runId}`);
+}
