@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from . import shapes, spool
 from .contract import CONTRACT
-from .transport import ApiError, Transport, Unavailable, encode
+from .transport import ApiError, Transport, Unavailable, encode, encode_built
 
 _STOP = ("stop",)
 # Most steps (and, reached first, about most turns) sent in one steps/batch request.
@@ -469,14 +469,15 @@ def send_record(transport: Transport, run_id: str, write_key: Optional[str], rec
             return
         _encoded.clear()
         try:
-            _encoded[id(following)] = (following, use_ids, encode(_request_body(following, use_ids)))
+            enc = encode_built if following["kind"] in ("steps", "steps/batch") else encode
+            _encoded[id(following)] = (following, use_ids, enc(_request_body(following, use_ids)))
         except ValueError:
             pass  # encoded again when it is sent, which names the problem
 
     path = f"/api/v1/runs/{run_id}/{kind}"
     if kind in ("steps", "steps/batch"):
         if not isinstance(data, bytes):
-            data = encode(body)
+            data = encode_built(body)
         if len(data) > PART_BYTES:
             if kind == "steps/batch":  # the caller sends the steps one by one, each in parts if need be
                 raise ApiError(413, f"{len(data)} bytes is more than one request carries here ({PART_BYTES})")
@@ -527,7 +528,7 @@ def step_parts(body: Dict[str, Any], limit: int = PART_BYTES) -> List[bytes]:
     chunks: List[List[bytes]] = [[]]
     size = 0
     for g in body["groups"]:
-        data = encode(g)
+        data = encode_built(g)
         if chunks[-1] and size + len(data) + 1 > room:
             chunks.append([])
             size = 0

@@ -198,17 +198,30 @@ def anchor_text(anchor: Any) -> Optional[str]:
 # Turn fields that, given as exactly this type, the server takes as they are (a float only when
 # finite): a turn of only these is copied in one pass instead of converted field by field.
 _AS_IS = {"observation": str, "action": str, "reward": float, "anchor": str, "valid": bool, "done": bool,
-          "logprob": float, "entropy": float, "advantage": float}
+          "logprob": float, "entropy": float, "advantage": float, "tokenCount": int, "agent": int}
+# an int where a float goes (a reward of 0 or 1) is taken too, as its float, when a double holds it exactly
+_EXACT_INT = 2**53
+_FLOATS = [k for k, t in _AS_IS.items() if t is float]
 
 
 def turn_body(turn: Mapping[str, Any], where: str) -> Dict[str, Any]:
     if type(turn) is dict and "reward" in turn:
+        ints = False
         for k, v in turn.items():
             t = _AS_IS.get(k)
-            if t is None or type(v) is not t or (t is float and v - v != 0.0):
+            tv = type(v)
+            if tv is not t:
+                if t is not float or tv is not int or not -_EXACT_INT <= v <= _EXACT_INT:
+                    break
+                ints = True
+            elif t is float and v - v != 0.0:
                 break
-        else:  # the common case: plain str/float/bool fields only (two-thirds of a step's client time otherwise)
+        else:  # the common case: plain str/float/int/bool fields only (two-thirds of a step's client time otherwise)
             out = dict(turn)
+            if ints:  # as to_number gives them
+                for k in _FLOATS:
+                    if type(out.get(k)) is int:
+                        out[k] = float(out[k])
             if "observation" not in out:
                 out["observation"] = ""
             if "action" not in out:
