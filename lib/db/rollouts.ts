@@ -9,7 +9,7 @@ import { ConflictError } from "../schemas/errors";
 import type { GroupOut, RolloutStepInput, RolloutStepOut, TrajectoryOut, TurnOut } from "../schemas/rollouts";
 import { assertRunExists, getRawDb, dbDateTime, insertRows, writeTransaction, type Fence, type RawDb } from "./raw";
 import { dialect } from "./dialect";
-import { hashGroupPlan, packGroup, planGroup, unpackTurns, type PackedGroup } from "./trajectory-pack";
+import { hashGroupPlan, packGroup, packGroupWith, planGroup, unpackTurns, type GroupPlan, type PackedGroup, type StreamCompressor } from "./trajectory-pack";
 import { readTrajectoryTexts, readTurnTexts } from "./trajectory-texts";
 import { finishPendingStep, markStepPending, type StepSummary } from "./credit-summary";
 import { indexTrajectories, type IndexEntry } from "./trajectory-search";
@@ -58,8 +58,8 @@ export interface PackedStep {
   hash: string;
 }
 
-/** Packs a step's trajectories, with new ids, and makes its content hash from the planned columns. */
-export function packStep(input: RolloutStepInput, newId: () => string = orderedId): PackedStep {
+/** A step's ids and each group's plan handed to `pack` in turn (an asynchronous pack starts on a group while the next is planned), with its content hash. */
+function packGroupsWith<G>(input: RolloutStepInput, newId: () => string, pack: (plan: GroupPlan) => G) {
   const stepId = newId();
   const groupIds: string[] = [];
   const ids: string[][] = [];
@@ -76,9 +76,20 @@ export function packStep(input: RolloutStepInput, newId: () => string = orderedI
     );
     hash.update(JSON.stringify([g.uid, g.envId, g.taskSeed, g.trajectories.map((t) => [t.reward ?? null, t.success, t.truncated, t.turns.length])]));
     hashGroupPlan(hash, plan);
-    return packGroup(plan);
+    return pack(plan);
   });
   return { stepId, groupIds, groups, ids, hash: hash.digest("hex") };
+}
+
+/** Packs a step's trajectories, with new ids, and makes its content hash from the planned columns. */
+export function packStep(input: RolloutStepInput, newId: () => string = orderedId): PackedStep {
+  return packGroupsWith(input, newId, packGroup);
+}
+
+/** The same bytes, its texts compressed by `compress` (another thread) while this one plans, hashes and deflates. */
+export async function packStepWith(input: RolloutStepInput, compress: StreamCompressor, newId: () => string = orderedId): Promise<PackedStep> {
+  const step = packGroupsWith(input, newId, (plan) => packGroupWith(plan, compress));
+  return { ...step, groups: await Promise.all(step.groups) };
 }
 
 /**

@@ -171,10 +171,25 @@ export function packGroup(plan: GroupPlan): PackedGroup {
     turnData: plan.turnData.map((j) => zlib.deflateSync(j, DEFLATE)),
     turnTexts: textColumns(
       plan,
-      plan.streams.map((s) => zlib.brotliCompressSync(s.json, brotliOptions(s.json))),
+      plan.streams.map((s) => compressStream(s.json)),
     ),
     turnTokens: plan.turnTokens,
   };
+}
+
+/** One text stream in Brotli, as packGroup writes it (lib/ingest/compress-thread.ts runs it on a thread of its own). */
+export function compressStream(json: string): Buffer {
+  return zlib.brotliCompressSync(json, brotliOptions(json));
+}
+
+/** Compresses text streams elsewhere (another thread), each as compressStream does. */
+export type StreamCompressor = (jsons: string[]) => Promise<Buffer[]>;
+
+/** packGroup with the text streams handed to `compress`: this thread deflates turnData meanwhile. */
+export async function packGroupWith(plan: GroupPlan, compress: StreamCompressor): Promise<PackedGroup> {
+  const texts = compress(plan.streams.map((s) => s.json));
+  const turnData = plan.turnData.map((j) => zlib.deflateSync(j, DEFLATE));
+  return { turnData, turnTexts: textColumns(plan, await texts), turnTokens: plan.turnTokens };
 }
 
 /** A turnTexts column that refers to another row's: that row's id and the place in its stream; null: it holds its own. */

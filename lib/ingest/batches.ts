@@ -6,7 +6,8 @@
 import { createHash } from "node:crypto";
 import { metricBodyByKey } from "../db/metric-points";
 import { writeMetricsByKey } from "../db/metric-writes";
-import { packStep, stepExists, writeRolloutStep } from "../db/rollouts";
+import { packStep, packStepWith, stepExists, writeRolloutStep, type PackedStep } from "../db/rollouts";
+import { compressOnThread } from "./compress-thread";
 import {
   addStepPart,
   deleteBatch,
@@ -81,11 +82,11 @@ function withStepParams<T extends RolloutStepInput>(s: T, root: string): T {
 /**
  * One step's rollouts: identical content again -> 200 with the stored ids; other content -> 409.
  * Packed before its transaction (the content hash comes from the packed columns, and the write
- * lock is held only for the inserts).
+ * lock is held only for the inserts); `packed`: packed already (prepareStep).
  */
-export function ingestStep(runId: string, given: RolloutStepInput, db: RawDb = getRawDb()): IngestAnswer {
+export function ingestStep(runId: string, given: RolloutStepInput, db: RawDb = getRawDb(), packed?: PackedStep): IngestAnswer {
   const input = withStepParams(given, "body");
-  const p = packStep(input);
+  const p = packed ?? packStep(input);
   return once(
     runId,
     `step:${input.step}`,
@@ -106,18 +107,27 @@ export function ingestStep(runId: string, given: RolloutStepInput, db: RawDb = g
 }
 
 /**
+ * A step packed for ingestStep before it runs, its text streams compressed on the compression
+ * thread (lib/ingest/compress-thread.ts) while this thread plans, hashes and deflates the rest.
+ * `root` names the step in errors.
+ */
+export function prepareStep(given: RolloutStepInput, root = "body"): Promise<PackedStep> {
+  return packStepWith(withStepParams(given, root), compressOnThread);
+}
+
+/**
  * The steps of one request (in increasing order, each once: the schema checks), each as ingestStep would store it (same rows, same hash), in one
  * transaction: all stored or none. A step stored before with other content is a 409 naming it
  * (`body.steps.N.step`); the answer lists each step's answer in order, 201 when any was new.
  */
-export function ingestSteps(runId: string, input: RolloutStepsBatch, db: RawDb = getRawDb()): IngestAnswer {
+export function ingestSteps(runId: string, input: RolloutStepsBatch, db: RawDb = getRawDb(), prepared?: PackedStep[]): IngestAnswer {
   const steps = input.steps.map((s, i) => withStepParams(s, `body.steps.${i}`));
   const answers = writeTransaction(
     null,
     (db) =>
       steps.map((s, i) => {
         try {
-          return ingestStep(runId, s, db);
+          return ingestStep(runId, s, db, prepared?.[i]);
         } catch (e) {
           if (e instanceof ConflictError)
             throw new ConflictError(e.message, [{ path: `body.steps.${i}.step`, message: `step ${s.step} exists with other content` }]);

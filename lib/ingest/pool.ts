@@ -172,8 +172,8 @@ export async function runIngest(kind: IngestRequest["kind"], runId: string, byte
   const req: IngestRequest = { id: nextId++, kind, runId, bytes, databaseUrl: databaseUrl() };
   let reply: IngestReply;
   if (process.env.TURNLENS_INGEST_THREAD === "0") {
-    const { handleIngest } = await import("./thread");
-    reply = handleIngest(req);
+    const { handleIngestAsync } = await import("./thread");
+    reply = await handleIngestAsync(req);
   } else {
     const lane = pickLane(!connectsFromThreads(req.databaseUrl));
     reply = await new Promise<IngestReply>((resolve, reject) => {

@@ -8,7 +8,12 @@ import { errorKind, parseInput, type ErrorKind, type Issue } from "../schemas/er
 import { parseJsonBytes } from "../schemas/json-limits";
 import { openRawDb, type RawDb } from "../db/raw";
 import { metricBodySchema, metricColumnsLookValid } from "../schemas/metrics";
+import type { LogMetrics } from "../schemas/metrics";
+import type { PackedStep } from "../db/rollouts";
 import {
+  type RolloutStepInput,
+  type RolloutStepPart,
+  type RolloutStepsBatch,
   rolloutStepFast,
   rolloutStepInputSchema,
   rolloutStepPartFast,
@@ -16,7 +21,7 @@ import {
   rolloutStepsBatchFast,
   rolloutStepsBatchSchema,
 } from "../schemas/rollouts";
-import { ingestMetrics, ingestStep, ingestStepPart, ingestSteps } from "./batches";
+import { ingestMetrics, ingestStep, ingestStepPart, ingestSteps, prepareStep, type IngestAnswer } from "./batches";
 import { makeRoomForDeferred, noteAlertCheck, scheduleDeferred } from "./deferred";
 
 export interface IngestRequest {
@@ -36,43 +41,112 @@ export type IngestReply =
 let db: RawDb | null = null;
 let dbUrl = "";
 
-/** Runs one request; also used inline when the thread is disabled (TURNLENS_INGEST_THREAD=0). */
-export function handleIngest(req: IngestRequest, conn?: RawDb): IngestReply {
-  try {
-    if (!conn) {
-      if (!db || dbUrl !== req.databaseUrl) {
-        db?.close();
-        db = openRawDb(req.databaseUrl);
-        dbUrl = req.databaseUrl;
-      }
-      conn = db;
+function connection(req: IngestRequest, conn?: RawDb): RawDb {
+  if (conn) return conn;
+  if (!db || dbUrl !== req.databaseUrl) {
+    db?.close();
+    db = openRawDb(req.databaseUrl);
+    dbUrl = req.databaseUrl;
+  }
+  return db;
+}
+
+type Validated =
+  | { kind: "steps"; value: RolloutStepInput }
+  | { kind: "stepPart"; value: RolloutStepPart }
+  | { kind: "stepsBatch"; value: RolloutStepsBatch }
+  | { kind: "metrics"; value: LogMetrics };
+
+function validated(req: IngestRequest): Validated {
+  const value = parseJsonBytes(req.bytes);
+  switch (req.kind) {
+    case "steps":
+      return { kind: req.kind, value: rolloutStepFast(value) ?? parseInput(rolloutStepInputSchema, value, "body") };
+    case "stepPart":
+      return { kind: req.kind, value: rolloutStepPartFast(value) ?? parseInput(rolloutStepPartSchema, value, "body") };
+    case "stepsBatch":
+      return { kind: req.kind, value: rolloutStepsBatchFast(value) ?? parseInput(rolloutStepsBatchSchema, value, "body") };
+    default:
+      return { kind: "metrics", value: metricColumnsLookValid(value) ? value : parseInput(metricBodySchema(value), value, "body") };
+  }
+}
+
+/** Stores a validated body; `prepared`: its steps packed already (prepareStep), in order. */
+function store(runId: string, v: Validated, conn: RawDb, prepared?: PackedStep[]): IngestAnswer {
+  switch (v.kind) {
+    case "steps":
+      return ingestStep(runId, v.value, conn, prepared?.[0]);
+    case "stepPart":
+      return ingestStepPart(runId, v.value, conn);
+    case "stepsBatch":
+      return ingestSteps(runId, v.value, conn, prepared);
+    case "metrics": {
+      const ans = ingestMetrics(runId, v.value, conn);
+      noteAlertCheck(runId); // its metric rules, after this answer
+      return ans;
     }
-    makeRoomForDeferred(conn);
-    const value = parseJsonBytes(req.bytes);
-    const ans =
-      req.kind === "steps"
-        ? ingestStep(req.runId, rolloutStepFast(value) ?? parseInput(rolloutStepInputSchema, value, "body"), conn)
-        : req.kind === "stepPart"
-          ? ingestStepPart(req.runId, rolloutStepPartFast(value) ?? parseInput(rolloutStepPartSchema, value, "body"), conn)
-          : req.kind === "stepsBatch"
-            ? ingestSteps(req.runId, rolloutStepsBatchFast(value) ?? parseInput(rolloutStepsBatchSchema, value, "body"), conn)
-            : ingestMetrics(req.runId, metricColumnsLookValid(value) ? value : parseInput(metricBodySchema(value), value, "body"), conn);
-    if (req.kind === "metrics") noteAlertCheck(req.runId); // its metric rules, after this answer
+  }
+}
+
+function failure(req: IngestRequest, e: unknown): IngestReply {
+  const err = e as Error & { issues?: Issue[]; code?: unknown };
+  return {
+    id: req.id,
+    ok: false,
+    kind: errorKind(e),
+    ...(typeof err?.code === "string" ? { code: err.code } : {}),
+    error: err?.message ?? String(e),
+    issues: err?.issues ?? [],
+  };
+}
+
+/** Runs one request here, start to end (the import job runs it inside its own fenced transaction). */
+export function handleIngest(req: IngestRequest, conn?: RawDb): IngestReply {
+  let c: RawDb | undefined;
+  try {
+    c = connection(req, conn);
+    makeRoomForDeferred(c);
+    const ans = store(req.runId, validated(req), c);
     return { id: req.id, ok: true, status: ans.status, body: ans.body };
   } catch (e) {
-    const err = e as Error & { issues?: Issue[]; code?: unknown };
-    return {
-      id: req.id,
-      ok: false,
-      kind: errorKind(e),
-      ...(typeof err?.code === "string" ? { code: err.code } : {}),
-      error: err?.message ?? String(e),
-      issues: err?.issues ?? [],
-    };
+    return failure(req, e);
   } finally {
     // the stored steps' index and summary after this answer is sent (lib/ingest/deferred.ts)
-    if (conn) scheduleDeferred(conn);
+    if (c) scheduleDeferred(c);
   }
+}
+
+/**
+ * The same answer as handleIngest, a step's text streams compressed on the compression thread
+ * while this one plans the rest (lib/ingest/batches.ts prepareStep): what the ingest thread and
+ * processes run, one request at a time (serve).
+ */
+export async function handleIngestAsync(req: IngestRequest): Promise<IngestReply> {
+  let c: RawDb | undefined;
+  try {
+    c = connection(req);
+    makeRoomForDeferred(c);
+    const v = validated(req);
+    const prepared =
+      v.kind === "steps"
+        ? [await prepareStep(v.value)]
+        : v.kind === "stepsBatch"
+          ? await Promise.all(v.value.steps.map((s, i) => prepareStep(s, `body.steps.${i}`)))
+          : undefined;
+    const ans = store(req.runId, v, c, prepared);
+    return { id: req.id, ok: true, status: ans.status, body: ans.body };
+  } catch (e) {
+    return failure(req, e);
+  } finally {
+    if (c) scheduleDeferred(c);
+  }
+}
+
+// Requests in arrival order, each stored before the next starts (a step waiting for its
+// compression holds the line): the same order of commits as when each ran start to end.
+let line: Promise<unknown> = Promise.resolve();
+function serve(req: IngestRequest, send: (r: IngestReply) => void): void {
+  line = line.then(() => handleIngestAsync(req)).then(send, (e) => console.error(`ingest: could not answer (${(e as Error).message})`));
 }
 
 // Background work (lib/ingest/pool.ts ingestNice, which checked the value): lower this thread's
@@ -87,9 +161,9 @@ if (nice > 0 && (process.env.TURNLENS_INGEST_CHILD === "1" || (parentPort && pro
   }
 }
 
-if (parentPort) parentPort.on("message", (req: IngestRequest) => parentPort!.postMessage(handleIngest(req)));
+if (parentPort) parentPort.on("message", (req: IngestRequest) => serve(req, (r) => parentPort!.postMessage(r)));
 else if (process.send && process.env.TURNLENS_INGEST_CHILD === "1") {
   // an ingest process (PostgreSQL, lib/ingest/pool.ts): same requests over its IPC channel; it ends with its server
-  process.on("message", (req: IngestRequest) => process.send!(handleIngest(req)));
+  process.on("message", (req: IngestRequest) => serve(req, (r) => process.send!(r)));
   process.on("disconnect", () => process.exit(0));
 }
