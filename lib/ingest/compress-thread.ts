@@ -25,6 +25,7 @@ function start(): Worker {
   w.on("message", (r: Reply) => {
     const p = pending.get(r.id);
     pending.delete(r.id);
+    if (pending.size === 0) w.unref(); // a reply re-refs the thread; idle, it never keeps its process alive
     if (!p) return;
     if ("error" in r) p.reject(new Error(r.error));
     else p.resolve(r.out.map((b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength)));
@@ -47,6 +48,7 @@ export const compressOnThread: StreamCompressor = async (jsons) => {
     const w = worker;
     return await new Promise<Buffer[]>((resolve, reject) => {
       pending.set(id, { resolve, reject });
+      w.ref();
       w.postMessage({ id, jsons } satisfies Request);
     });
   } catch (e) {
