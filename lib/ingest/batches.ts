@@ -5,7 +5,7 @@
 // metric batches by the client's batchId.
 import { createHash } from "node:crypto";
 import { metricBodyByKey } from "../db/metric-points";
-import { writeMetricsByKey } from "../db/metric-writes";
+import { writeMetricsByKey, writeMetricsIn } from "../db/metric-writes";
 import { stepExists, writeRolloutStep } from "../db/rollouts";
 import {
   addStepPart,
@@ -267,7 +267,8 @@ export function ingestMetrics(runId: string, input: LogMetrics, db: RawDb = getR
       new ConflictError(`metric batch "${input.batchId}" of run ${runId} was already stored with other content`, [
         { path: "body.batchId", message: "reused with other content" },
       ]),
-    (db) => writeMetricsByKey(runId, points(), null, db),
+    // in once's transaction on the run: no savepoint of its own
+    (db) => writeMetricsIn(db, runId, points()),
     db,
   );
 }
