@@ -22,7 +22,7 @@ import {
   type DiscardedStep,
 } from "../db/ingest-batches";
 import { getRawDb, writeTransaction, type RawDb } from "../db/raw";
-import type { LogMetrics } from "../schemas/metrics";
+import type { LogMetrics, MetricColumnsInput } from "../schemas/metrics";
 import type { RolloutStepInput, RolloutStepPart, RolloutStepsBatch } from "../schemas/rollouts";
 import { ConflictError, DomainError } from "../schemas/errors";
 import { stepParams } from "../schemas/step-params";
@@ -48,13 +48,14 @@ function once(
   clash: () => ConflictError,
   write: (db: RawDb) => unknown,
   db: RawDb,
+  sameContent: (stored: string) => boolean = (stored) => stored === hash,
 ): IngestAnswer {
   return writeTransaction(
     null,
     (db) => {
       const prior = priorBatch(runId, key, db);
       if (prior) {
-        if (prior.hash !== hash) throw clash();
+        if (!sameContent(prior.hash)) throw clash();
         return { status: 200 as const, body: JSON.parse(prior.response) };
       }
       const body = write(db);
@@ -258,11 +259,12 @@ export function ingestMetrics(runId: string, input: LogMetrics, db: RawDb = getR
   // regrouped only when written: a retried batch is answered from its record
   const points = () => metricBodyByKey(input, now);
   if (!input.batchId) return { status: 201, body: writeMetricsByKey(runId, points(), null, db) };
+  const hash = "steps" in input ? columnsHash(input) : contentHash(input);
   return once(
     runId,
     `metrics:${input.batchId}`,
     "metrics",
-    contentHash(input),
+    hash,
     () =>
       new ConflictError(`metric batch "${input.batchId}" of run ${runId} was already stored with other content`, [
         { path: "body.batchId", message: "reused with other content" },
@@ -270,5 +272,39 @@ export function ingestMetrics(runId: string, input: LogMetrics, db: RawDb = getR
     // in once's transaction on the run: no savepoint of its own
     (db) => writeMetricsIn(db, runId, points()),
     db,
+    // a batch recorded before columnsHash existed carries contentHash (a retry across an upgrade)
+    (stored) => stored === hash || (!stored.startsWith(COLUMNS_HASH) && stored === contentHash(input)),
   );
+}
+
+/** columnsHash's prefix: a record's hash without it is a contentHash. */
+const COLUMNS_HASH = "c1:";
+const VALUE_KIND: Record<string, number> = { NaN: 2, Infinity: 3, "-Infinity": 4 };
+
+/**
+ * A columnar metric batch's content hash from its numbers' bytes, batchId excluded: contentHash's
+ * JSON.stringify spends ~0.07 ms on the 1,100 doubles of a request of 1,000 values (the decimal
+ * shortest form of each), this ~0.02 ms. Hashed: the keys in order (and whether wall times came) as
+ * JSON, then every column (steps, wall times, each key's values) as its length and its values as
+ * float64, then a kind byte a value (number, null, "NaN", "Infinity", "-Infinity"): no two contents
+ * give the same bytes.
+ */
+function columnsHash(input: MetricColumnsInput): string {
+  const keys = Object.keys(input.values);
+  const columns: readonly (number | string | null)[][] = [input.steps, ...(input.wallTimes ? [input.wallTimes] : []), ...keys.map((k) => input.values[k])];
+  let size = 0;
+  for (const c of columns) size += 1 + c.length;
+  const nums = new Float64Array(size);
+  const kinds = new Uint8Array(size);
+  let at = 0;
+  for (const c of columns) {
+    nums[at++] = c.length;
+    for (let i = 0; i < c.length; i++, at++) {
+      const x = c[i];
+      if (typeof x === "number") nums[at] = x;
+      else kinds[at] = x === null ? 1 : VALUE_KIND[x];
+    }
+  }
+  const h = createHash("sha256").update(JSON.stringify([input.wallTimes !== undefined, keys]));
+  return COLUMNS_HASH + h.update(new Uint8Array(nums.buffer)).update(kinds).digest("hex");
 }
