@@ -34,10 +34,12 @@ function apiRequestClass() {
       this.#url = url.href;
     }
     get nextUrl() {
-      return (this.#nextUrl ??= new NextURL(this.#url, { headers: toNodeOutgoingHttpHeaders(this.headers) }));
+      this.#nextUrl ??= new NextURL(this.#url, { headers: toNodeOutgoingHttpHeaders(this.headers) });
+      return this.#nextUrl;
     }
     get cookies() {
-      return (this.#cookies ??= new RequestCookies(this.headers));
+      this.#cookies ??= new RequestCookies(this.headers);
+      return this.#cookies;
     }
     get url() {
       return noNormalize ? this.#url : this.nextUrl.toString();

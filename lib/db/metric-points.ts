@@ -74,7 +74,10 @@ export function metricBodyByKey(input: LogMetrics, now: number): KeyPoints[] {
     // a column of numbers only (what a trainer logs every step) is its points as they came: no copy
     let plain = true;
     for (let i = 0; i < col.length && plain; i++) plain = typeof col[i] === "number";
-    if (plain) return { key, steps, values: col as number[], wallTimes: (walls ??= wallTimes ?? steps.map(() => now)) };
+    if (plain) {
+      walls ??= wallTimes ?? steps.map(() => now);
+      return { key, steps, values: col as number[], wallTimes: walls };
+    }
     const k: KeyPoints = { key, steps: [], values: [], wallTimes: [] };
     for (let i = 0; i < col.length; i++) {
       const v = col[i];

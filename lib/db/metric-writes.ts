@@ -39,7 +39,11 @@ export function writeMetricsByKey(
 /** writeMetricsByKey inside a write transaction the caller holds on the run (no savepoint of its own: an idempotent ingest's). */
 export function writeMetricsIn(db: RawDb, runId: string, keys: KeyPoints[]): { inserted: number; replaced: number } {
   const series = seriesOf(db, runId, keys);
-  const out = series.length ? (onlyNewPoints(db, series) ? appendPoints(db, runId, series) : writePointByPoint(db, runId, series)) : { inserted: 0, replaced: 0 };
+  const out = series.length
+    ? onlyNewPoints(db, series)
+      ? appendPoints(db, runId, series)
+      : writePointByPoint(db, runId, series)
+    : { inserted: 0, replaced: 0 };
   const nf = writeNonFinite(db, runId, keys);
   return { inserted: out.inserted + nf.inserted, replaced: out.replaced + nf.replaced };
 }
