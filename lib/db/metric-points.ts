@@ -68,8 +68,16 @@ export function metricBodyByKey(input: LogMetrics, now: number): KeyPoints[] {
       ),
     );
   const { steps, wallTimes, values } = input;
+  let walls: number[] | undefined;
   return Object.keys(values).map((key) => {
     const col = values[key];
+    // a column of numbers only (what a trainer logs every step) is its points as they came: no copy
+    let plain = true;
+    for (let i = 0; i < col.length && plain; i++) plain = typeof col[i] === "number";
+    if (plain) {
+      walls ??= wallTimes ?? steps.map(() => now);
+      return { key, steps, values: col as number[], wallTimes: walls };
+    }
     const k: KeyPoints = { key, steps: [], values: [], wallTimes: [] };
     for (let i = 0; i < col.length; i++) {
       const v = col[i];

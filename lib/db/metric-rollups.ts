@@ -45,6 +45,63 @@ export function addToAgg(agg: Agg | undefined, step: number, value: number, wall
   return agg;
 }
 
+/**
+ * Adds `b`, the aggregate of points all after `a`'s, into `a` (whose first step stays): what addToAgg
+ * over b's points in step order would make of it (ties keep the earlier minimum and maximum, as it does).
+ */
+export function appendAgg(a: Agg, b: Agg): Agg {
+  a.count += b.count;
+  if (b.minValue < a.minValue) (a.minValue = b.minValue), (a.minStep = b.minStep), (a.minWallTime = b.minWallTime);
+  if (b.maxValue > a.maxValue) (a.maxValue = b.maxValue), (a.maxStep = b.maxStep), (a.maxWallTime = b.maxWallTime);
+  if (b.lastStep >= a.lastStep) (a.lastStep = b.lastStep), (a.lastValue = b.lastValue);
+  return a;
+}
+
+/**
+ * The rollup buckets of one series' points in increasing step order, level by level: the finest from
+ * the points, each coarser one from the buckets below it (a level's width is a multiple of the one
+ * below), so each point is looked at once, not once a level. Calls `out` per bucket, finest level
+ * first (it reads the aggregate at once: it is changed afterwards); returns the aggregate of all
+ * the points (undefined for none).
+ */
+export function bucketsOfIncreasing(
+  steps: number[],
+  values: number[],
+  wallTimes: number[],
+  out: (level: number, bucket: number, a: Agg) => void,
+): Agg | undefined {
+  let below: [bucket: number, agg: Agg][] = [];
+  let agg: Agg | undefined;
+  let bucket = -1;
+  const first = ROLLUP_LEVELS[0];
+  for (let j = 0; j < steps.length; j++) {
+    const b = Math.floor(steps[j] / first);
+    if (b !== bucket) {
+      if (agg) below.push([bucket, agg]);
+      agg = undefined;
+      bucket = b;
+    }
+    agg = addToAgg(agg, steps[j], values[j], wallTimes[j]);
+  }
+  if (agg) below.push([bucket, agg]);
+  for (const [b, a] of below) out(first, b, a);
+  for (let l = 1; l < ROLLUP_LEVELS.length; l++) {
+    const ratio = ROLLUP_LEVELS[l] / ROLLUP_LEVELS[l - 1];
+    const level: [number, Agg][] = [];
+    for (const [b, a] of below) {
+      const up = Math.floor(b / ratio);
+      const last = level[level.length - 1];
+      if (last && last[0] === up) appendAgg(last[1], a);
+      else level.push([up, { ...a }]);
+    }
+    for (const [b, a] of level) out(ROLLUP_LEVELS[l], b, a);
+    below = level;
+  }
+  let all: Agg | undefined;
+  for (const [, a] of below) all = all ? appendAgg(all, a) : { ...a };
+  return all;
+}
+
 // Merge a batch aggregate into a stored one (alias o). Both stores evaluate every SET expression on
 // the old row; CASE instead of 2-argument MIN/MAX, which PostgreSQL spells LEAST/GREATEST.
 export const least = (a: string, b: string) => `CASE WHEN ${b} < ${a} THEN ${b} ELSE ${a} END`;

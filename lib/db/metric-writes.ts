@@ -5,7 +5,18 @@
 import { getRawDb, writeTransaction, type Fence, type RawDb } from "./raw";
 import { dialect } from "./dialect";
 import { pointsByKey, type KeyPoints, type MetricPoint } from "./metric-points";
-import { addToAgg, greatest, least, rebuildRollups, recomputeBuckets, RollupRows, ROLLUP_LEVELS, RUN_SERIES, type Agg } from "./metric-rollups";
+import {
+  addToAgg,
+  bucketsOfIncreasing,
+  greatest,
+  least,
+  rebuildRollups,
+  recomputeBuckets,
+  RollupRows,
+  ROLLUP_LEVELS,
+  RUN_SERIES,
+  type Agg,
+} from "./metric-rollups";
 
 /**
  * Writes metric points of one run. A point at an existing (key, step) replaces the stored value
@@ -22,21 +33,19 @@ export function writeMetricsByKey(
   fence: Fence | null = null,
   db: RawDb = getRawDb(),
 ): { inserted: number; replaced: number } {
-  return writeTransaction(
-    fence,
-    (db) => {
-      const series = seriesOf(db, runId, keys);
-      const out = series.length
-        ? onlyNewPoints(db, series)
-          ? appendPoints(db, runId, series)
-          : writePointByPoint(db, runId, series)
-        : { inserted: 0, replaced: 0 };
-      const nf = writeNonFinite(db, runId, keys);
-      return { inserted: out.inserted + nf.inserted, replaced: out.replaced + nf.replaced };
-    },
-    db,
-    { runId },
-  );
+  return writeTransaction(fence, (db) => writeMetricsIn(db, runId, keys), db, { runId });
+}
+
+/** writeMetricsByKey inside a write transaction the caller holds on the run (no savepoint of its own: an idempotent ingest's). */
+export function writeMetricsIn(db: RawDb, runId: string, keys: KeyPoints[]): { inserted: number; replaced: number } {
+  const series = seriesOf(db, runId, keys);
+  const out = series.length
+    ? onlyNewPoints(db, series)
+      ? appendPoints(db, runId, series)
+      : writePointByPoint(db, runId, series)
+    : { inserted: 0, replaced: 0 };
+  const nf = writeNonFinite(db, runId, keys);
+  return { inserted: out.inserted + nf.inserted, replaced: out.replaced + nf.replaced };
 }
 
 /**
@@ -163,23 +172,7 @@ function appendPoints(db: RawDb, runId: string, series: SeriesPoints[]): { inser
     for (let i = 0; i < n; i++) rows.push(id, steps[i], values[i], wallTimes[i]);
     inserted += n;
     // steps increase: each level's buckets come one after another
-    for (const level of ROLLUP_LEVELS) {
-      let agg: Agg | undefined;
-      let bucket = -1;
-      for (let j = 0; j < n; j++) {
-        const b = Math.floor(steps[j] / level);
-        if (b !== bucket) {
-          if (agg) rollups.add(id, level, bucket, agg);
-          agg = undefined;
-          bucket = b;
-        }
-        agg = addToAgg(agg, steps[j], values[j], wallTimes[j]);
-      }
-      if (agg) rollups.add(id, level, bucket, agg);
-    }
-    let a: Agg | undefined;
-    for (let j = 0; j < n; j++) a = addToAgg(a, steps[j], values[j], wallTimes[j]);
-    aggs.set(k, a!);
+    aggs.set(k, bucketsOfIncreasing(steps, values, wallTimes, (level, bucket, a) => rollups.add(id, level, bucket, a))!);
   }
   // a plain INSERT: a clash (impossible after onlyNewPoints) fails the transaction instead of passing silently
   dialect(db).insertTyped(db, `INSERT INTO "Metric" ("seriesId","step","value","wallTime")`, ["integer", "integer", "float8", "float8"], rows);

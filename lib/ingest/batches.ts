@@ -5,7 +5,7 @@
 // metric batches by the client's batchId.
 import { createHash } from "node:crypto";
 import { metricBodyByKey } from "../db/metric-points";
-import { writeMetricsByKey } from "../db/metric-writes";
+import { writeMetricsByKey, writeMetricsIn } from "../db/metric-writes";
 import { packStep, packStepWith, stepExists, writeRolloutStep, type PackedStep } from "../db/rollouts";
 import { compressOnThread } from "./compress-thread";
 import {
@@ -23,7 +23,7 @@ import {
   type DiscardedStep,
 } from "../db/ingest-batches";
 import { getRawDb, writeTransaction, type RawDb } from "../db/raw";
-import type { LogMetrics } from "../schemas/metrics";
+import type { LogMetrics, MetricColumnsInput } from "../schemas/metrics";
 import type { RolloutStepInput, RolloutStepPart, RolloutStepsBatch } from "../schemas/rollouts";
 import { ConflictError, DomainError } from "../schemas/errors";
 import { stepParams } from "../schemas/step-params";
@@ -42,9 +42,9 @@ function contentHash(value: { batchId?: string }): string {
 }
 
 /**
- * Records a write once. `hash` is the content's; `earlierHash` the hash an older server would have
- * recorded for the same content (a step's before its hash came from its packed columns): a retry
- * of a step stored by it is the same content, not a clash. Only worked out on a mismatch.
+ * Records a write once. `hash` is the content's; `sameContent` says whether a stored record's hash
+ * is this content's: by default the same hash, and for a kind whose hash changed, the hash an older
+ * server recorded for the same content too (a retry across an upgrade is not a clash).
  */
 function once(
   runId: string,
@@ -54,14 +54,14 @@ function once(
   clash: () => ConflictError,
   write: (db: RawDb) => unknown,
   db: RawDb,
-  earlierHash?: () => string,
+  sameContent: (stored: string) => boolean = (stored) => stored === hash,
 ): IngestAnswer {
   return writeTransaction(
     null,
     (db) => {
       const prior = priorBatch(runId, key, db);
       if (prior) {
-        if (prior.hash !== hash && prior.hash !== earlierHash?.()) throw clash();
+        if (!sameContent(prior.hash)) throw clash();
         return { status: 200 as const, body: JSON.parse(prior.response) };
       }
       const body = write(db);
@@ -102,7 +102,8 @@ export function ingestStep(runId: string, given: RolloutStepInput, db: RawDb = g
       return stored;
     },
     db,
-    () => contentHash(input),
+    // a step recorded with the hash of its JSON (before its hash came from its packed columns): a retry across an upgrade
+    (stored) => stored === p.hash || stored === contentHash(input),
   );
 }
 
@@ -280,16 +281,52 @@ export function ingestMetrics(runId: string, input: LogMetrics, db: RawDb = getR
   // regrouped only when written: a retried batch is answered from its record
   const points = () => metricBodyByKey(input, now);
   if (!input.batchId) return { status: 201, body: writeMetricsByKey(runId, points(), null, db) };
+  const hash = "steps" in input ? columnsHash(input) : contentHash(input);
   return once(
     runId,
     `metrics:${input.batchId}`,
     "metrics",
-    contentHash(input),
+    hash,
     () =>
       new ConflictError(`metric batch "${input.batchId}" of run ${runId} was already stored with other content`, [
         { path: "body.batchId", message: "reused with other content" },
       ]),
-    (db) => writeMetricsByKey(runId, points(), null, db),
+    // in once's transaction on the run: no savepoint of its own
+    (db) => writeMetricsIn(db, runId, points()),
     db,
+    // a batch recorded before columnsHash existed carries contentHash (a retry across an upgrade)
+    (stored) => stored === hash || (!stored.startsWith(COLUMNS_HASH) && stored === contentHash(input)),
   );
+}
+
+/** columnsHash's prefix: a record's hash without it is a contentHash. */
+const COLUMNS_HASH = "c1:";
+const VALUE_KIND: Record<string, number> = { NaN: 2, Infinity: 3, "-Infinity": 4 };
+
+/**
+ * A columnar metric batch's content hash from its numbers' bytes, batchId excluded: contentHash's
+ * JSON.stringify spends ~0.07 ms on the 1,100 doubles of a request of 1,000 values (the decimal
+ * shortest form of each), this ~0.02 ms. Hashed: the keys in order (and whether wall times came) as
+ * JSON, then every column (steps, wall times, each key's values) as its length and its values as
+ * float64, then a kind byte a value (number, null, "NaN", "Infinity", "-Infinity"): no two contents
+ * give the same bytes.
+ */
+function columnsHash(input: MetricColumnsInput): string {
+  const keys = Object.keys(input.values);
+  const columns: readonly (number | string | null)[][] = [input.steps, ...(input.wallTimes ? [input.wallTimes] : []), ...keys.map((k) => input.values[k])];
+  let size = 0;
+  for (const c of columns) size += 1 + c.length;
+  const nums = new Float64Array(size);
+  const kinds = new Uint8Array(size);
+  let at = 0;
+  for (const c of columns) {
+    nums[at++] = c.length;
+    for (let i = 0; i < c.length; i++, at++) {
+      const x = c[i];
+      if (typeof x === "number") nums[at] = x;
+      else kinds[at] = x === null ? 1 : VALUE_KIND[x];
+    }
+  }
+  const h = createHash("sha256").update(JSON.stringify([input.wallTimes !== undefined, keys]));
+  return COLUMNS_HASH + h.update(new Uint8Array(nums.buffer)).update(kinds).digest("hex");
 }

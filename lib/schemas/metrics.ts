@@ -85,6 +85,7 @@ export const logMetricsSchema = z.union([metricPointsSchema, metricColumnsSchema
 export type LogMetrics = z.infer<typeof logMetricsSchema>;
 
 const METRIC_KEY = /^[\w/.-]+$/;
+const BATCH_ID = /^[A-Za-z0-9_.:-]+$/;
 export const isNonFiniteText = (x: string): x is NonFiniteText => x === "NaN" || x === "Infinity" || x === "-Infinity";
 const isStep = (x: unknown) => Number.isInteger(x) && (x as number) >= 0 && (x as number) <= 2 ** 31 - 1;
 
@@ -105,7 +106,8 @@ export function metricColumnsLookValid(v: unknown): v is MetricColumnsInput {
     if (!Array.isArray(wallTimes) || wallTimes.length !== n) return false;
     for (let i = 0; i < n; i++) if (!(typeof wallTimes[i] === "number" && wallTimes[i] > 0 && Number.isFinite(wallTimes[i]))) return false;
   }
-  if (batchId !== undefined && !batchIdSchema.safeParse(batchId).success) return false;
+  // batchIdSchema's checks without a zod parse (~0.02 ms a request)
+  if (batchId !== undefined && !(typeof batchId === "string" && batchId.length >= 1 && batchId.length <= 128 && BATCH_ID.test(batchId))) return false;
   if (values === null || typeof values !== "object" || Array.isArray(values)) return false;
   const keys = Object.keys(values);
   if (n * keys.length > MAX_COLUMN_CELLS) return false;

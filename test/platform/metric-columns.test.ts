@@ -1,5 +1,6 @@
 // Columnar metric batches: the fast array checks agree with the declared schema, both body shapes
 // store the same rows and rollups (appended or overwriting), and a bad value is named by index.
+import { createHash } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { useTempDatabase } from "../helpers/temp-db";
 
@@ -11,6 +12,8 @@ const { getRawDb } = await import("@/lib/db/raw");
 const { createRun } = await import("@/lib/db/runs");
 const { listSeries, readSeries } = await import("@/lib/db/metric-series");
 const { metricRows } = await import("../helpers/metric-rows");
+const { writeTransaction } = await import("@/lib/db/raw");
+const { recordBatch } = await import("@/lib/db/ingest-batches");
 
 let seed = 11;
 const rand = () => {
@@ -143,6 +146,31 @@ describe("columnar ingest", () => {
       getRawDb(),
     );
     expect(short.ok ? null : short.issues[0]).toMatchObject({ path: "body.values.a/x", message: expect.stringContaining("steps has 2") });
+  });
+
+  it("answers a retried batch from its record and any change of content with a 409, also for a batch recorded with the older hash", () => {
+    const run = mk("batch-hash");
+    const body = { steps: [1, 2, 3], wallTimes: [1.7e9, 1.7e9 + 1, 1.7e9 + 2], values: { "a/x": [0.5, null, "NaN"], "b/y": [1, 2, "Infinity"] } } as const;
+    const post = (b: object, batchId: string) => ingestMetrics(run, { ...b, batchId } as never);
+    expect(post(body, "h:1").status).toBe(201);
+    expect(post({ ...body }, "h:1").status).toBe(200);
+    const changed = [
+      { ...body, steps: [1, 2, 4] },
+      { ...body, wallTimes: undefined },
+      { ...body, wallTimes: [1.7e9, 1.7e9 + 1, 1.7e9 + 3] },
+      { ...body, values: { ...body.values, "a/x": [0.5, 0, "NaN"] } }, // null and 0
+      { ...body, values: { ...body.values, "a/x": [0.5, null, "Infinity"] } },
+      { ...body, values: { ...body.values, "b/y": [1, 2, "-Infinity"] } },
+      { ...body, values: { "a/x": body.values["a/x"] } },
+      { ...body, values: { "a/x": body.values["a/x"], "b/z": body.values["b/y"] } },
+    ];
+    for (const b of changed) expect(() => post(b, "h:1")).toThrow(/already stored with other content/);
+    // a batch recorded by a server before columnar batches had their own hash: sha256 of the content's JSON
+    const { batchId: _, ...content } = { ...body, batchId: "h:2" };
+    const old = createHash("sha256").update(JSON.stringify(content)).digest("hex");
+    writeTransaction(null, (db) => recordBatch(run, "metrics:h:2", "metrics", old, { inserted: 6, replaced: 0 }, db));
+    expect(post(body, "h:2")).toEqual({ status: 200, body: { inserted: 6, replaced: 0 } });
+    expect(() => post(changed[0], "h:2")).toThrow(/already stored with other content/);
   });
 
   it("documents both shapes in one declared body schema", () => {
