@@ -5,9 +5,13 @@
 // (lib/ingest/pool.ts ingestNice: Linux threads inherit it); libuv's pool would run it at the
 // server's own. Should the thread fail, the streams are compressed here instead.
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { Worker, parentPort, workerData } from "node:worker_threads";
+import { parentPort, workerData } from "node:worker_threads";
+import { projectRoot } from "../db/url";
 import { compressStream, type StreamCompressor } from "../db/trajectory-pack";
+
+// Taken at run time, as lib/ingest/pool.ts takes it: Next's bundler would otherwise try to bundle the thread's entry.
+const { Worker } = process.getBuiltinModule("node:worker_threads") as typeof import("node:worker_threads");
+type Worker = import("node:worker_threads").Worker;
 
 interface Request {
   id: number;
@@ -20,7 +24,7 @@ const pending = new Map<number, { resolve: (b: Buffer[]) => void; reject: (e: Er
 let nextId = 1;
 
 function start(): Worker {
-  const w = new Worker(path.join(path.dirname(fileURLToPath(import.meta.url)), "thread-boot.mjs"), { workerData: { role: "compress" } });
+  const w = new Worker(path.join(projectRoot(), "lib", "ingest", "thread-boot.mjs"), { workerData: { role: "compress" } });
   w.unref(); // an idle thread never keeps its process alive
   w.on("message", (r: Reply) => {
     const p = pending.get(r.id);
