@@ -5,7 +5,9 @@ writes them) through the TurnLens Python client as a trainer would, and the same
 as a table a step. Prints one JSON line a step:
   blocked    seconds log_rollouts held the caller (the training loop); step 0 is checked in the
              loop, later steps are converted in the client's sender thread
-  stored     seconds from the call until the server lists the step (GET /runs/{id}/steps)
+  stored     seconds from the call until run.flush() returns: the server has answered the step,
+             which it does once the step is committed and readable (checked after: GET /runs/{id}/steps
+             lists it)
   trackio_blocked, trackio_stored
              Trackio's log() call, and log() + finish() (its writes are on disk then)
 usage: bench-realistic-ingest.py STEPS.jsonl URL TRACKIO_DIR [CLIENT_DIR]
@@ -48,9 +50,11 @@ with turnlens.init(project="bench", name="alfworld-realistic", url=url, env_id="
             t0 = time.perf_counter()
             run.log_rollouts(body["step"], groups, estimator=body.get("estimator"), params=body.get("params"))
             blocked = time.perf_counter() - t0
-            while steps_stored(run.id) < i + 1:
-                time.sleep(0.02)
+            if not run.flush(timeout=600):
+                raise SystemExit(f"step {body['step']} was not stored within 600 s")
             stored = time.perf_counter() - t0
+            if steps_stored(run.id) != i + 1 or run.rejected:
+                raise SystemExit(f"step {body['step']}: the server lists {steps_stored(run.id)} steps ({run.rejected})")
 
             df = frame(body)
             trackio.init(project="bench", name=f"alfworld-step-{body['step']}", embed=False)

@@ -105,7 +105,7 @@ async function ingest(): Promise<{ runId: string; json: number; zstd: number | n
           const grew = (now - last) / (TASKS * G * T);
           last = now;
           console.log(
-            `| ${r.step} | ${(r.blocked * 1e3).toFixed(3)} | ${r.stored.toFixed(2)} | ${grew.toFixed(0)} | ${(r.trackio_blocked * 1e3).toFixed(0)} | ${r.trackio_stored.toFixed(2)} | ${(r.trackio_stored / r.stored).toFixed(2)}x |`,
+            `| ${r.step} | ${(r.blocked * 1e3).toFixed(3)} | ${r.stored.toFixed(3)} | ${grew.toFixed(0)} | ${(r.trackio_blocked * 1e3).toFixed(0)} | ${r.trackio_stored.toFixed(3)} | ${(r.trackio_stored / r.stored).toFixed(2)}x |`,
           );
         }
       }
@@ -116,8 +116,8 @@ async function ingest(): Promise<{ runId: string; json: number; zstd: number | n
     const later = rows.slice(1); // step 0 is checked in the loop by design
     if (later.length)
       console.log(
-        `\nsteps 1-${rows.length - 1}, median: log_rollouts held the loop ${(median(later.map((r) => r.blocked)) * 1e3).toFixed(3)} ms, stored after ${median(later.map((r) => r.stored)).toFixed(2)} s; ` +
-          `Trackio stored after ${median(later.map((r) => r.trackio_stored)).toFixed(2)} s (${(median(later.map((r) => r.trackio_stored)) / median(later.map((r) => r.stored))).toFixed(2)}x TurnLens's time)`,
+        `\nsteps 1-${rows.length - 1}, median: log_rollouts held the loop ${(median(later.map((r) => r.blocked)) * 1e3).toFixed(3)} ms, stored after ${median(later.map((r) => r.stored)).toFixed(3)} s; ` +
+          `Trackio stored after ${median(later.map((r) => r.trackio_stored)).toFixed(3)} s (${(median(later.map((r) => r.trackio_stored)) / median(later.map((r) => r.stored))).toFixed(2)}x TurnLens's time)`,
       );
     return { runId, json, zstd };
   } finally {

@@ -22,6 +22,7 @@ type Reply = { id: number; out: Uint8Array[] } | { id: number; error: string };
 let worker: Worker | null = null;
 const pending = new Map<number, { resolve: (b: Buffer[]) => void; reject: (e: Error) => void }>();
 let nextId = 1;
+const reported = new Set<string>(); // each failure logged once, not once a group
 
 function start(): Worker {
   const w = new Worker(path.join(projectRoot(), "lib", "ingest", "thread-boot.mjs"), { workerData: { role: "compress" } });
@@ -56,7 +57,9 @@ export const compressOnThread: StreamCompressor = async (jsons) => {
       w.postMessage({ id, jsons } satisfies Request);
     });
   } catch (e) {
-    console.error(`ingest: the compression thread failed (${(e as Error).message}); compressing on the ingest thread`);
+    const why = (e as Error).message;
+    if (!reported.has(why)) console.error(`ingest: the compression thread failed (${why}); compressing on the ingest thread meanwhile`);
+    reported.add(why);
     return jsons.map(compressStream);
   }
 };

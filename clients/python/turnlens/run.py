@@ -83,6 +83,10 @@ class Run:
         self._lock = threading.Lock()
         self._spilling = False
         self._spill_n = 0
+        # calls made and calls the sender has handled (stored, refused or spooled): what flush() waits on
+        self._puts = 0
+        self._handled = 0
+        self._handled_cv = threading.Condition()
         self._deadline: Optional[float] = None
         self._finished = False
         self._error: Optional[BaseException] = None
@@ -155,6 +159,27 @@ class Run:
         if not isinstance(groups, (Mapping, list, tuple)) or not groups:
             raise shapes.ShapeError("groups: expected {uid: [trajectories]} or a list of {uid, trajectories}")
         self._put(("r", (shapes.to_step(step), groups, est, params, diagnostics)))
+
+    def flush(self, timeout: Optional[float] = None) -> bool:
+        """Waits until every call made before this one is handled: stored by the server (and so
+        readable), refused (kept in the spool with its reason) or spooled because the server cannot
+        be reached; at most `timeout` seconds (None: no limit). True when all were; never raises.
+        `log_rollouts(...)` then `flush()` takes as long as it takes a step to become readable."""
+        with self._lock:
+            target = self._puts
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._handled_cv:
+            while self._handled < target and self._error is None and self._thread.is_alive():
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._handled_cv.wait(0.5 if left is None else min(left, 0.5))  # and look at the sender again
+            return self._handled >= target
+
+    def _note_handled(self, n: int) -> None:
+        with self._handled_cv:
+            self._handled += n
+            self._handled_cv.notify_all()
 
     def finish(self, status: str = "succeeded", error: Optional[str] = None, timeout: Optional[float] = None) -> None:
         """Delivers what is queued (up to `timeout` seconds, default finish_timeout), marks the run finished,
@@ -232,6 +257,7 @@ class Run:
         if self._finished:
             raise RuntimeError("run is finished: start a new one with turnlens.init() (or resume=run_id)")
         with self._lock:
+            self._puts += 1
             if not self._spilling:
                 if len(self._queue) < self._max_queue:
                     self._queue.append(item)
@@ -242,6 +268,7 @@ class Run:
             if item[0] == "r":  # a spilled call is stored as JSON: converted now
                 item = self._convert(item)
                 if item is None:
+                    self._note_handled(1)  # refused (kept in refused.jsonl)
                     return
             spool.append_lines(self.spool_dir / f"spill-{self._spill_n:06d}.jsonl", [{"item": list(item)}], fsync=False)
 
@@ -327,6 +354,7 @@ class Run:
             while not stop:
                 items, stop = self._take()
                 self._deliver_all(self._records(items))
+                self._note_handled(len(items))
                 if self._spilling and (stop or not items):
                     self._drain_spill()
         except BaseException as e:  # keep what is left; never lose it silently
@@ -353,6 +381,7 @@ class Run:
             items = [tuple(r["item"]) for r in spool.read_lines(path)]
             self._deliver_all(self._records(items))
             path.unlink(missing_ok=True)
+            self._note_handled(len(items))
 
     def _units(self, records: List[Dict[str, Any]]) -> List[Tuple[Dict[str, Any], List[Dict[str, Any]]]]:
         """(what to send, the records it carries): consecutive steps already queued go as one
@@ -417,9 +446,10 @@ class Run:
                     if not path.exists():
                         break
                     self._spill_n += 1
-                    spool.append_lines(self.spool_dir / "records.jsonl",
-                                       self._records([tuple(r["item"]) for r in spool.read_lines(path)]))
+                    items = [tuple(r["item"]) for r in spool.read_lines(path)]
+                    spool.append_lines(self.spool_dir / "records.jsonl", self._records(items))
                     path.unlink()
+                    self._note_handled(len(items))
 
     def _deliver(self, rec: Dict[str, Any], following: Optional[Dict[str, Any]] = None) -> None:
         if self.id is None:
