@@ -147,7 +147,12 @@ export async function handleIngestAsync(req: IngestRequest): Promise<IngestReply
 // compression holds the line): the same order of commits as when each ran start to end.
 let line: Promise<unknown> = Promise.resolve();
 function serve(req: IngestRequest, send: (r: IngestReply) => void): void {
-  line = line.then(() => handleIngestAsync(req)).then(send, (e) => console.error(`ingest: could not answer (${(e as Error).message})`));
+  // handleIngestAsync answers every failure itself; anything else still gets an answer, never a hang
+  line = line
+    .then(() => handleIngestAsync(req))
+    .catch((e) => failure(req, e))
+    .then(send)
+    .catch((e) => console.error(`ingest: could not answer (${(e as Error).message})`));
 }
 
 // Background work (lib/ingest/pool.ts ingestNice, which checked the value): lower this thread's
