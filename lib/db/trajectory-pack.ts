@@ -83,7 +83,8 @@ export interface PackedGroup {
 export function planGroup(trajectories: readonly (readonly TurnInput[])[], ids: readonly string[]): GroupPlan {
   const turnData: string[] = [];
   const turnTokens: (Buffer | null)[] = [];
-  const texts: TurnTexts[] = [];
+  // each trajectory's texts as JSON, put together into streams below
+  const json: string[] = [];
   for (const turns of trajectories) {
     const t: TurnTexts = { observation: [], action: [], info: [] };
     const tokens: Buffer[] = [];
@@ -112,12 +113,8 @@ export function planGroup(trajectories: readonly (readonly TurnInput[])[], ids: 
     }
     turnData.push(JSON.stringify(turnColumns(turns, { tokenEntropy })));
     turnTokens.push(anyTokens ? Buffer.concat(tokens) : null);
-    texts.push(t);
+    json.push(JSON.stringify(t));
   }
-  // the common case, a group's texts within one stream, in one JSON.stringify (no piece copied twice)
-  const whole = texts.length < 0xffff ? JSON.stringify(texts) : "";
-  if (whole && whole.length - 2 <= SHARED_RAW_BYTES) return { ids, turnData, streams: [{ json: whole, first: 0, count: texts.length }], turnTokens };
-  const json = texts.map((t) => JSON.stringify(t));
   const streams: GroupPlan["streams"] = [];
   for (let a = 0; a < json.length; ) {
     let raw = json[a].length;

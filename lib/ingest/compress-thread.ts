@@ -30,7 +30,7 @@ function start(): Worker {
   w.on("message", (r: Reply) => {
     const p = pending.get(r.id);
     pending.delete(r.id);
-    if (pending.size === 0) w.unref(); // a reply re-refs the thread; idle, it never keeps its process alive
+    if (pending.size === 0) w.unref(); // a reply refs the thread again
     if (!p) return;
     if ("error" in r) p.reject(new Error(r.error));
     else p.resolve(r.out.map((b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength)));

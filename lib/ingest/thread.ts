@@ -100,13 +100,16 @@ function failure(req: IngestRequest, e: unknown): IngestReply {
   };
 }
 
-/** Runs one request here, start to end (the import job runs it inside its own fenced transaction). */
-export function handleIngest(req: IngestRequest, conn?: RawDb): IngestReply {
+/**
+ * Runs one request here, start to end (the import job runs it inside its own fenced transaction);
+ * `pre`: its body validated and its steps packed already (handleIngestAsync).
+ */
+export function handleIngest(req: IngestRequest, conn?: RawDb, pre?: { v: Validated; prepared: PackedStep[] }): IngestReply {
   let c: RawDb | undefined;
   try {
     c = connection(req, conn);
     makeRoomForDeferred(c);
-    const ans = store(req.runId, validated(req), c);
+    const ans = store(req.runId, pre?.v ?? validated(req), c, pre?.prepared);
     return { id: req.id, ok: true, status: ans.status, body: ans.body };
   } catch (e) {
     return failure(req, e);
@@ -122,25 +125,17 @@ export function handleIngest(req: IngestRequest, conn?: RawDb): IngestReply {
  * processes run, one request at a time (serve).
  */
 export async function handleIngestAsync(req: IngestRequest): Promise<IngestReply> {
-  if (req.kind === "metrics" || req.kind === "stepPart") return handleIngest(req); // nothing to compress meanwhile
-  let c: RawDb | undefined;
+  if (req.kind !== "steps" && req.kind !== "stepsBatch") return handleIngest(req); // nothing to compress meanwhile
+  let pre: { v: Validated; prepared: PackedStep[] };
   try {
-    c = connection(req);
-    makeRoomForDeferred(c);
     const v = validated(req);
-    const prepared =
-      v.kind === "steps"
-        ? [await prepareStep(v.value)]
-        : v.kind === "stepsBatch"
-          ? await Promise.all(v.value.steps.map((s, i) => prepareStep(s, `body.steps.${i}`)))
-          : undefined;
-    const ans = store(req.runId, v, c, prepared);
-    return { id: req.id, ok: true, status: ans.status, body: ans.body };
+    const steps = v.kind === "steps" ? [v.value] : v.kind === "stepsBatch" ? v.value.steps : [];
+    const root = (i: number) => (v.kind === "steps" ? "body" : `body.steps.${i}`);
+    pre = { v, prepared: await Promise.all(steps.map((s, i) => prepareStep(s, root(i)))) };
   } catch (e) {
-    return failure(req, e);
-  } finally {
-    if (c) scheduleDeferred(c);
+    return failure(req, e); // refused before anything is stored
   }
+  return handleIngest(req, undefined, pre);
 }
 
 // Requests in arrival order, each stored before the next starts (a step waiting for its
