@@ -99,8 +99,13 @@ test("label by keyboard, filter the search by label, and follow the hit to its t
 
   // the search, filtered by the label: exactly that trajectory
   await page.goto(`/search?project=${PROJECT}`);
-  await page.getByLabel("label", { exact: true }).fill("loops");
-  await page.getByRole("button", { name: "Search", exact: true }).click();
+  // a click before the page has hydrated submits the form natively, without its filters (a reload
+  // of the unfiltered search): search again until the URL carries the label, then count
+  await expect(async () => {
+    await page.getByLabel("label", { exact: true }).fill("loops");
+    await page.getByRole("button", { name: "Search", exact: true }).click();
+    await expect(page).toHaveURL(/[?&]label=loops(&|$)/, { timeout: 2_000 });
+  }).toPass({ timeout: 30_000 });
   await expect(page.getByTestId("search-hit")).toHaveCount(1);
   await page.getByTestId("search-hit").getByRole("link", { name: "task over training →" }).click();
   await page.waitForURL(/\/tasks\?runs=/);
